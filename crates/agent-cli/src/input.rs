@@ -1,0 +1,39 @@
+//! Reading CONTEXT arguments and printing values.
+
+use crate::Failure;
+use agent_data::{Context, Format};
+use serde_json::Value;
+use std::io::Read;
+
+/// Loads CONTEXT: a file path, or `-` for stdin (SPEC §10). Load warnings
+/// (a torn last line, R34) go to stderr.
+pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
+    let (bytes, path) = if arg == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::invalid(format!("cannot read stdin: {e}")))?;
+        (bytes, None)
+    } else {
+        let path = std::path::Path::new(arg);
+        let bytes =
+            std::fs::read(path).map_err(|e| Failure::invalid(format!("cannot read {arg}: {e}")))?;
+        (bytes, Some(path))
+    };
+    let loaded = Context::load(&bytes, Format::detect(path, &bytes)).map_err(Failure::invalid)?;
+    for warning in &loaded.warnings {
+        eprintln!("warning: {arg}: {warning}");
+    }
+    Ok(loaded.context)
+}
+
+/// A value as one line of compact JSON, or pretty JSON.
+pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    };
+    // Serialising a Value cannot fail (its keys are strings).
+    text.unwrap_or_default() + "\n"
+}

@@ -1,0 +1,115 @@
+//! `agentctx`: inspect and drive agent contexts from the shell (SPEC §10).
+//!
+//! Exit status: 0 success, 1 invalid input, 2 usage error, 3 unresolved.
+//! Errors go to stderr as `error: …`.
+#![forbid(unsafe_code)]
+
+mod commands;
+mod input;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Structured, append-only working memory for LLM agents.
+#[derive(Parser)]
+#[command(name = "agentctx", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the view of KIND (R5); exit 3 when its layer(s) hold no message.
+    View {
+        /// Context file (.json array or .jsonl), or - for stdin.
+        context: String,
+        /// The kind to view.
+        kind: String,
+        /// Read for this instance: its layer over the global one.
+        #[arg(long)]
+        instance: Option<String>,
+        /// Pretty-print the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Print the instance ids as a JSON array, in order of first appearance.
+    Instances {
+        /// Context file, or - for stdin.
+        context: String,
+    },
+    /// Print `ok`, or one line per fold diagnostic or schema violation (R27).
+    Check {
+        /// Context file, or - for stdin.
+        context: String,
+        /// Also enforce `required` (R26).
+        #[arg(long)]
+        complete: bool,
+    },
+}
+
+/// A failed command: what to print and the exit status.
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) message: String,
+    /// Output that still belongs on stdout (the problems `check` found).
+    pub(crate) stdout: String,
+}
+
+impl Failure {
+    fn new(code: u8, message: impl std::fmt::Display) -> Self {
+        Failure {
+            code,
+            message: message.to_string(),
+            stdout: String::new(),
+        }
+    }
+
+    /// Invalid input of any kind (exit 1).
+    pub(crate) fn invalid(message: impl std::fmt::Display) -> Self {
+        Self::new(1, message)
+    }
+
+    /// Unresolved: nothing there (exit 3).
+    pub(crate) fn unresolved(message: impl std::fmt::Display) -> Self {
+        Self::new(3, message)
+    }
+
+    /// Adds output that belongs on stdout.
+    pub(crate) fn with_stdout(self, stdout: String) -> Self {
+        Failure { stdout, ..self }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors; everything else is usage (2).
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::View {
+            context,
+            kind,
+            instance,
+            pretty,
+        } => commands::view(&context, &kind, instance.as_deref(), pretty),
+        Command::Instances { context } => commands::instances(&context),
+        Command::Check { context, complete } => commands::check(&context, complete),
+    };
+    match result {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            print!("{}", failure.stdout);
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The one error type of this crate.
+
+use crate::Path;
+
+/// Everything that can go wrong in `agent-core`.
+///
+/// Each variant says what was wrong and where: a byte offset into the text
+/// that failed to parse, or the path at which a write failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Text that should be a path, kind, reference or method does not parse.
+    #[error("syntax error at byte {offset}: {reason}")]
+    Syntax {
+        /// Byte offset of the fault in the parsed text.
+        offset: usize,
+        /// What was expected or found there.
+        reason: String,
+    },
+    /// A kind that does not match `[A-Za-z_][A-Za-z0-9_-]*` (R2).
+    #[error("invalid kind {kind:?}: a kind matches [A-Za-z_][A-Za-z0-9_-]*")]
+    InvalidKind {
+        /// The rejected text.
+        kind: String,
+    },
+    /// An instance id that is empty (R2).
+    #[error("invalid instance id: an instance id is a non-empty string")]
+    InvalidInstance,
+    /// A method name other than the five of R10.
+    #[error("unknown output method {name:?}: expected set, merge, assign, push or concat")]
+    UnknownMethod {
+        /// The rejected name.
+        name: String,
+    },
+    /// A write that cannot be applied to the current value (R10, R11).
+    #[error("type error at {at}: {reason}")]
+    Type {
+        /// The path (from the root of the view) where the write got stuck.
+        at: DisplayPath,
+        /// Why the write cannot be applied there.
+        reason: String,
+    },
+}
+
+/// A path printed in its canonical form, or `(root)` when empty.
+///
+/// Wraps [`Path`] so error messages read well for the empty path too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayPath(pub Path);
+
+impl std::fmt::Display for DisplayPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("(root)")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

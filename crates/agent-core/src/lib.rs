@@ -1,0 +1,46 @@
+//! # agent-core
+//!
+//! The bottom layer of agentctx: the vocabulary every other layer speaks.
+//!
+//! - [`Path`] and [`Segment`]: the path grammar (SPEC R7), canonical
+//!   display, and read traversal with negative indexes (R8).
+//! - [`Reference`]: one `†kind.path` operand (R15).
+//! - [`Kind`] and [`Instance`]: the two halves of a data message's identity,
+//!   validated on construction (R2).
+//! - [`Method`], [`write`](fn@write) and [`check_write`]: the five write methods and
+//!   writing at a path (R10, R11). Type errors are values, never panics.
+//!
+//! A view is an `Option<serde_json::Value>`: `None` is *absent*, which is
+//! different from `null`.
+//!
+//! ```
+//! use agent_core::{write, Method, Reference};
+//! use serde_json::json;
+//!
+//! let mut view = Some(json!({"user": {"name": "Alex", "status": "active"}}));
+//! let status: Reference = "†data.user.status".parse()?;
+//! write(&mut view, &status.path, Method::Set, json!("inactive"))?;
+//! write(&mut view, &".user".parse()?, Method::Merge, json!({"age": 30}))?;
+//! assert_eq!(
+//!     view,
+//!     Some(json!({"user": {"name": "Alex", "status": "inactive", "age": 30}}))
+//! );
+//!
+//! // Pushing onto a string is a type error, reported with where it happened.
+//! let err = write(&mut view, &".user.name".parse()?, Method::Push, json!(1)).unwrap_err();
+//! assert_eq!(err.to_string(), "type error at .user.name: cannot push onto a string");
+//! # Ok::<(), agent_core::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod error;
+mod ident;
+mod path;
+mod reference;
+mod write;
+
+pub use error::{DisplayPath, Error, Result};
+pub use ident::{Instance, Kind};
+pub use path::{Path, Segment};
+pub use reference::{DAGGER, Reference};
+pub use write::{Method, check_write, merge_deep, write};

@@ -1,0 +1,108 @@
+//! A single reference `†kind.path` (R15): the unit both reads and writes name.
+
+use crate::ident::kind_len;
+use crate::{Error, Kind, Path, Result};
+use std::fmt;
+
+/// The dagger that starts a reference (U+2020).
+pub const DAGGER: char = '†';
+
+/// A reference to a path in the view of a kind: `†state.user.name`.
+///
+/// This is one operand of an expression; `||` and `&&` live in `agent-vars`.
+///
+/// ```
+/// use agent_core::Reference;
+/// let r: Reference = "†state.user[\"first name\"]".parse()?;
+/// assert_eq!(r.kind.as_str(), "state");
+/// assert_eq!(r.to_string(), "†state.user[\"first name\"]");
+/// # Ok::<(), agent_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reference {
+    /// Which view is read or written.
+    pub kind: Kind,
+    /// Where inside that view.
+    pub path: Path,
+}
+
+impl Reference {
+    /// Builds a reference from its parts.
+    pub fn new(kind: Kind, path: Path) -> Self {
+        Reference { kind, path }
+    }
+
+    /// Parses exactly one reference filling all of `text` (no blanks).
+    pub fn parse(text: &str) -> Result<Self> {
+        let (reference, used) = Self::parse_prefix(text, 0)?;
+        match text[used..].chars().next() {
+            None => Ok(reference),
+            Some(c) => Err(Error::Syntax {
+                offset: used,
+                reason: format!("unexpected {c:?} after reference"),
+            }),
+        }
+    }
+
+    /// Parses the reference at the start of `text`, returning it and the
+    /// number of bytes used; error offsets are shifted by `base`.
+    pub fn parse_prefix(text: &str, base: usize) -> Result<(Self, usize)> {
+        let Some(rest) = text.strip_prefix(DAGGER) else {
+            return Err(Error::Syntax {
+                offset: base,
+                reason: "expected a reference starting with '†'".into(),
+            });
+        };
+        let start = DAGGER.len_utf8();
+        let len = kind_len(rest);
+        if len == 0 {
+            return Err(Error::Syntax {
+                offset: base + start,
+                reason: "expected a kind ([A-Za-z_][A-Za-z0-9_-]*) after '†'".into(),
+            });
+        }
+        let kind = Kind::new(&rest[..len])?;
+        let (path, path_len) = Path::parse_prefix(&rest[len..], base + start + len)?;
+        Ok((Reference { kind, path }, start + len + path_len))
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{DAGGER}{}{}", self.kind, self.path)
+    }
+}
+
+impl std::str::FromStr for Reference {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Reference::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r15_reference_kind_then_path() {
+        let r = Reference::parse("†data.user.status").unwrap();
+        assert_eq!(r.kind.as_str(), "data");
+        assert_eq!(r.path.to_string(), ".user.status");
+        assert!(Reference::parse("†state").unwrap().path.is_empty());
+        assert_eq!(Reference::parse("†s[0]").unwrap().to_string(), "†s[0]");
+    }
+
+    #[test]
+    fn r15_reference_errors_have_offsets() {
+        let offset = |t: &str| match Reference::parse(t) {
+            Err(Error::Syntax { offset, .. }) => offset,
+            other => panic!("{t}: {other:?}"),
+        };
+        assert_eq!(offset("state.x"), 0);
+        assert_eq!(offset("†"), 3);
+        assert_eq!(offset("†9x"), 3);
+        assert_eq!(offset("†st.x y"), 7);
+        assert_eq!(offset("†st."), 6);
+    }
+}

@@ -1,0 +1,288 @@
+//! The five write methods (R10) and writing at a path (R11).
+//!
+//! A view is an `Option<Value>`: `None` is *absent*, which is not `null`.
+//! Every write is checked completely before anything is changed, so a
+//! refused write leaves the view untouched.
+
+use crate::error::DisplayPath;
+use crate::path::canonical_index;
+use crate::{Error, Path, Result, Segment};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// How a written value combines with what is already at its path (R10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Replace (last write wins).
+    Set,
+    /// Deep-merge objects; anything else replaces.
+    Merge,
+    /// Shallow-merge objects: top-level keys replace.
+    Assign,
+    /// Append one element to an array (creating it when absent or null).
+    Push,
+    /// Join arrays, or join strings.
+    Concat,
+}
+
+impl Method {
+    /// All five methods, in the order of R10.
+    pub const ALL: [Method; 5] = [
+        Method::Set,
+        Method::Merge,
+        Method::Assign,
+        Method::Push,
+        Method::Concat,
+    ];
+
+    /// The method's name as written in `_outputMethod`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Set => "set",
+            Method::Merge => "merge",
+            Method::Assign => "assign",
+            Method::Push => "push",
+            Method::Concat => "concat",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = Error;
+    fn from_str(name: &str) -> Result<Self> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| Error::UnknownMethod { name: name.into() })
+    }
+}
+
+fn type_error(path: &Path, depth: usize, reason: impl Into<String>) -> Error {
+    Error::Type {
+        at: DisplayPath(Path::from_segments(path.segments()[..depth].to_vec())),
+        reason: reason.into(),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Where a segment lands in an array of `len` elements when writing (R11):
+/// `Ok(i)` with `i <= len` (`i == len` appends).
+fn write_index(path: &Path, depth: usize, segment: &Segment, len: usize) -> Result<usize> {
+    let index = match segment {
+        Segment::Key(k) => canonical_index(k).ok_or_else(|| {
+            type_error(
+                path,
+                depth,
+                format!("key {k:?} cannot select an array element"),
+            )
+        })?,
+        Segment::Index(i) => usize::try_from(*i)
+            .map_err(|_| type_error(path, depth, "a negative index cannot be written through"))?,
+    };
+    if index > len {
+        return Err(type_error(
+            path,
+            depth,
+            format!("index {index} is past the end of an array of {len}"),
+        ));
+    }
+    Ok(index)
+}
+
+/// Checks that writing `value` at `path` with `method` into `view` would
+/// succeed, without changing anything (R10, R11).
+pub fn check_write(view: Option<&Value>, path: &Path, method: Method, value: &Value) -> Result<()> {
+    let mut current = view;
+    for (depth, segment) in path.segments().iter().enumerate() {
+        current = match current {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(map)) => map.get(segment.as_key().as_ref()),
+            Some(Value::Array(items)) => items.get(write_index(path, depth, segment, items.len())?),
+            Some(scalar) => {
+                return Err(type_error(
+                    path,
+                    depth,
+                    format!("cannot write inside a {}", type_name(scalar)),
+                ));
+            }
+        };
+        if current.is_none() {
+            break; // everything below is created fresh
+        }
+    }
+    check_method(current, method, value).map_err(|reason| type_error(path, path.len(), reason))
+}
+
+fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Result<(), String> {
+    let current = current.filter(|v| !v.is_null());
+    match (method, current, value) {
+        (Method::Push, None | Some(Value::Array(_)), _) => Ok(()),
+        (Method::Push, Some(other), _) => Err(format!("cannot push onto a {}", type_name(other))),
+        (Method::Concat, None, Value::Array(_) | Value::String(_))
+        | (Method::Concat, Some(Value::Array(_)), Value::Array(_))
+        | (Method::Concat, Some(Value::String(_)), Value::String(_)) => Ok(()),
+        (Method::Concat, None, v) => Err(format!("cannot concat a {} onto nothing", type_name(v))),
+        (Method::Concat, Some(c), v) => Err(format!(
+            "cannot concat a {} onto a {}",
+            type_name(v),
+            type_name(c)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `value` at `path` into `view` with `method` (R10, R11).
+///
+/// On error nothing is changed.
+///
+/// ```
+/// use agent_core::{write, Method, Path};
+/// use serde_json::json;
+///
+/// let mut view = None; // absent
+/// let tags: Path = ".user.tags".parse()?;
+/// write(&mut view, &tags, Method::Push, json!("a"))?;
+/// write(&mut view, &tags, Method::Concat, json!(["b", "c"]))?;
+/// assert_eq!(view, Some(json!({"user": {"tags": ["a", "b", "c"]}})));
+/// assert!(write(&mut view, &tags, Method::Concat, json!("d")).is_err());
+/// # Ok::<(), agent_core::Error>(())
+/// ```
+pub fn write(view: &mut Option<Value>, path: &Path, method: Method, value: Value) -> Result<()> {
+    check_write(view.as_ref(), path, method, &value)?;
+    let Some((last, parents)) = path.segments().split_last() else {
+        let combined = combine(view.take(), method, value);
+        *view = Some(combined);
+        return Ok(());
+    };
+    let mut container = match view {
+        Some(v) if !v.is_null() => v,
+        _ => view.insert(Value::Object(Map::new())),
+    };
+    for (depth, segment) in parents.iter().enumerate() {
+        container = child_or_create(container, path, depth, segment)?;
+    }
+    match container {
+        Value::Object(map) => {
+            let key = last.as_key();
+            match map.get_mut(key.as_ref()) {
+                Some(slot) => *slot = combine(Some(slot.take()), method, value),
+                None => {
+                    map.insert(key.into_owned(), combine(None, method, value));
+                }
+            }
+        }
+        Value::Array(items) => {
+            let index = write_index(path, parents.len(), last, items.len())?;
+            match items.get_mut(index) {
+                Some(slot) => *slot = combine(Some(slot.take()), method, value),
+                None => items.push(combine(None, method, value)),
+            }
+        }
+        other => return Err(type_error(path, parents.len(), type_name(other))),
+    }
+    Ok(())
+}
+
+/// Steps into `container` for writing, creating a missing (or null) child as
+/// an object. Only reached after [`check_write`] passed.
+fn child_or_create<'v>(
+    container: &'v mut Value,
+    path: &Path,
+    depth: usize,
+    segment: &Segment,
+) -> Result<&'v mut Value> {
+    let child = match container {
+        Value::Object(map) => map
+            .entry(segment.as_key().into_owned())
+            .or_insert(Value::Null),
+        Value::Array(items) => {
+            let index = write_index(path, depth, segment, items.len())?;
+            if index == items.len() {
+                items.push(Value::Null);
+            }
+            &mut items[index]
+        }
+        other => {
+            let reason = format!("cannot write inside a {}", type_name(other));
+            return Err(type_error(path, depth, reason));
+        }
+    };
+    if child.is_null() {
+        *child = Value::Object(Map::new());
+    }
+    Ok(child)
+}
+
+/// Combines the current value at a path with a written one. The pairing was
+/// already accepted by `check_method`; unreachable combinations fall back to
+/// replacing, which is never observed.
+fn combine(current: Option<Value>, method: Method, value: Value) -> Value {
+    match (method, current) {
+        (Method::Set, _) | (_, None) if method != Method::Push => value,
+        (Method::Merge, Some(mut current)) => {
+            merge_deep(&mut current, value);
+            current
+        }
+        (Method::Assign, Some(Value::Object(mut map))) => match value {
+            Value::Object(patch) => {
+                map.extend(patch);
+                Value::Object(map)
+            }
+            other => other,
+        },
+        (Method::Push, Some(Value::Array(mut items))) => {
+            items.push(value);
+            Value::Array(items)
+        }
+        (Method::Push, _) => Value::Array(vec![value]),
+        (Method::Concat, Some(Value::Array(mut items))) => {
+            if let Value::Array(more) = value {
+                items.extend(more);
+            }
+            Value::Array(items)
+        }
+        (Method::Concat, Some(Value::String(mut text))) => {
+            if let Value::String(more) = value {
+                text.push_str(&more);
+            }
+            Value::String(text)
+        }
+        (Method::Concat, Some(Value::Null)) => value,
+        _ => value,
+    }
+}
+
+/// Deep merge (R10): recurse where both sides are objects, else take `patch`.
+/// Existing keys keep their position; new keys are appended in patch order.
+pub fn merge_deep(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(map), Value::Object(patch)) => {
+            for (key, value) in patch {
+                match map.get_mut(&key) {
+                    Some(slot) if slot.is_object() && value.is_object() => merge_deep(slot, value),
+                    Some(slot) => *slot = value,
+                    None => {
+                        map.insert(key, value);
+                    }
+                }
+            }
+        }
+        (target, patch) => *target = patch,
+    }
+}

@@ -1,0 +1,233 @@
+//! SPEC R10 (methods) and R11 (writing at a path), rule by rule.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_core::{Error, Method, Path, check_write, write};
+use serde_json::{Value, json};
+
+fn apply(
+    view: Option<Value>,
+    path: &str,
+    method: Method,
+    v: Value,
+) -> Result<Option<Value>, Error> {
+    let mut view = view;
+    write(&mut view, &Path::parse(path).unwrap(), method, v)?;
+    Ok(view)
+}
+
+fn ok(view: Option<Value>, path: &str, method: Method, v: Value) -> Value {
+    apply(view, path, method, v).unwrap().unwrap()
+}
+
+fn type_err(view: Option<Value>, path: &str, method: Method, v: Value) -> String {
+    let before = view.clone();
+    let mut after = view;
+    let err = write(&mut after, &Path::parse(path).unwrap(), method, v).unwrap_err();
+    assert_eq!(after, before, "a refused write changes nothing");
+    assert!(matches!(err, Error::Type { .. }), "{err:?}");
+    err.to_string()
+}
+
+#[test]
+fn r10_set_replaces_anything() {
+    assert_eq!(
+        ok(Some(json!({"a": [1]})), ".a", Method::Set, json!(2)),
+        json!({"a": 2})
+    );
+    assert_eq!(ok(None, "", Method::Set, json!(null)), json!(null));
+}
+
+#[test]
+fn r10_merge_is_deep_and_arrays_and_null_replace() {
+    let cur = json!({"u": {"a": 1, "b": {"c": 1, "d": [1]}}, "k": 1});
+    let got = ok(
+        Some(cur),
+        "",
+        Method::Merge,
+        json!({"u": {"b": {"d": [2], "e": null}}, "n": 0}),
+    );
+    assert_eq!(
+        got,
+        json!({"u": {"a": 1, "b": {"c": 1, "d": [2], "e": null}}, "k": 1, "n": 0})
+    );
+    assert_eq!(
+        ok(Some(json!({"k": 1})), "", Method::Merge, json!({"k": null})),
+        json!({"k": null})
+    );
+}
+
+#[test]
+fn r10_merge_of_non_objects_replaces() {
+    assert_eq!(
+        ok(Some(json!([1])), "", Method::Merge, json!({"a": 1})),
+        json!({"a": 1})
+    );
+    assert_eq!(
+        ok(Some(json!({"a": 1})), "", Method::Merge, json!(5)),
+        json!(5)
+    );
+}
+
+#[test]
+fn r10_assign_is_shallow() {
+    let got = ok(
+        Some(json!({"u": {"a": 1}, "x": 1})),
+        "",
+        Method::Assign,
+        json!({"u": {"b": 2}}),
+    );
+    assert_eq!(got, json!({"u": {"b": 2}, "x": 1}));
+    assert_eq!(
+        ok(Some(json!("s")), "", Method::Assign, json!({"a": 1})),
+        json!({"a": 1})
+    );
+}
+
+#[test]
+fn r10_push_onto_missing_creates_array() {
+    assert_eq!(
+        ok(None, ".list", Method::Push, json!(1)),
+        json!({"list": [1]})
+    );
+    assert_eq!(
+        ok(Some(json!({"list": null})), ".list", Method::Push, json!(1)),
+        json!({"list": [1]})
+    );
+    assert_eq!(
+        ok(
+            Some(json!({"list": [0]})),
+            ".list",
+            Method::Push,
+            json!([1])
+        ),
+        json!({"list": [0, [1]]})
+    );
+}
+
+#[test]
+fn r10_push_onto_non_array_is_type_error() {
+    let msg = type_err(Some(json!({"n": 3})), ".n", Method::Push, json!(1));
+    assert_eq!(msg, "type error at .n: cannot push onto a number");
+}
+
+#[test]
+fn r10_concat_rows() {
+    assert_eq!(
+        ok(None, ".a", Method::Concat, json!([1])),
+        json!({"a": [1]})
+    );
+    assert_eq!(
+        ok(None, ".a", Method::Concat, json!("x")),
+        json!({"a": "x"})
+    );
+    assert_eq!(
+        ok(Some(json!({"a": [1]})), ".a", Method::Concat, json!([2, 3])),
+        json!({"a": [1, 2, 3]})
+    );
+    assert_eq!(
+        ok(Some(json!({"a": "ab"})), ".a", Method::Concat, json!("cd")),
+        json!({"a": "abcd"})
+    );
+    assert_eq!(
+        ok(Some(json!({"a": null})), ".a", Method::Concat, json!("x")),
+        json!({"a": "x"})
+    );
+    type_err(None, ".a", Method::Concat, json!(1));
+    type_err(Some(json!({"a": [1]})), ".a", Method::Concat, json!("x"));
+    type_err(Some(json!({"a": "x"})), ".a", Method::Concat, json!(["x"]));
+    type_err(Some(json!({"a": {}})), ".a", Method::Concat, json!({}));
+}
+
+#[test]
+fn r10_unknown_method_name_is_rejected() {
+    assert_eq!("merge".parse::<Method>(), Ok(Method::Merge));
+    assert_eq!(
+        "replace".parse::<Method>(),
+        Err(Error::UnknownMethod {
+            name: "replace".into()
+        })
+    );
+}
+
+#[test]
+fn r10_existing_keys_keep_position_new_keys_append() {
+    let got = ok(
+        Some(json!({"b": 1, "a": 1})),
+        "",
+        Method::Merge,
+        json!({"c": 2, "a": 2}),
+    );
+    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["b", "a", "c"]);
+    let got = ok(Some(json!({"b": 1, "a": 1})), ".b", Method::Set, json!(0));
+    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["b", "a"]);
+}
+
+#[test]
+fn r11_missing_intermediates_are_created_as_objects() {
+    assert_eq!(
+        ok(None, ".a.b[2]", Method::Set, json!(1)),
+        json!({"a": {"b": {"2": 1}}})
+    );
+    assert_eq!(
+        ok(Some(json!({"a": null})), ".a.b", Method::Set, json!(1)),
+        json!({"a": {"b": 1}})
+    );
+}
+
+#[test]
+fn r11_arrays_are_entered_by_canonical_index_within_bounds() {
+    let cur = Some(json!({"a": [{"x": 1}, {"x": 2}]}));
+    assert_eq!(
+        ok(cur.clone(), ".a[1].x", Method::Set, json!(9)),
+        json!({"a": [{"x": 1}, {"x": 9}]})
+    );
+    assert_eq!(
+        ok(cur.clone(), ".a.0.x", Method::Set, json!(9)),
+        json!({"a": [{"x": 9}, {"x": 2}]})
+    );
+    assert_eq!(
+        ok(cur.clone(), ".a[2]", Method::Set, json!(3)),
+        json!({"a": [{"x": 1}, {"x": 2}, 3]})
+    );
+    assert_eq!(
+        ok(cur.clone(), ".a[2].y", Method::Set, json!(3)),
+        json!({"a": [{"x": 1}, {"x": 2}, {"y": 3}]})
+    );
+    assert_eq!(
+        type_err(cur.clone(), ".a[-1]", Method::Set, json!(0)),
+        "type error at .a: a negative index cannot be written through"
+    );
+    assert_eq!(
+        type_err(cur.clone(), ".a[3]", Method::Set, json!(0)),
+        "type error at .a: index 3 is past the end of an array of 2"
+    );
+    type_err(cur.clone(), ".a.01", Method::Set, json!(0));
+    type_err(cur, ".a.x", Method::Set, json!(0));
+}
+
+#[test]
+fn r11_stepping_into_a_scalar_is_type_error() {
+    assert_eq!(
+        type_err(Some(json!({"a": "s"})), ".a.b.c", Method::Set, json!(0)),
+        "type error at .a: cannot write inside a string"
+    );
+    type_err(Some(json!(true)), ".x", Method::Merge, json!(0));
+}
+
+#[test]
+fn r11_check_write_agrees_with_write() {
+    let cur = json!({"a": [1], "s": "x"});
+    for (path, method, v) in [
+        (".a", Method::Push, json!(1)),
+        (".s", Method::Push, json!(1)),
+        (".s.t", Method::Set, json!(1)),
+    ] {
+        let path = Path::parse(path).unwrap();
+        let checked = check_write(Some(&cur), &path, method, &v);
+        let written = write(&mut Some(cur.clone()), &path, method, v);
+        assert_eq!(checked, written);
+    }
+}

@@ -1,0 +1,112 @@
+//! Fold diagnostics (R12) and `check` (R26, R27).
+
+use crate::{Context, Identity, SchemaViolation};
+use std::borrow::Cow;
+use std::fmt;
+
+/// A write the fold skipped because it was a type error (R12).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// Context index of the skipped message.
+    pub index: usize,
+    /// Its layer.
+    pub identity: Identity,
+    /// The type error, with its path.
+    pub error: agent_core::Error,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "message {} (¶{}): {}; write skipped",
+            self.index, self.identity, self.error
+        )
+    }
+}
+
+/// How strict [`Context::check`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckMode {
+    /// `required` is tolerated, as while views are being built (R25, R27).
+    #[default]
+    Normal,
+    /// Every schema rule, `required` included (R26).
+    Complete,
+}
+
+/// One problem [`Context::check`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Problem {
+    /// A write the fold skipped (R12).
+    Fold(Diagnostic),
+    /// A view that breaks its layer's schema.
+    Schema {
+        /// The layer.
+        identity: Identity,
+        /// What is wrong.
+        violation: SchemaViolation,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Fold(d) => d.fmt(f),
+            Problem::Schema {
+                identity,
+                violation,
+            } => write!(f, "¶{identity}: schema violated {violation}"),
+        }
+    }
+}
+
+impl Context {
+    /// Every write the fold skipped, layer by layer (R12). Instance layers
+    /// are folded over the current global view (R5).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.check(CheckMode::Normal)
+            .into_iter()
+            .filter_map(|p| match p {
+                Problem::Fold(d) => Some(d),
+                Problem::Schema { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Every fold diagnostic and schema violation, layer by layer in order of
+    /// first appearance (R27; with [`CheckMode::Complete`], R26).
+    pub fn check(&self, mode: CheckMode) -> Vec<Problem> {
+        let complete = mode == CheckMode::Complete;
+        let mut problems = Vec::new();
+        for (identity, layer) in &self.layers {
+            let kind = &identity.kind;
+            let mut diagnostics = Vec::new();
+            let view = match &identity.instance {
+                None => {
+                    diagnostics.extend(layer.diagnostics.iter().cloned());
+                    layer.view.as_ref().map(Cow::Borrowed)
+                }
+                Some(_) => {
+                    let global = self.layer(kind, None).and_then(|l| l.view.clone());
+                    self.fold_instance(layer, global, Some(&mut diagnostics))
+                        .map(Cow::Owned)
+                }
+            };
+            problems.extend(diagnostics.into_iter().map(Problem::Fold));
+            let schema = self.compiled_schema(kind, identity.instance.as_ref());
+            if let (Some(schema), Some(view)) = (schema, view) {
+                problems.extend(
+                    schema
+                        .violations(&view, complete)
+                        .into_iter()
+                        .map(|violation| Problem::Schema {
+                            identity: identity.clone(),
+                            violation,
+                        }),
+                );
+            }
+        }
+        problems
+    }
+}

@@ -1,0 +1,167 @@
+//! The one error type of this crate.
+
+use crate::{Identity, SchemaViolation};
+
+/// What is wrong with one message (R1, R2, R9, R25).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MessageFault {
+    /// The message is not a JSON object.
+    #[error("a message must be a JSON object, found {found}")]
+    NotObject {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+    /// `type` is present but not a string.
+    #[error("`type` must be a string")]
+    TypeNotString,
+    /// A text message without a string `text`.
+    #[error("a text message needs a string `text`")]
+    TextWithoutText,
+    /// A data message without `data`.
+    #[error("a data message needs `data`")]
+    DataWithoutData,
+    /// An object with no `type`, no `data` and no chat `role`/`content`.
+    #[error("not a message: no `type`, no `data`, and no `role` with `content`")]
+    Unrecognised,
+    /// A chat wrapper whose `content` is not a string, object or array.
+    #[error("`content` must be a string, a message object or an array of them")]
+    BadContent,
+    /// `input` and `data` both given on an input message.
+    #[error("an input message cannot carry both `input` and `data`")]
+    InputAndData,
+    /// A field of the wrong JSON type.
+    #[error("`{field}` must be {expected}")]
+    FieldType {
+        /// The field's name.
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A kind outside `[A-Za-z_][A-Za-z0-9_-]*` (R2).
+    #[error("invalid kind {kind:?}: a kind matches [A-Za-z_][A-Za-z0-9_-]*")]
+    InvalidKind {
+        /// The rejected kind.
+        kind: String,
+    },
+    /// An `_outputMethod` that is not one of the five methods (R10).
+    #[error("unknown `_outputMethod` {name:?}: expected set, merge, assign, push or concat")]
+    UnknownMethod {
+        /// The rejected name.
+        name: String,
+    },
+    /// An `_outputPath` that is not exactly one reference (R9).
+    #[error("`_outputPath` {text:?} is not one reference: {reason}")]
+    BadOutputPath {
+        /// The rejected text.
+        text: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// An `_outputPath` naming another kind than the message's (R9).
+    #[error("`_outputPath` {path} names kind `{found}`, but the message is of kind `{kind}`")]
+    OutputPathKind {
+        /// The output path.
+        path: String,
+        /// The kind it names.
+        found: String,
+        /// The message's kind.
+        kind: String,
+    },
+    /// `data` holds nothing at the destination path (R9).
+    #[error("`data` holds no value at the destination path {path}")]
+    ValueAbsent {
+        /// The destination path, canonical.
+        path: String,
+    },
+    /// A `schema` that is not a valid JSON Schema (R25).
+    #[error("invalid schema: {reason}")]
+    InvalidSchema {
+        /// What the schema compiler said.
+        reason: String,
+    },
+}
+
+/// Everything that can go wrong in `agent-data`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input is not well-formed JSON (or a JSONL line is not).
+    #[error("invalid JSON{}: {reason}", at(*line, *column))]
+    Json {
+        /// 1-based line of the fault.
+        line: usize,
+        /// 1-based column of the fault.
+        column: usize,
+        /// What the JSON parser said.
+        reason: String,
+    },
+    /// JSON nested deeper than the limit (R33).
+    #[error("JSON nested deeper than {limit} levels at byte {offset}{}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    TooDeep {
+        /// The nesting limit.
+        limit: usize,
+        /// Byte offset (in the whole input) of the bracket that went too deep.
+        offset: usize,
+        /// 1-based line, for JSONL input.
+        line: Option<usize>,
+    },
+    /// A JSON context that is not an array (R1).
+    #[error("a JSON context must be an array of messages, found {found}")]
+    NotAnArray {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+    /// One message is invalid (R1, R2, R9, R25). `index` is the 0-based
+    /// position of the message in the input (for appends: in the batch).
+    #[error("message {index}{}: {fault}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    Message {
+        /// 0-based message index.
+        index: usize,
+        /// 1-based line, for JSONL input.
+        line: Option<usize>,
+        /// What is wrong.
+        fault: MessageFault,
+    },
+    /// An append that would be a type error against its view (R13).
+    #[error("message {index} (¶{identity}) refused: {source}")]
+    TypeError {
+        /// Index the message would have had in the context.
+        index: usize,
+        /// The layer written (or, for a global write, the instance layer it breaks).
+        identity: Identity,
+        /// The type error, with its path.
+        source: agent_core::Error,
+    },
+    /// An append whose resulting view breaks the layer's schema (R25).
+    #[error(
+        "message {index} (¶{identity}) refused: schema violated: {}",
+        list(violations)
+    )]
+    Schema {
+        /// Index the message would have had in the context.
+        index: usize,
+        /// The layer written.
+        identity: Identity,
+        /// Every violation found.
+        violations: Vec<SchemaViolation>,
+    },
+    /// Reading a context file failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn at(line: usize, column: usize) -> String {
+    format!(" at line {line} column {column}")
+}
+
+fn list(violations: &[SchemaViolation]) -> String {
+    let parts: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    parts.join("; ")
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,57 @@
+//! # agent-data
+//!
+//! The layer that turns a list of messages into values: loading every wire
+//! form (SPEC R1–R3), identity and layers (R4, R5), the fold that defines
+//! every view (R9–R12, R14), validated atomic appends (R13) and JSON Schema
+//! checks (R24–R27). Everything is owned by a [`Context`].
+//!
+//! ```
+//! use agent_core::Kind;
+//! use agent_data::{CheckMode, Context};
+//! use serde_json::json;
+//!
+//! // SPEC §11, example 1: two `user` messages merge into one view.
+//! let ctx = Context::from_json(r#"[
+//!   {"type": "text", "text": "Update the user's city to Austin"},
+//!   {"type": "data", "kind": "user", "data": {"name": "John Doe"},
+//!    "schema": {"type": "object", "properties": {"age": {"type": "number"}}}},
+//!   {"type": "data", "kind": "user", "data": {"age": 30}}
+//! ]"#)?;
+//! let user = Kind::new("user")?;
+//! assert_eq!(ctx.view(&user, None).as_deref(), Some(&json!({"name": "John Doe", "age": 30})));
+//! assert!(ctx.check(CheckMode::Normal).is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Reads never fail: an absent path is `None`, and a write the fold cannot
+//! apply is skipped and reported by [`Context::diagnostics`]. Appends are
+//! where validation happens; a refused append changes nothing.
+#![forbid(unsafe_code)]
+
+mod append;
+mod check;
+mod context;
+mod error;
+mod load;
+mod message;
+mod normalise;
+mod schema;
+
+pub use check::{CheckMode, Diagnostic, Problem};
+pub use context::{Context, Identity};
+pub use error::{Error, MessageFault, Result};
+pub use load::{Format, Loaded, MAX_DEPTH, Warning};
+pub use message::{DataMessage, Message, TextMessage};
+pub use schema::SchemaViolation;
+
+/// The name of a JSON value's type, for error messages.
+pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,226 @@
+//! Loading contexts from JSON arrays and JSONL (R1, R33, R34).
+
+use crate::normalise::normalise;
+use crate::{Context, Error, Message, Result, json_type};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+
+/// How deep a message's JSON may nest (R33).
+pub const MAX_DEPTH: usize = 128;
+
+/// The two file forms of a context (R1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A JSON array of messages.
+    Json,
+    /// One message per line; blank lines ignored.
+    Jsonl,
+}
+
+impl Format {
+    /// The format for a file (SPEC §10): `.json` is an array and `.jsonl` is
+    /// JSONL; anything else (or stdin, `path` = `None`) is an array when its
+    /// first non-blank byte is `[`, else JSONL.
+    pub fn detect(path: Option<&std::path::Path>, bytes: &[u8]) -> Format {
+        match path.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+            Some("json") => Format::Json,
+            Some("jsonl") => Format::Jsonl,
+            _ => match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(b'[') => Format::Json,
+                _ => Format::Jsonl,
+            },
+        }
+    }
+}
+
+/// Something loading noticed but did not fail on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The last JSONL line has no newline and does not parse: a torn append
+    /// (R34). It was ignored.
+    TornLastLine {
+        /// 1-based line number.
+        line: usize,
+        /// Byte offset where the torn line starts (truncate here to repair).
+        offset: usize,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::TornLastLine { line, offset } => write!(
+                f,
+                "line {line} (byte {offset}) is an incomplete last line, probably a torn append; ignored"
+            ),
+        }
+    }
+}
+
+/// A loaded context and what loading warned about.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The context.
+    pub context: Context,
+    /// Warnings, in file order.
+    pub warnings: Vec<Warning>,
+}
+
+impl Context {
+    /// Loads a context from bytes (R1). All-or-nothing: any bad message is
+    /// an error naming its index (and line, for JSONL).
+    pub fn load(bytes: &[u8], format: Format) -> Result<Loaded> {
+        match format {
+            Format::Json => load_json(bytes),
+            Format::Jsonl => load_jsonl(bytes),
+        }
+    }
+
+    /// Reads and loads a file, detecting its format (see [`Format::detect`]).
+    pub fn load_file(path: &std::path::Path) -> Result<Loaded> {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::load(&bytes, Format::detect(Some(path), &bytes))
+    }
+
+    /// Loads a JSON array of messages, ignoring nothing.
+    pub fn from_json(text: &str) -> Result<Context> {
+        load_json(text.as_bytes()).map(|loaded| loaded.context)
+    }
+
+    /// Builds a context from already-normalised messages, folding as loading
+    /// does (type errors become diagnostics, R12). Fails only on an invalid
+    /// schema (R25).
+    pub fn from_messages(messages: Vec<Message>) -> Result<Context> {
+        let mut context = Context::new();
+        for (index, message) in messages.into_iter().enumerate() {
+            context.push_loaded(message, index, None)?;
+        }
+        Ok(context)
+    }
+
+    fn push_loaded(&mut self, message: Message, index: usize, line: Option<usize>) -> Result<()> {
+        let schema = self
+            .compile_schema(&message)
+            .map_err(|fault| Error::Message { index, line, fault })?;
+        self.push_unchecked(message, schema);
+        Ok(())
+    }
+
+    fn push_value(&mut self, value: Value, index: usize, line: Option<usize>) -> Result<()> {
+        let mut normalised = Vec::with_capacity(1);
+        normalise(value, &mut normalised).map_err(|fault| Error::Message { index, line, fault })?;
+        normalised
+            .into_iter()
+            .try_for_each(|message| self.push_loaded(message, index, line))
+    }
+}
+
+fn load_json(bytes: &[u8]) -> Result<Loaded> {
+    // The outer array is one level; each message may nest MAX_DEPTH more.
+    if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
+        return Err(Error::TooDeep {
+            limit: MAX_DEPTH,
+            offset,
+            line: None,
+        });
+    }
+    let value = parse(bytes, 0)?;
+    let Value::Array(items) = value else {
+        return Err(Error::NotAnArray {
+            found: json_type(&value),
+        });
+    };
+    let mut context = Context::new();
+    for (index, item) in items.into_iter().enumerate() {
+        context.push_value(item, index, None)?;
+    }
+    Ok(Loaded {
+        context,
+        warnings: Vec::new(),
+    })
+}
+
+fn load_jsonl(bytes: &[u8]) -> Result<Loaded> {
+    let mut context = Context::new();
+    let mut warnings = Vec::new();
+    let mut index = 0;
+    let mut offset = 0;
+    let mut lines = bytes.split(|b| *b == b'\n').enumerate().peekable();
+    while let Some((line_index, raw)) = lines.next() {
+        let start = offset;
+        offset += raw.len() + 1;
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line = line_index + 1;
+        // The last piece of a split has no newline after it.
+        let unterminated = lines.peek().is_none();
+        let parsed = match too_deep(raw, MAX_DEPTH) {
+            Some(at) => Err(Error::TooDeep {
+                limit: MAX_DEPTH,
+                offset: start + at,
+                line: Some(line),
+            }),
+            None => parse(raw, line - 1),
+        };
+        match parsed {
+            Ok(value) => context.push_value(value, index, Some(line))?,
+            Err(Error::Json { .. }) if unterminated => {
+                warnings.push(Warning::TornLastLine {
+                    line,
+                    offset: start,
+                });
+            }
+            Err(error) => return Err(error),
+        }
+        index += 1;
+    }
+    Ok(Loaded { context, warnings })
+}
+
+/// Parses one JSON document; errors report lines shifted by `first_line`.
+fn parse(bytes: &[u8], first_line: usize) -> Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Depth was bounded by `too_deep` first, so the recursion is safe.
+    de.disable_recursion_limit();
+    let json_error = |e: serde_json::Error| Error::Json {
+        line: e.line() + first_line,
+        column: e.column(),
+        reason: e.to_string(),
+    };
+    let value = Value::deserialize(&mut de).map_err(json_error)?;
+    de.end().map_err(json_error)?;
+    Ok(value)
+}
+
+/// Offset of the first `[` or `{` nested deeper than `limit`, outside strings.
+fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(i);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}

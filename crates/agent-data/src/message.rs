@@ -1,0 +1,295 @@
+//! The three kinds of message (R1) and the data message's fields (R2, R9).
+
+use crate::MessageFault;
+use agent_core::{Instance, Kind, Method, Path, Reference};
+use serde_json::{Map, Value};
+
+/// One message of a context, normalised (R1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Plain text with a role.
+    Text(TextMessage),
+    /// Structured data: a write to one layer.
+    Data(DataMessage),
+    /// Any other `type` (`plan`, `tool`, …), kept verbatim.
+    Opaque(Map<String, Value>),
+}
+
+impl Message {
+    /// The normalised message as JSON, every field in its original order (R3).
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.fields().clone())
+    }
+
+    /// The message's fields.
+    pub fn fields(&self) -> &Map<String, Value> {
+        match self {
+            Message::Text(t) => &t.fields,
+            Message::Data(d) => &d.fields,
+            Message::Opaque(fields) => fields,
+        }
+    }
+
+    /// The data message inside, if this is one.
+    pub fn as_data(&self) -> Option<&DataMessage> {
+        match self {
+            Message::Data(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+impl From<DataMessage> for Message {
+    fn from(data: DataMessage) -> Self {
+        Message::Data(data)
+    }
+}
+
+impl From<TextMessage> for Message {
+    fn from(text: TextMessage) -> Self {
+        Message::Text(text)
+    }
+}
+
+/// A text message: `{"type":"text","role":…,"text":…}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextMessage {
+    fields: Map<String, Value>,
+}
+
+impl TextMessage {
+    /// A text message with a role (`user`, `assistant`, `system`, …).
+    pub fn new(role: &str, text: &str) -> Self {
+        let mut fields = Map::new();
+        fields.insert("type".into(), "text".into());
+        fields.insert("role".into(), role.into());
+        fields.insert("text".into(), text.into());
+        TextMessage { fields }
+    }
+
+    /// Wraps fields already checked to hold a string `text` and, if any, a string `role`.
+    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+        TextMessage { fields }
+    }
+
+    /// Replaces the role (a chat wrapper's role applies to its text, R1).
+    pub(crate) fn set_role(&mut self, role: &str) {
+        self.fields.insert("role".into(), role.into());
+    }
+
+    /// The role; `user` when the message has none (R1).
+    pub fn role(&self) -> &str {
+        self.fields
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("user")
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        self.fields
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+/// A data message (R2): a write of a value to one layer (R9).
+///
+/// Always valid: construction checks the kind, instance, method, output path
+/// and that `data` holds a value at the destination.
+///
+/// ```
+/// use agent_data::DataMessage;
+/// use serde_json::json;
+///
+/// let msg = DataMessage::from_value(json!({
+///     "type": "data", "kind": "state",
+///     "data": {"user": {"status": "inactive"}},
+///     "_outputPath": "†state.user.status"
+/// }))?;
+/// assert_eq!(msg.destination().to_string(), ".user.status");
+/// assert_eq!(msg.method().as_str(), "set"); // an output message defaults to set
+/// assert_eq!(msg.value(), &json!("inactive"));
+/// # Ok::<(), agent_data::MessageFault>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataMessage {
+    fields: Map<String, Value>,
+    kind: Kind,
+    instance: Option<Instance>,
+    destination: Path,
+    method: Method,
+}
+
+impl DataMessage {
+    /// A plain data message (method `merge` at the whole view).
+    pub fn new(kind: Kind, data: Value) -> Self {
+        let mut fields = Map::new();
+        fields.insert("type".into(), "data".into());
+        fields.insert("kind".into(), kind.as_str().into());
+        fields.insert("data".into(), data);
+        DataMessage {
+            fields,
+            kind,
+            instance: None,
+            destination: Path::root(),
+            method: Method::Merge,
+        }
+    }
+
+    /// Validates a JSON value as a normalised data message.
+    pub fn from_value(value: Value) -> Result<Self, MessageFault> {
+        match value {
+            Value::Object(fields) => Self::from_fields(fields),
+            other => Err(MessageFault::NotObject {
+                found: crate::json_type(&other),
+            }),
+        }
+    }
+
+    /// Validates the fields of a normalised data message (R2, R9, R10).
+    pub fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
+        let kind = match fields.get("kind") {
+            None => Kind::data(),
+            Some(Value::String(k)) => {
+                Kind::new(k.as_str()).map_err(|_| MessageFault::InvalidKind { kind: k.clone() })?
+            }
+            Some(_) => return Err(field_type("kind", "a string")),
+        };
+        let instance = match fields.get("_instance") {
+            None => None,
+            Some(Value::String(id)) => Some(
+                Instance::new(id.as_str())
+                    .map_err(|_| field_type("_instance", "a non-empty string"))?,
+            ),
+            Some(_) => return Err(field_type("_instance", "a non-empty string")),
+        };
+        if fields.get("description").is_some_and(|d| !d.is_string()) {
+            return Err(field_type("description", "a string"));
+        }
+        if fields
+            .get("schema")
+            .is_some_and(|s| !s.is_object() && !s.is_boolean())
+        {
+            return Err(field_type("schema", "a JSON Schema (object or boolean)"));
+        }
+        let explicit_method = match fields.get("_outputMethod") {
+            None => None,
+            Some(Value::String(name)) => Some(
+                name.parse::<Method>()
+                    .map_err(|_| MessageFault::UnknownMethod { name: name.clone() })?,
+            ),
+            Some(_) => return Err(field_type("_outputMethod", "a string")),
+        };
+        let output = output_destination(&fields, &kind)?;
+        let is_output = output.is_some();
+        let destination = output.unwrap_or_default();
+        let method = explicit_method.unwrap_or(if is_output {
+            Method::Set
+        } else {
+            Method::Merge
+        });
+        let data = fields.get("data").ok_or(MessageFault::DataWithoutData)?;
+        if destination.get(data).is_none() {
+            return Err(MessageFault::ValueAbsent {
+                path: destination.to_string(),
+            });
+        }
+        Ok(DataMessage {
+            fields,
+            kind,
+            instance,
+            destination,
+            method,
+        })
+    }
+
+    /// The message's kind (R2; `data` when it has none).
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// The message's instance; `None` is global (R4).
+    pub fn instance(&self) -> Option<&Instance> {
+        self.instance.as_ref()
+    }
+
+    /// The whole `data` field.
+    pub fn data(&self) -> &Value {
+        // Construction guarantees `data` exists; `Null` is never observed.
+        self.fields.get("data").unwrap_or(&Value::Null)
+    }
+
+    /// Where in the view this message writes (R9).
+    pub fn destination(&self) -> &Path {
+        &self.destination
+    }
+
+    /// The value written: what `data` holds at the destination (R9).
+    pub fn value(&self) -> &Value {
+        self.destination.get(self.data()).unwrap_or(&Value::Null)
+    }
+
+    /// How the value combines with the view (R9, R10).
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The message's own `schema`, if any.
+    pub fn schema(&self) -> Option<&Value> {
+        self.fields.get("schema")
+    }
+
+    /// The message's own `description`, if any.
+    pub fn description(&self) -> Option<&str> {
+        self.fields.get("description").and_then(Value::as_str)
+    }
+
+    /// All fields, in their original order.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// Consumes the message, returning its fields.
+    pub fn into_fields(self) -> Map<String, Value> {
+        self.fields
+    }
+}
+
+fn field_type(field: &'static str, expected: &'static str) -> MessageFault {
+    MessageFault::FieldType { field, expected }
+}
+
+/// The destination path from `_outputPath`, or from a one-reference
+/// `_call._outputPath` when there is no own `_outputPath` (R9).
+fn output_destination(
+    fields: &Map<String, Value>,
+    kind: &Kind,
+) -> Result<Option<Path>, MessageFault> {
+    match fields.get("_outputPath") {
+        Some(Value::String(text)) => {
+            let reference =
+                Reference::parse(text.trim()).map_err(|e| MessageFault::BadOutputPath {
+                    text: text.clone(),
+                    reason: e.to_string(),
+                })?;
+            if &reference.kind != kind {
+                return Err(MessageFault::OutputPathKind {
+                    path: reference.to_string(),
+                    found: reference.kind.to_string(),
+                    kind: kind.to_string(),
+                });
+            }
+            Ok(Some(reference.path))
+        }
+        Some(_) => Err(field_type("_outputPath", "a string")),
+        None => Ok(fields
+            .get("_call")
+            .and_then(|call| call.get("_outputPath"))
+            .and_then(Value::as_str)
+            .and_then(|text| Reference::parse(text.trim()).ok())
+            .filter(|reference| &reference.kind == kind)
+            .map(|reference| reference.path)),
+    }
+}

@@ -1,0 +1,127 @@
+//! R1: every accepted wire shape, normalised to [`Message`]s.
+
+use crate::message::TextMessage;
+use crate::{DataMessage, Message, MessageFault, json_type};
+use serde_json::{Map, Value};
+
+/// Normalises one input message; a chat wrapper with a content array may
+/// yield several.
+pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+    let Value::Object(fields) = value else {
+        return Err(MessageFault::NotObject {
+            found: json_type(&value),
+        });
+    };
+    match fields.get("type") {
+        Some(Value::String(t)) => {
+            let t = t.clone();
+            out.push(typed(&t, fields)?);
+            Ok(())
+        }
+        Some(_) => Err(MessageFault::TypeNotString),
+        None if fields.contains_key("data") => {
+            let mut normalised = Map::with_capacity(fields.len() + 1);
+            normalised.insert("type".into(), "data".into());
+            normalised.extend(fields);
+            out.push(Message::Data(DataMessage::from_fields(normalised)?));
+            Ok(())
+        }
+        None if fields.contains_key("role") && fields.contains_key("content") => {
+            wrapper(fields, out)
+        }
+        None => Err(MessageFault::Unrecognised),
+    }
+}
+
+fn typed(t: &str, mut fields: Map<String, Value>) -> Result<Message, MessageFault> {
+    match t {
+        "text" => {
+            if !fields.get("text").is_some_and(Value::is_string) {
+                return Err(MessageFault::TextWithoutText);
+            }
+            if fields.get("role").is_some_and(|r| !r.is_string()) {
+                return Err(MessageFault::FieldType {
+                    field: "role",
+                    expected: "a string",
+                });
+            }
+            Ok(Message::Text(TextMessage::from_checked(fields)))
+        }
+        "data" => Ok(Message::Data(DataMessage::from_fields(fields)?)),
+        "input" | "state" => {
+            let data = if t == "input" && fields.contains_key("input") {
+                if fields.contains_key("data") {
+                    return Err(MessageFault::InputAndData);
+                }
+                fields.shift_remove("input")
+            } else {
+                fields.shift_remove("data")
+            };
+            let data = match data {
+                Some(data) => data,
+                None => {
+                    // Shorthand: every field that is not metadata is the data.
+                    let (meta, data): (Map<_, _>, Map<_, _>) = std::mem::take(&mut fields)
+                        .into_iter()
+                        .partition(|(k, _)| is_meta_field(k));
+                    fields = meta;
+                    Value::Object(data)
+                }
+            };
+            fields.shift_remove("type");
+            fields.shift_remove("kind");
+            let mut normalised = Map::with_capacity(fields.len() + 3);
+            normalised.insert("type".into(), "data".into());
+            normalised.insert("kind".into(), t.into());
+            normalised.insert("data".into(), data);
+            normalised.extend(fields);
+            Ok(Message::Data(DataMessage::from_fields(normalised)?))
+        }
+        _ => Ok(Message::Opaque(fields)),
+    }
+}
+
+fn is_meta_field(key: &str) -> bool {
+    matches!(key, "type" | "kind" | "schema" | "description") || key.starts_with('_')
+}
+
+/// `{"role":R,"content":S|M|[…]}`.
+fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+    let role = match fields.get("role") {
+        Some(Value::String(role)) => role.clone(),
+        _ => {
+            return Err(MessageFault::FieldType {
+                field: "role",
+                expected: "a string",
+            });
+        }
+    };
+    let content = fields.shift_remove("content").unwrap_or(Value::Null);
+    match content {
+        Value::Array(items) => items
+            .into_iter()
+            .try_for_each(|item| content_item(&role, item, out)),
+        item @ (Value::String(_) | Value::Object(_)) => content_item(&role, item, out),
+        _ => Err(MessageFault::BadContent),
+    }
+}
+
+fn content_item(role: &str, item: Value, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+    match item {
+        Value::String(text) => {
+            out.push(Message::Text(TextMessage::new(role, &text)));
+            Ok(())
+        }
+        Value::Object(_) => {
+            let start = out.len();
+            normalise(item, out)?;
+            for message in &mut out[start..] {
+                if let Message::Text(text) = message {
+                    text.set_role(role);
+                }
+            }
+            Ok(())
+        }
+        _ => Err(MessageFault::BadContent),
+    }
+}

@@ -1,0 +1,186 @@
+//! JSON Schema validation of views (R24–R26), with compiled validators
+//! cached per distinct schema.
+
+use crate::MessageFault;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// One way a view breaks its schema (R25): where, which rule, what value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaViolation {
+    /// JSON Pointer into the view (`""` is the whole view).
+    pub instance_path: String,
+    /// The schema keyword that failed (`type`, `required`, …).
+    pub rule: String,
+    /// JSON Pointer of that keyword inside the schema.
+    pub schema_path: String,
+    /// The offending value.
+    pub value: Value,
+    /// The validator's own explanation.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "/"
+        } else {
+            &self.instance_path
+        };
+        write!(
+            f,
+            "at {at}: {} (rule `{}` at {})",
+            self.message, self.rule, self.schema_path
+        )
+    }
+}
+
+/// A schema compiled twice: in full (R26) and with every `required` removed,
+/// for views still being built up (R25).
+pub(crate) struct Compiled {
+    full: jsonschema::Validator,
+    lenient: jsonschema::Validator,
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Compiled(..)")
+    }
+}
+
+impl Compiled {
+    /// Every violation of `view`; `complete` also enforces `required`.
+    pub(crate) fn violations(&self, view: &Value, complete: bool) -> Vec<SchemaViolation> {
+        let validator = if complete { &self.full } else { &self.lenient };
+        validator
+            .iter_errors(view)
+            .map(|e| SchemaViolation {
+                instance_path: e.instance_path().to_string(),
+                rule: e.kind().keyword().to_owned(),
+                schema_path: e.schema_path().to_string(),
+                value: e.instance().clone().into_owned(),
+                message: e.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// Compiled validators keyed by the schema's JSON text, so each distinct
+/// schema is compiled once however many messages carry it.
+#[derive(Clone, Default)]
+pub(crate) struct SchemaCache {
+    compiled: HashMap<String, Arc<Compiled>>,
+}
+
+impl SchemaCache {
+    /// The compiled form of `schema`, compiling it on first sight.
+    pub(crate) fn get(&mut self, schema: &Value) -> Result<Arc<Compiled>, MessageFault> {
+        let key = schema.to_string();
+        if let Some(compiled) = self.compiled.get(&key) {
+            return Ok(Arc::clone(compiled));
+        }
+        let invalid = |e: jsonschema::ValidationError<'_>| MessageFault::InvalidSchema {
+            reason: e.to_string(),
+        };
+        let full = jsonschema::validator_for(schema).map_err(invalid)?;
+        let lenient = jsonschema::validator_for(&without_required(schema)).map_err(invalid)?;
+        let compiled = Arc::new(Compiled { full, lenient });
+        self.compiled.insert(key, Arc::clone(&compiled));
+        Ok(compiled)
+    }
+}
+
+impl fmt::Debug for SchemaCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SchemaCache({} schemas)", self.compiled.len())
+    }
+}
+
+/// Keywords whose value is a map from names to subschemas.
+const SCHEMA_MAPS: [&str; 5] = [
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+/// Keywords whose value is a subschema or an array of subschemas.
+const SCHEMA_SLOTS: [&str; 15] = [
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "prefixItems",
+    "allOf",
+    "anyOf",
+    "oneOf",
+];
+
+/// A copy of `schema` with every `required` keyword removed, walking only
+/// schema positions (a property *named* `required` is kept).
+pub(crate) fn without_required(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        let key = key.as_str();
+        let value = match (key, value) {
+            ("required", Value::Array(_)) => continue,
+            (k, Value::Object(inner)) if SCHEMA_MAPS.contains(&k) => Value::Object(
+                inner
+                    .iter()
+                    .map(|(name, s)| (name.clone(), without_required(s)))
+                    .collect(),
+            ),
+            ("dependencies", Value::Object(inner)) => Value::Object(
+                inner
+                    .iter()
+                    .map(|(name, s)| (name.clone(), without_required(s)))
+                    .collect(),
+            ),
+            (k, Value::Array(items)) if SCHEMA_SLOTS.contains(&k) => {
+                Value::Array(items.iter().map(without_required).collect())
+            }
+            (k, s) if SCHEMA_SLOTS.contains(&k) => without_required(s),
+            (_, other) => other.clone(),
+        };
+        out.insert(key.to_owned(), value);
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn r25_without_required_strips_only_keywords() {
+        let schema = json!({
+            "required": ["a"],
+            "properties": {"required": {"type": "string", "required": ["x"]}},
+            "anyOf": [{"required": ["b"]}],
+            "items": {"required": ["c"]},
+            "dependencies": {"d": ["e"]}
+        });
+        assert_eq!(
+            without_required(&schema),
+            json!({
+                "properties": {"required": {"type": "string"}},
+                "anyOf": [{}],
+                "items": {},
+                "dependencies": {"d": ["e"]}
+            })
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! Project automation as a plain Rust binary (rust-analyzer's xtask style).
+//!
+//! - `cargo xtask ci`: formatting, clippy, tests, docs and the layering
+//!   check, exactly what CI runs.
+//! - `cargo xtask layers`: only the layering check.
+#![forbid(unsafe_code)]
+
+mod layers;
+
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    let result = match task.as_str() {
+        "ci" => ci(),
+        "layers" => layers::check(),
+        _ => Err(format!(
+            "unknown task {task:?}\nusage: cargo xtask <ci|layers>"
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(&["test", "--workspace"], &[])?;
+    cargo(
+        &["doc", "--workspace", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    layers::check()?;
+    eprintln!("xtask: ci passed");
+    Ok(())
+}
+
+/// Runs `cargo ARGS` with extra environment, failing on a non-zero exit.
+pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .envs(env.iter().copied())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
