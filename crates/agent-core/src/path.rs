@@ -24,6 +24,10 @@ impl Segment {
         }
     }
 
+    fn is_negative_index(&self) -> bool {
+        matches!(self, Segment::Index(i) if *i < 0)
+    }
+
     /// The array position this segment selects for reading in an array of
     /// `len` elements, if any (R8).
     pub fn array_index(&self, len: usize) -> Option<usize> {
@@ -149,6 +153,31 @@ impl Path {
                 .iter()
                 .zip(&other.0)
                 .all(|(a, b)| a.as_key() == b.as_key())
+    }
+
+    /// True when reading or writing one path may observe or change what is at
+    /// the other: one is a prefix of the other. A negative index counts from
+    /// the end of an array, whose length any write into it may change, so
+    /// paths that agree up to a negative index always overlap.
+    ///
+    /// ```
+    /// use agent_core::Path;
+    /// let p = |s: &str| s.parse::<Path>().unwrap();
+    /// assert!(p(".a").overlaps(&p(".a.b")));
+    /// assert!(p(".list[-1].x").overlaps(&p(".list[3].y")));
+    /// assert!(!p(".a.b").overlaps(&p(".a.c")));
+    /// assert!(!p(".list[0]").overlaps(&p(".list[1]")));
+    /// ```
+    pub fn overlaps(&self, other: &Path) -> bool {
+        for (a, b) in self.0.iter().zip(&other.0) {
+            if a.is_negative_index() || b.is_negative_index() {
+                return true;
+            }
+            if a.as_key() != b.as_key() {
+                return false;
+            }
+        }
+        true
     }
 
     /// Wraps `value` in objects along this path, as output messages store it

@@ -168,10 +168,9 @@ impl Context {
         // The instance layer only matters if one of its writes touches the path.
         let touches = |layer: &Layer| {
             layer.messages.iter().any(|&i| {
-                self.messages[i].as_data().is_some_and(|d| {
-                    d.destination().is_prefix_of(&reference.path)
-                        || reference.path.is_prefix_of(d.destination())
-                })
+                self.messages[i]
+                    .as_data()
+                    .is_some_and(|d| d.destination().overlaps(&reference.path))
             })
         };
         match own.filter(|layer| touches(layer)) {

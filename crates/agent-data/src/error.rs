@@ -26,6 +26,9 @@ pub enum MessageFault {
     /// A chat wrapper whose `content` is not a string, object or array.
     #[error("`content` must be a string, a message object or an array of them")]
     BadContent,
+    /// A value that had to be one data message is something else.
+    #[error("expected exactly one data message")]
+    NotData,
     /// `input` and `data` both given on an input message.
     #[error("an input message cannot carry both `input` and `data`")]
     InputAndData,

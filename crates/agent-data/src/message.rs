@@ -39,6 +39,16 @@ impl Message {
     }
 }
 
+impl Message {
+    /// Normalises one input message (R1). A chat wrapper whose `content` is
+    /// an array yields one message per element.
+    pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
+        let mut out = Vec::with_capacity(1);
+        crate::normalise::normalise(value, &mut out)?;
+        Ok(out)
+    }
+}
+
 impl From<DataMessage> for Message {
     fn from(data: DataMessage) -> Self {
         Message::Data(data)
@@ -138,18 +148,18 @@ impl DataMessage {
         }
     }
 
-    /// Validates a JSON value as a normalised data message.
+    /// Normalises (R1) and validates a JSON value that must be exactly one
+    /// data message, in any of its wire forms.
     pub fn from_value(value: Value) -> Result<Self, MessageFault> {
-        match value {
-            Value::Object(fields) => Self::from_fields(fields),
-            other => Err(MessageFault::NotObject {
-                found: crate::json_type(&other),
-            }),
+        let mut messages = Message::from_value(value)?;
+        match (messages.pop(), messages.is_empty()) {
+            (Some(Message::Data(data)), true) => Ok(data),
+            _ => Err(MessageFault::NotData),
         }
     }
 
     /// Validates the fields of a normalised data message (R2, R9, R10).
-    pub fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
+    pub(crate) fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
         let kind = match fields.get("kind") {
             None => Kind::data(),
             Some(Value::String(k)) => {

@@ -1,0 +1,393 @@
+//! Loading: R1 (wire forms), R2 (fields), R3 (round trip), R33 (depth), R34 (torn line).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_core::Kind;
+use agent_data::{Context, Error, Format, Message, MessageFault, Warning};
+use serde_json::{Value, json};
+
+fn load(text: &str) -> Result<Context, Error> {
+    Context::from_json(text)
+}
+
+fn jsonl(text: &str) -> Result<agent_data::Loaded, Error> {
+    Context::load(text.as_bytes(), Format::Jsonl)
+}
+
+fn normalised(input: Value) -> Vec<Value> {
+    let ctx = load(&json!([input]).to_string()).unwrap();
+    ctx.messages().iter().map(Message::to_value).collect()
+}
+
+fn fault(input: Value) -> (usize, MessageFault) {
+    match load(&json!([{"type": "text", "text": "ok"}, input]).to_string()) {
+        Err(Error::Message { index, fault, .. }) => (index, fault),
+        other => panic!("expected a message error, got {other:?}"),
+    }
+}
+
+#[test]
+fn r1_text_message_role_defaults_to_user() {
+    let ctx =
+        load(r#"[{"type":"text","text":"hi"},{"type":"text","text":"yo","role":"assistant"}]"#)
+            .unwrap();
+    let roles: Vec<_> = ctx
+        .messages()
+        .iter()
+        .map(|m| match m {
+            Message::Text(t) => (t.role().to_owned(), t.text().to_owned()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("user".into(), "hi".into()),
+            ("assistant".into(), "yo".into())
+        ]
+    );
+}
+
+#[test]
+fn r1_data_message_kept_as_given() {
+    let msg = json!({"type": "data", "data": {"a": 1}, "x-extra": [1], "description": "d"});
+    assert_eq!(normalised(msg.clone()), [msg]);
+}
+
+#[test]
+fn r1_input_message_with_input_field() {
+    assert_eq!(
+        normalised(json!({"type": "input", "input": {"q": 1}, "_instance": "①"})),
+        [json!({"type": "data", "kind": "input", "data": {"q": 1}, "_instance": "①"})]
+    );
+}
+
+#[test]
+fn r1_input_or_state_with_data_field() {
+    assert_eq!(
+        normalised(json!({"type": "state", "data": [1], "schema": {"type": "array"}})),
+        [json!({"type": "data", "kind": "state", "data": [1], "schema": {"type": "array"}})]
+    );
+}
+
+#[test]
+fn r1_input_or_state_shorthand_fields_become_data() {
+    let got = normalised(json!({
+        "type": "state", "name": "Ada", "description": "who", "_instance": "x",
+        "kind": "ignored", "age": 36, "schema": true
+    }));
+    assert_eq!(
+        got,
+        [
+            json!({"type": "data", "kind": "state", "data": {"name": "Ada", "age": 36},
+                "description": "who", "_instance": "x", "schema": true})
+        ]
+    );
+    let keys: Vec<_> = got[0]["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["name", "age"], "original order");
+}
+
+#[test]
+fn r1_chat_wrapper_string_content() {
+    assert_eq!(
+        normalised(json!({"role": "system", "content": "be brief"})),
+        [json!({"type": "text", "role": "system", "text": "be brief"})]
+    );
+}
+
+#[test]
+fn r1_chat_wrapper_object_content_takes_role_for_text() {
+    assert_eq!(
+        normalised(
+            json!({"role": "assistant", "content": {"type": "text", "text": "t", "role": "user"}})
+        ),
+        [json!({"type": "text", "text": "t", "role": "assistant"})]
+    );
+    assert_eq!(
+        normalised(json!({"role": "user", "content": {"type": "data", "data": 1}})),
+        [json!({"type": "data", "data": 1})]
+    );
+}
+
+#[test]
+fn r1_chat_wrapper_array_content_in_order() {
+    let got = normalised(json!({"role": "user", "content": [
+        "first", {"type": "text", "text": "second"}, {"type": "input", "input": {"a": 1}}
+    ]}));
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0]["text"], "first");
+    assert_eq!(
+        got[1],
+        json!({"type": "text", "text": "second", "role": "user"})
+    );
+    assert_eq!(got[2]["kind"], "input");
+}
+
+#[test]
+fn r1_no_type_with_data_is_data_message() {
+    assert_eq!(
+        normalised(json!({"kind": "user", "data": {"a": 1}})),
+        [json!({"type": "data", "kind": "user", "data": {"a": 1}})]
+    );
+}
+
+#[test]
+fn r1_other_types_are_opaque_and_verbatim() {
+    let plan = json!({"type": "plan", "steps": [{"_tool": "x"}], "n": 1.5, "_meta": null});
+    let ctx = load(&json!([plan]).to_string()).unwrap();
+    assert!(matches!(ctx.messages()[0], Message::Opaque(_)));
+    assert_eq!(ctx.to_json(), json!([plan]));
+}
+
+#[test]
+fn r1_rejections_name_the_message_index() {
+    let cases = [
+        (json!(5), "a message must be a JSON object, found a number"),
+        (json!([]), "a message must be a JSON object, found an array"),
+        (json!({"type": 3}), "`type` must be a string"),
+        (
+            json!({"type": "text"}),
+            "a text message needs a string `text`",
+        ),
+        (
+            json!({"type": "text", "text": 1}),
+            "a text message needs a string `text`",
+        ),
+        (
+            json!({"type": "data", "kind": "x"}),
+            "a data message needs `data`",
+        ),
+        (
+            json!({"hello": 1}),
+            "not a message: no `type`, no `data`, and no `role` with `content`",
+        ),
+        (
+            json!({"role": "user", "content": 5}),
+            "`content` must be a string, a message object or an array of them",
+        ),
+        (
+            json!({"role": 1, "content": "x"}),
+            "`role` must be a string",
+        ),
+    ];
+    for (input, reason) in cases {
+        let (index, fault) = fault(input.clone());
+        assert_eq!(index, 1, "{input}");
+        assert_eq!(fault.to_string(), reason, "{input}");
+    }
+}
+
+#[test]
+fn r1_error_display_names_index_and_jsonl_line() {
+    let err = jsonl("{\"type\":\"text\",\"text\":\"a\"}\n\n{\"type\":\"text\"}\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "message 1 (line 3): a text message needs a string `text`"
+    );
+}
+
+#[test]
+fn r1_loading_is_all_or_nothing() {
+    // A bad last message fails the whole load; nothing partial comes back.
+    assert!(load(r#"[{"type":"data","data":1},{"type":"data","data":2},7]"#).is_err());
+}
+
+#[test]
+fn r1_bad_json_reports_line_and_column() {
+    match load("[\n {\"type\": }\n]") {
+        Err(Error::Json { line, column, .. }) => assert_eq!((line, column), (2, 11)),
+        other => panic!("{other:?}"),
+    }
+    match jsonl("{\"type\":\"text\",\"text\":\"a\"}\n{oops}\n{\"type\":\"text\",\"text\":\"b\"}\n")
+    {
+        Err(Error::Json { line, .. }) => assert_eq!(line, 2),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        load(r#"{"type":"text"}"#),
+        Err(Error::NotAnArray { found: "an object" })
+    ));
+}
+
+#[test]
+fn r1_jsonl_blank_lines_ignored() {
+    let loaded = jsonl("\n{\"data\":1}\n  \n\r\n{\"data\":2}\r\n").unwrap();
+    assert_eq!(loaded.context.len(), 2);
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn r2_invalid_fields_are_rejected_on_load() {
+    let cases = [
+        (
+            json!({"type": "data", "kind": "9x", "data": 1}),
+            "invalid kind \"9x\": a kind matches [A-Za-z_][A-Za-z0-9_-]*",
+        ),
+        (
+            json!({"type": "data", "kind": 7, "data": 1}),
+            "`kind` must be a string",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": ""}),
+            "`_instance` must be a non-empty string",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": 3}),
+            "`_instance` must be a non-empty string",
+        ),
+        (
+            json!({"type": "data", "data": 1, "description": []}),
+            "`description` must be a string",
+        ),
+        (
+            json!({"type": "data", "data": 1, "schema": "object"}),
+            "`schema` must be a JSON Schema (object or boolean)",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_outputMethod": "replace"}),
+            "unknown `_outputMethod` \"replace\": expected set, merge, assign, push or concat",
+        ),
+        (
+            json!({"type": "state", "data": {"a": 1}, "_outputPath": "†state.a || †state.b"}),
+            "`_outputPath` \"†state.a || †state.b\" is not one reference: syntax error at byte 10: unexpected ' ' after reference",
+        ),
+        (
+            json!({"type": "state", "data": {"a": 1}, "_outputPath": "†input.a"}),
+            "`_outputPath` †input.a names kind `input`, but the message is of kind `state`",
+        ),
+        (
+            json!({"type": "state", "data": {"a": 1}, "_outputPath": "†state.b"}),
+            "`data` holds no value at the destination path .b",
+        ),
+    ];
+    for (input, reason) in cases {
+        assert_eq!(fault(input.clone()).1.to_string(), reason, "{input}");
+    }
+}
+
+#[test]
+fn r2_unknown_fields_are_preserved() {
+    let msg = json!({"type": "data", "data": 1, "zeta": 1, "_trace": {"id": 9}, "alpha": 2});
+    assert_eq!(normalised(msg.clone()), [msg]);
+}
+
+#[test]
+fn r3_round_trip_preserves_fields_and_key_order() {
+    let text = r#"[{"type":"data","kind":"s","data":{"z":1,"a":{"y":2,"b":3}},"_date":"d","_call":{"k":1}},{"type":"tool","z":1,"a":2},{"type":"text","text":"t","role":"assistant","x":1}]"#;
+    let ctx = load(text).unwrap();
+    assert_eq!(ctx.to_json().to_string(), text);
+    let again = Context::load(ctx.to_jsonl().as_bytes(), Format::Jsonl)
+        .unwrap()
+        .context;
+    assert_eq!(again.to_json().to_string(), text);
+}
+
+#[test]
+fn r25_invalid_schema_is_rejected_on_load() {
+    let (index, fault) =
+        fault(json!({"type": "data", "data": 1, "schema": {"type": "no-such-type"}}));
+    assert_eq!(index, 1);
+    assert!(
+        matches!(fault, MessageFault::InvalidSchema { .. }),
+        "{fault:?}"
+    );
+}
+
+fn nested(depth: usize) -> String {
+    format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[test]
+fn r33_nesting_up_to_128_loads_deeper_is_an_error() {
+    let ok = format!("[{{\"data\":{}}}]", nested(127)); // message object + 127 = 128 levels
+    assert!(load(&ok).is_ok());
+    let deep = format!("[{{\"data\":{}}}]", nested(128));
+    match load(&deep) {
+        Err(Error::TooDeep {
+            limit: 128,
+            offset,
+            line: None,
+        }) => assert_eq!(offset, 9 + 127),
+        other => panic!("{other:?}"),
+    }
+    let line = format!("{{\"data\":{}}}\n", nested(128));
+    match jsonl(&format!("{{\"data\":1}}\n{line}")) {
+        Err(Error::TooDeep { line: Some(2), .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn r33_ten_thousand_deep_is_an_error_not_a_stack_overflow() {
+    let deep = format!("[{{\"data\":{}}}]", nested(10_000));
+    assert!(matches!(load(&deep), Err(Error::TooDeep { .. })));
+    // Brackets inside strings do not count.
+    let quoted = format!("[{{\"data\":\"{}\"}}]", "[".repeat(10_000));
+    assert!(load(&quoted).is_ok());
+}
+
+#[test]
+fn r34_torn_last_jsonl_line_is_ignored_with_a_warning() {
+    let text = "{\"data\":{\"a\":1}}\n{\"data\":{\"a\":";
+    let loaded = jsonl(text).unwrap();
+    assert_eq!(loaded.context.len(), 1);
+    assert_eq!(
+        loaded.warnings,
+        [Warning::TornLastLine {
+            line: 2,
+            offset: 17
+        }]
+    );
+    // The same bad line with a newline after it is an error, not a tear.
+    assert!(jsonl(&format!("{text}\n")).is_err());
+    // A complete last line without a newline is fine.
+    assert_eq!(jsonl("{\"data\":1}").unwrap().context.len(), 1);
+}
+
+#[test]
+fn format_detection() {
+    use std::path::Path;
+    assert_eq!(
+        Format::detect(Some(Path::new("a.json")), b"{"),
+        Format::Json
+    );
+    assert_eq!(
+        Format::detect(Some(Path::new("a.jsonl")), b"["),
+        Format::Jsonl
+    );
+    assert_eq!(Format::detect(None, b"  \n[ ]"), Format::Json);
+    assert_eq!(
+        Format::detect(Some(Path::new("ctx.txt")), b"{}"),
+        Format::Jsonl
+    );
+}
+
+#[test]
+fn a_20_mb_generated_context_loads() {
+    // Linear-time loading is measured by the W4 benchmark; this checks that
+    // a large context loads completely and correctly.
+    let mut text = String::with_capacity(21 << 20);
+    let mut count = 0;
+    let mut last_k999 = None;
+    while text.len() < 20 << 20 {
+        if count % 1000 == 999 {
+            last_k999 = Some(count);
+        }
+        text.push_str(&format!(
+            "{{\"type\":\"data\",\"kind\":\"state\",\"data\":{{\"k{}\":{{\"n\":{count},\"s\":\"{}\"}}}}}}\n",
+            count % 1000,
+            "x".repeat(100)
+        ));
+        count += 1;
+    }
+    let ctx = jsonl(&text).unwrap().context;
+    assert_eq!(ctx.len(), count);
+    let view = ctx.view(&Kind::new("state").unwrap(), None).unwrap();
+    assert_eq!(view.as_object().unwrap().len(), 1000);
+    assert_eq!(view["k999"]["n"], json!(last_k999.unwrap()));
+}
