@@ -1,7 +1,7 @@
 //! One function per subcommand; each returns what to print on stdout.
 
 use crate::Failure;
-use crate::input::{load_context, print_value};
+use crate::input::{json_arg, load_context, missing_list, print_value, syntax_failure};
 use agent_core::{Instance, Kind};
 use agent_data::CheckMode;
 use serde_json::Value;
@@ -41,6 +41,50 @@ pub(crate) fn view(
         None => Err(Failure::unresolved(format!(
             "{label}: the view is absent (every write was skipped; run `agentctx check`)"
         ))),
+    }
+}
+
+/// `agentctx resolve CONTEXT EXPR [--instance ID]`: a literal prints as a
+/// JSON string; an expression prints its value, or exits 3 listing what is
+/// missing (R17).
+pub(crate) fn resolve(
+    context: &str,
+    expr: &str,
+    instance: Option<&str>,
+    pretty: bool,
+) -> Result<String, Failure> {
+    let ctx = load_context(context)?;
+    let instance = parse_instance(instance)?;
+    match agent_vars::parse(expr).map_err(|e| syntax_failure("", &e))? {
+        agent_vars::Text::Literal(text) => Ok(print_value(&Value::from(text.into_owned()), pretty)),
+        agent_vars::Text::Expression(expression) => {
+            let scope = agent_vars::Scope::new(&ctx, instance.as_ref());
+            match expression.evaluate(&scope) {
+                agent_vars::Evaluation::Value(value) => Ok(print_value(&value, pretty)),
+                agent_vars::Evaluation::Unresolved(missing) => Err(Failure::unresolved(format!(
+                    "unresolved: not present: {}",
+                    missing_list(&missing)
+                ))),
+            }
+        }
+    }
+}
+
+/// `agentctx resolve-call CONTEXT CALL`: the resolved call, or exit 3
+/// listing the missing references (R18).
+pub(crate) fn resolve_call(context: &str, call: &str, pretty: bool) -> Result<String, Failure> {
+    let ctx = load_context(context)?;
+    let call = json_arg("CALL", call)?;
+    match agent_vars::resolve_call(&call, &ctx) {
+        Ok(agent_vars::Resolution::Ready(resolved)) => Ok(print_value(&resolved, pretty)),
+        Ok(agent_vars::Resolution::Pending(missing)) => Err(Failure::unresolved(format!(
+            "pending: not present: {}",
+            missing_list(&missing)
+        ))),
+        Err(agent_vars::Error::Syntax { at, error }) => {
+            Err(syntax_failure(&format!("CALL at {at}: "), &error))
+        }
+        Err(other) => Err(Failure::invalid(other)),
     }
 }
 

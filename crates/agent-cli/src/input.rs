@@ -37,3 +37,25 @@ pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
     // Serialising a Value cannot fail (its keys are strings).
     text.unwrap_or_default() + "\n"
 }
+
+/// A JSON argument (SPEC §10): inline JSON, or `@path` to read a file.
+pub(crate) fn json_arg(what: &str, arg: &str) -> Result<Value, Failure> {
+    let text = match arg.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| Failure::invalid(format!("cannot read {what} from {path}: {e}")))?,
+        None => arg.to_owned(),
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::invalid(format!("{what} is not valid JSON: {e}")))
+}
+
+/// A syntax error with the expression and a caret under the fault (SPEC §10).
+pub(crate) fn syntax_failure(prefix: &str, error: &agent_vars::SyntaxError) -> Failure {
+    Failure::invalid(format!("{prefix}{error}\n{}", error.caret()))
+}
+
+/// The references of an unresolved expression or pending call, for stderr.
+pub(crate) fn missing_list(references: &[agent_core::Reference]) -> String {
+    let names: Vec<String> = references.iter().map(ToString::to_string).collect();
+    names.join(", ")
+}

@@ -33,6 +33,29 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
+    /// Evaluate an expression (R15–R17); exit 3 when unresolved.
+    Resolve {
+        /// Context file, or - for stdin.
+        context: String,
+        /// The expression, e.g. '†input.name || †state.name'.
+        expr: String,
+        /// Read for this instance.
+        #[arg(long)]
+        instance: Option<String>,
+        /// Pretty-print the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Resolve a call's parameters (R18), in the call's `_instance`; exit 3 when pending.
+    ResolveCall {
+        /// Context file, or - for stdin.
+        context: String,
+        /// The call: inline JSON, or @path to read a file.
+        call: String,
+        /// Pretty-print the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Print the instance ids as a JSON array, in order of first appearance.
     Instances {
         /// Context file, or - for stdin.
@@ -98,6 +121,17 @@ fn main() -> ExitCode {
             instance,
             pretty,
         } => commands::view(&context, &kind, instance.as_deref(), pretty),
+        Command::Resolve {
+            context,
+            expr,
+            instance,
+            pretty,
+        } => commands::resolve(&context, &expr, instance.as_deref(), pretty),
+        Command::ResolveCall {
+            context,
+            call,
+            pretty,
+        } => commands::resolve_call(&context, &call, pretty),
         Command::Instances { context } => commands::instances(&context),
         Command::Check { context, complete } => commands::check(&context, complete),
     };

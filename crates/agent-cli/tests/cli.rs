@@ -185,3 +185,146 @@ fn torn_last_line_is_a_warning() {
     assert!(run.stderr.starts_with("warning: "), "{}", run.stderr);
     assert!(run.stderr.contains("torn append"), "{}", run.stderr);
 }
+
+#[test]
+fn resolve_prints_value() {
+    let run = agentctx(
+        &[
+            "resolve",
+            &fixture("example2_after.json"),
+            "†data.user.status",
+        ],
+        None,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "\"inactive\"\n"));
+    let run = agentctx(
+        &[
+            "resolve",
+            &fixture("example2_after.json"),
+            "†data.nope || †data.user.name",
+        ],
+        None,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "\"Alex\"\n"));
+}
+
+#[test]
+fn resolve_literal_and_escape() {
+    let run = agentctx(
+        &["resolve", &fixture("example1.json"), "\\†user.name"],
+        None,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "\"†user.name\"\n"));
+}
+
+#[test]
+fn resolve_with_instance() {
+    let ctx = r#"[{"type":"state","data":{"v":"global"}},{"type":"state","data":{"v":"mine"},"_instance":"①"}]"#;
+    let run = agentctx(&["resolve", "-", "†state.v", "--instance", "①"], Some(ctx));
+    assert_eq!(run.stdout, "\"mine\"\n");
+}
+
+#[test]
+fn resolve_unresolved_is_exit_3_listing_missing() {
+    let run = agentctx(
+        &[
+            "resolve",
+            &fixture("example1.json"),
+            "†user.city && †user.name || †state.x",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 3);
+    assert_eq!(
+        run.stderr,
+        "error: unresolved: not present: †user.city, †state.x\n"
+    );
+}
+
+#[test]
+fn resolve_syntax_error_prints_caret_exit_1() {
+    let run = agentctx(
+        &["resolve", &fixture("example1.json"), "†user.name && "],
+        None,
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: syntax error at byte 16: expected a reference after the operator, found the end\n†user.name && \n              ^\n"
+    );
+}
+
+#[test]
+fn resolve_call_inline_and_from_file() {
+    let call = r#"{"_tool":"summarize","_outputPath":"†data.summary","who":"†data.user.name","tags":["†data.user.status",1]}"#;
+    let run = agentctx(
+        &["resolve-call", &fixture("example2_after.json"), call],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "{\"_tool\":\"summarize\",\"_outputPath\":\"†data.summary\",\"who\":\"Alex\",\"tags\":[\"inactive\",1]}\n"
+    );
+    let path = temp("call.json", call);
+    let from_file = agentctx(
+        &[
+            "resolve-call",
+            &fixture("example2_after.json"),
+            &format!("@{path}"),
+        ],
+        None,
+    );
+    assert_eq!(from_file.stdout, run.stdout);
+}
+
+#[test]
+fn resolve_call_pending_is_exit_3() {
+    let run = agentctx(
+        &[
+            "resolve-call",
+            &fixture("example2_after.json"),
+            r#"{"a":"†data.user.age"}"#,
+        ],
+        None,
+    );
+    assert_eq!(run.code, 3);
+    assert_eq!(run.stderr, "error: pending: not present: †data.user.age\n");
+}
+
+#[test]
+fn resolve_call_uses_call_instance() {
+    let ctx = r#"[{"type":"state","data":{"v":"global"}},{"type":"state","data":{"v":"mine"},"_instance":"①"}]"#;
+    let run = agentctx(
+        &["resolve-call", "-", r#"{"_instance":"①","v":"†state.v"}"#],
+        Some(ctx),
+    );
+    assert_eq!(run.stdout, "{\"_instance\":\"①\",\"v\":\"mine\"}\n");
+}
+
+#[test]
+fn resolve_call_bad_json_and_syntax_errors_are_exit_1() {
+    let run = agentctx(
+        &["resolve-call", &fixture("example1.json"), "{not json"],
+        None,
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: CALL is not valid JSON"),
+        "{}",
+        run.stderr
+    );
+    let run = agentctx(
+        &[
+            "resolve-call",
+            &fixture("example1.json"),
+            r#"{"p":{"q":"†user |"}}"#,
+        ],
+        None,
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: CALL at /p/q: syntax error at byte 8: a single '|'; the operator is '||'\n†user |\n      ^\n"
+    );
+}

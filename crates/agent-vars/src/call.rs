@@ -1,0 +1,192 @@
+//! Resolving a call's parameters (R18).
+
+use crate::{Error, Evaluation, Lookup, Result, Scope, Text, parse};
+use agent_core::{Instance, Reference};
+use agent_data::{Context, MAX_DEPTH};
+use serde_json::{Map, Value};
+
+/// A call after resolution (R18).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// Every expression resolved: the call with each replaced by its value.
+    Ready(Value),
+    /// Some expressions did not resolve: every missing reference, in the
+    /// order met, without repeats.
+    Pending(Vec<Reference>),
+}
+
+/// What a call reads: its references and the instance whose scope reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReads {
+    /// The call's `_instance`; `None` reads global layers only (R5).
+    pub instance: Option<Instance>,
+    /// Every reference in every parameter, in order, repeats removed.
+    pub references: Vec<Reference>,
+}
+
+/// The `_instance` of a call, validated.
+pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
+    match call.get("_instance") {
+        None => Ok(None),
+        Some(Value::String(id)) => Instance::new(id.as_str())
+            .map(Some)
+            .map_err(|_| Error::BadInstance),
+        Some(_) => Err(Error::BadInstance),
+    }
+}
+
+/// Resolves a call against `context`, reading in the call's `_instance`
+/// scope (R18): `_`-prefixed keys are kept as they are; every other value is
+/// walked at any depth and each expression string replaced by its value;
+/// `\†` literals are unescaped.
+///
+/// ```
+/// use agent_data::Context;
+/// use agent_vars::{resolve_call, Resolution};
+/// use serde_json::json;
+///
+/// let ctx = Context::from_json(r#"[{"type":"input","data":{"userName":"ada"}}]"#)?;
+/// let call = json!({"_tool": "greet", "name": "†input.userName", "note": "\\†verbatim"});
+/// assert_eq!(
+///     resolve_call(&call, &ctx)?,
+///     Resolution::Ready(json!({"_tool": "greet", "name": "ada", "note": "†verbatim"}))
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn resolve_call(call: &Value, context: &Context) -> Result<Resolution> {
+    let instance = call_instance(call)?;
+    resolve_call_with(call, &Scope::new(context, instance.as_ref()))
+}
+
+/// Resolves a call against any [`Lookup`] (the scope is the caller's choice).
+pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolution> {
+    let fields = as_call(call)?;
+    let mut missing = Vec::new();
+    let mut out = Map::with_capacity(fields.len());
+    for (key, value) in fields {
+        let resolved = if key.starts_with('_') {
+            value.clone()
+        } else {
+            let mut at = format!("/{}", escape_pointer(key));
+            walk(value, lookup, &mut at, 1, &mut missing)?
+        };
+        out.insert(key.clone(), resolved);
+    }
+    Ok(if missing.is_empty() {
+        Resolution::Ready(Value::Object(out))
+    } else {
+        Resolution::Pending(missing)
+    })
+}
+
+/// Every reference a call reads, with the instance it reads in (R18).
+pub fn call_reads(call: &Value) -> Result<CallReads> {
+    let instance = call_instance(call)?;
+    // Against a lookup that finds nothing, every reference is missing, in
+    // order and without repeats: exactly the list of what the call reads.
+    let references = match resolve_call_with(call, &Nothing)? {
+        Resolution::Pending(references) => references,
+        Resolution::Ready(_) => Vec::new(),
+    };
+    Ok(CallReads {
+        instance,
+        references,
+    })
+}
+
+/// A lookup in which nothing is present.
+struct Nothing;
+
+impl Lookup for Nothing {
+    fn lookup(&self, _: &Reference) -> Option<std::borrow::Cow<'_, Value>> {
+        None
+    }
+}
+
+fn as_call(call: &Value) -> Result<&Map<String, Value>> {
+    call.as_object().ok_or(Error::CallNotObject {
+        found: json_type(call),
+    })
+}
+
+fn walk(
+    value: &Value,
+    lookup: &impl Lookup,
+    at: &mut String,
+    depth: usize,
+    missing: &mut Vec<Reference>,
+) -> Result<Value> {
+    check_depth(at, depth)?;
+    Ok(match value {
+        Value::String(text) => match parse(text).map_err(|error| syntax(at, error))? {
+            Text::Literal(literal) => Value::String(literal.into_owned()),
+            Text::Expression(expression) => match expression.evaluate(lookup) {
+                Evaluation::Value(v) => v.into_owned(),
+                Evaluation::Unresolved(refs) => {
+                    for r in refs {
+                        if !missing.contains(&r) {
+                            missing.push(r);
+                        }
+                    }
+                    Value::Null
+                }
+            },
+        },
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                out.push(walk(item, lookup, at, depth + 1, missing)?);
+                at.truncate(len);
+            }
+            Value::Array(out)
+        }
+        Value::Object(map) => {
+            let mut out = Map::with_capacity(map.len());
+            for (key, item) in map {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&escape_pointer(key));
+                out.insert(key.clone(), walk(item, lookup, at, depth + 1, missing)?);
+                at.truncate(len);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    })
+}
+
+fn check_depth(at: &str, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        Err(Error::TooDeep {
+            limit: MAX_DEPTH,
+            at: at.to_owned(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+fn syntax(at: &str, error: crate::SyntaxError) -> Error {
+    Error::Syntax {
+        at: at.to_owned(),
+        error,
+    }
+}
+
+/// JSON Pointer escaping of one key (RFC 6901).
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
