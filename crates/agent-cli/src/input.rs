@@ -1,13 +1,19 @@
 //! Reading CONTEXT arguments and printing values.
 
 use crate::Failure;
-use agent_data::{Context, Format};
+use agent_data::{Context, Format, Loaded};
 use serde_json::Value;
 use std::io::Read;
 
 /// Loads CONTEXT: a file path, or `-` for stdin (SPEC §10). Load warnings
 /// (a torn last line, R34) go to stderr.
 pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
+    load_context_file(arg).map(|(loaded, _)| loaded.context)
+}
+
+/// Like [`load_context`], also returning the format and the warnings, for
+/// commands that write the file back.
+pub(crate) fn load_context_file(arg: &str) -> Result<(Loaded, Format), Failure> {
     let (bytes, path) = if arg == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -20,11 +26,12 @@ pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
             std::fs::read(path).map_err(|e| Failure::invalid(format!("cannot read {arg}: {e}")))?;
         (bytes, Some(path))
     };
-    let loaded = Context::load(&bytes, Format::detect(path, &bytes)).map_err(Failure::invalid)?;
+    let format = Format::detect(path, &bytes);
+    let loaded = Context::load(&bytes, format).map_err(Failure::invalid)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {arg}: {warning}");
     }
-    Ok(loaded.context)
+    Ok((loaded, format))
 }
 
 /// A value as one line of compact JSON, or pretty JSON.

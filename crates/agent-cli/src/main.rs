@@ -4,6 +4,7 @@
 //! Errors go to stderr as `error: …`.
 #![forbid(unsafe_code)]
 
+mod apply;
 mod commands;
 mod input;
 
@@ -56,6 +57,36 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
+    /// Write a call's result through its `_outputPath` (R19–R23) and print
+    /// the appended messages as JSONL.
+    #[command(group(clap::ArgGroup::new("how").required(true).args(["result", "failure", "message"])))]
+    Apply {
+        /// Context file, or - for stdin (not with --write).
+        context: String,
+        /// The call as the model wrote it: inline JSON, or @path.
+        call: String,
+        /// The call succeeded with this value (JSON or @path).
+        #[arg(long)]
+        result: Option<String>,
+        /// The call failed with this value (JSON or @path).
+        #[arg(long)]
+        failure: Option<String>,
+        /// Write --result to this outcome (0-based) instead of outcome 0.
+        #[arg(long, requires = "result")]
+        outcome: Option<usize>,
+        /// The activity returned this whole data message (JSON or @path, R22).
+        #[arg(long)]
+        message: Option<String>,
+        /// The write time for `_date` (RFC 3339); default: now.
+        #[arg(long)]
+        date: Option<String>,
+        /// Check the call against this tool schema first (JSON or @path, R23).
+        #[arg(long)]
+        tool_schema: Option<String>,
+        /// Also append the messages to CONTEXT, durably (R34).
+        #[arg(long)]
+        write: bool,
+    },
     /// Print the instance ids as a JSON array, in order of first appearance.
     Instances {
         /// Context file, or - for stdin.
@@ -91,6 +122,11 @@ impl Failure {
     /// Invalid input of any kind (exit 1).
     pub(crate) fn invalid(message: impl std::fmt::Display) -> Self {
         Self::new(1, message)
+    }
+
+    /// A usage error clap cannot catch (exit 2).
+    pub(crate) fn usage(message: impl std::fmt::Display) -> Self {
+        Self::new(2, message)
     }
 
     /// Unresolved: nothing there (exit 3).
@@ -132,6 +168,27 @@ fn main() -> ExitCode {
             call,
             pretty,
         } => commands::resolve_call(&context, &call, pretty),
+        Command::Apply {
+            context,
+            call,
+            result,
+            failure,
+            outcome,
+            message,
+            date,
+            tool_schema,
+            write,
+        } => apply::apply(apply::ApplyArgs {
+            context,
+            call,
+            result,
+            failure,
+            outcome,
+            message,
+            date,
+            tool_schema,
+            write,
+        }),
         Command::Instances { context } => commands::instances(&context),
         Command::Check { context, complete } => commands::check(&context, complete),
     };

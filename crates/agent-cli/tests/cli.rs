@@ -20,7 +20,11 @@ fn agentctx(args: &[&str], stdin: Option<&str>) -> Run {
         .spawn()
         .unwrap();
     let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    // A process that fails early (a usage error) may exit without reading.
+    match pipe.write_all(stdin.unwrap_or("").as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.unwrap(),
+    }
     drop(pipe);
     let out = child.wait_with_output().unwrap();
     Run {
@@ -327,4 +331,264 @@ fn resolve_call_bad_json_and_syntax_errors_are_exit_1() {
         run.stderr,
         "error: CALL at /p/q: syntax error at byte 8: a single '|'; the operator is '||'\n†user |\n      ^\n"
     );
+}
+
+const STATUS_CALL: &str =
+    r#"{"_tool":"updateUserStatus","newStatus":"inactive","_outputPath":"†data.user.status"}"#;
+
+#[test]
+fn apply_prints_appended_messages_as_jsonl() {
+    let run = agentctx(
+        &[
+            "apply",
+            &fixture("example2_after.json"),
+            STATUS_CALL,
+            "--result",
+            "\"away\"",
+            "--date",
+            "2025-10-26T12:00:00Z",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "{{\"type\":\"data\",\"kind\":\"data\",\"data\":{{\"user\":{{\"status\":\"away\"}}}},\"_outputPath\":\"†data.user.status\",\"_outputMethod\":\"set\",\"_call\":{STATUS_CALL},\"_date\":\"2025-10-26T12:00:00Z\"}}\n"
+        )
+    );
+}
+
+#[test]
+fn apply_without_output_path_prints_nothing() {
+    let run = agentctx(
+        &[
+            "apply",
+            &fixture("example1.json"),
+            r#"{"_tool":"log"}"#,
+            "--result",
+            "1",
+        ],
+        None,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+}
+
+#[test]
+fn apply_failure_and_outcomes() {
+    let call = r#"{"_outputPath":"†state.ok || †state.err"}"#;
+    let run = agentctx(
+        &[
+            "apply",
+            "-",
+            call,
+            "--failure",
+            "\"no\"",
+            "--date",
+            "2026-01-01T00:00:00Z",
+        ],
+        Some("[]"),
+    );
+    assert!(
+        run.stdout.contains("\"_outputPath\":\"†state.err\""),
+        "{}",
+        run.stdout
+    );
+    let run = agentctx(
+        &["apply", "-", call, "--outcome", "1", "--result", "2"],
+        Some("[]"),
+    );
+    assert!(
+        run.stdout.contains("\"data\":{\"err\":2}"),
+        "{}",
+        run.stdout
+    );
+    let run = agentctx(
+        &["apply", "-", call, "--outcome", "2", "--result", "2"],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: outcome 2 chosen, but `_outputPath` has 2 outcome(s)\n"
+    );
+}
+
+#[test]
+fn apply_unhandled_failure_is_exit_1() {
+    let run = agentctx(
+        &[
+            "apply",
+            "-",
+            r#"{"_outputPath":"†state.x"}"#,
+            "--failure",
+            "\"boom\"",
+        ],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: unhandled failure"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_message_outcome() {
+    let run = agentctx(
+        &[
+            "apply",
+            "-",
+            r#"{"_instance":"①","_outputPath":"†state.p"}"#,
+            "--message",
+            r#"{"type":"state","data":{"p":1}}"#,
+        ],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"_instance\":\"①\""), "{}", run.stdout);
+}
+
+#[test]
+fn apply_usage_errors_are_exit_2() {
+    assert_eq!(
+        agentctx(&["apply", "-", "{}"], Some("[]")).code,
+        2,
+        "no outcome given"
+    );
+    assert_eq!(
+        agentctx(
+            &["apply", "-", "{}", "--result", "1", "--failure", "1"],
+            Some("[]")
+        )
+        .code,
+        2
+    );
+    assert_eq!(
+        agentctx(&["apply", "-", "{}", "--outcome", "1"], Some("[]")).code,
+        2
+    );
+    let run = agentctx(
+        &["apply", "-", "{}", "--result", "1", "--write"],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: --write needs a CONTEXT file, not stdin\n"
+    );
+}
+
+#[test]
+fn apply_bad_date_result_and_tool_schema_are_exit_1() {
+    let run = agentctx(
+        &[
+            "apply",
+            "-",
+            STATUS_CALL,
+            "--result",
+            "1",
+            "--date",
+            "yesterday",
+        ],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("is not RFC 3339"), "{}", run.stderr);
+    assert_eq!(
+        agentctx(
+            &["apply", "-", STATUS_CALL, "--result", "{oops"],
+            Some("[]")
+        )
+        .code,
+        1
+    );
+    let schema = r#"{"properties":{"_outputPath":{"const":"†data.user.summary"}}}"#;
+    let run = agentctx(
+        &[
+            "apply",
+            "-",
+            STATUS_CALL,
+            "--result",
+            "1",
+            "--tool-schema",
+            schema,
+        ],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("breaks its tool's schema"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn apply_write_appends_to_jsonl_and_repairs_torn_tail() {
+    let path = temp(
+        "apply.jsonl",
+        "{\"type\":\"state\",\"data\":{\"log\":[]}}\n{\"type\":\"sta",
+    );
+    let call = r#"{"_outputPath":"†state.log","_outputMethod":"push"}"#;
+    let run = agentctx(&["apply", &path, call, "--result", "1", "--write"], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("torn append"), "{}", run.stderr);
+    let run = agentctx(&["apply", &path, call, "--result", "2", "--write"], None);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        !text.contains("\"sta\n"),
+        "the torn line was truncated: {text}"
+    );
+    let view = agentctx(&["view", &path, "state"], None);
+    assert_eq!(view.stdout, "{\"log\":[1,2]}\n");
+}
+
+#[test]
+fn apply_write_rewrites_json_arrays() {
+    let path = temp("apply.json", "[{\"type\":\"state\",\"data\":{\"n\":1}}]");
+    let run = agentctx(
+        &[
+            "apply",
+            &path,
+            r#"{"_outputPath":"†state.m"}"#,
+            "--result",
+            "2",
+            "--write",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let view = agentctx(&["view", &path, "state"], None);
+    assert_eq!(view.stdout, "{\"n\":1,\"m\":2}\n");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with('['), "{text}");
+}
+
+#[test]
+fn apply_refused_write_leaves_file_byte_identical() {
+    let original = "{\"type\":\"state\",\"data\":{\"n\":1}}\n";
+    let path = temp("refused.jsonl", original);
+    let run = agentctx(
+        &[
+            "apply",
+            &path,
+            r#"{"_outputPath":"†state.n","_outputMethod":"push"}"#,
+            "--result",
+            "2",
+            "--write",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .starts_with("error: message 1 (¶state) refused: type error at .n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
 }

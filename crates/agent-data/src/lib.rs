@@ -42,7 +42,7 @@ pub use context::{Context, Identity};
 pub use error::{Error, MessageFault, Result};
 pub use load::{Format, Loaded, MAX_DEPTH, Warning};
 pub use message::{DataMessage, Message, TextMessage};
-pub use schema::SchemaViolation;
+pub use schema::{Schema, SchemaViolation};
 
 /// The name of a JSON value's type, for error messages.
 pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {

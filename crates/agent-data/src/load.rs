@@ -36,6 +36,7 @@ impl Format {
 
 /// Something loading noticed but did not fail on.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Warning {
     /// The last JSONL line has no newline and does not parse: a torn append
     /// (R34). It was ignored.

@@ -67,6 +67,33 @@ impl Compiled {
     }
 }
 
+/// A compiled JSON Schema, for validating values that are not views — a
+/// tool's call against the tool's schema (R23), say.
+///
+/// ```
+/// use agent_data::{CheckMode, Schema};
+/// use serde_json::json;
+/// let schema = Schema::compile(&json!({"properties": {"_outputPath": {"const": "†data.x"}}}))?;
+/// assert!(schema.violations(&json!({"_outputPath": "†data.x"}), CheckMode::Complete).is_empty());
+/// assert_eq!(schema.violations(&json!({"_outputPath": "†data.y"}), CheckMode::Complete)[0].rule, "const");
+/// # Ok::<(), agent_data::MessageFault>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Schema(Arc<Compiled>);
+
+impl Schema {
+    /// Compiles `schema`; an invalid schema is an error.
+    pub fn compile(schema: &Value) -> Result<Self, MessageFault> {
+        SchemaCache::default().get(schema).map(Schema)
+    }
+
+    /// Every violation of `value`; [`CheckMode::Normal`](crate::CheckMode)
+    /// tolerates `required` (R25), `Complete` does not (R26).
+    pub fn violations(&self, value: &Value, mode: crate::CheckMode) -> Vec<SchemaViolation> {
+        self.0.violations(value, mode == crate::CheckMode::Complete)
+    }
+}
+
 /// Compiled validators keyed by the schema's JSON text, so each distinct
 /// schema is compiled once however many messages carry it.
 #[derive(Clone, Default)]

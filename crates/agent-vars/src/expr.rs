@@ -47,26 +47,25 @@ impl Expression {
     }
 }
 
+/// Writes `items` separated by `separator`.
+fn join<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T], separator: &str) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(separator)?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for Alternative {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, reference) in self.references.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" && ")?;
-            }
-            write!(f, "{reference}")?;
-        }
-        Ok(())
+        join(f, &self.references, " && ")
     }
 }
 
 impl fmt::Display for Expression {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, alternative) in self.alternatives.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" || ")?;
-            }
-            write!(f, "{alternative}")?;
-        }
-        Ok(())
+        join(f, &self.alternatives, " || ")
     }
 }

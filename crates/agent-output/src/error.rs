@@ -1,0 +1,73 @@
+//! The one error type of this crate.
+
+use agent_data::SchemaViolation;
+
+/// Everything that can go wrong writing a result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The call is not a JSON object, or its `_instance` is bad.
+    #[error(transparent)]
+    Call(#[from] agent_vars::Error),
+    /// `_outputPath` is not a string.
+    #[error("`_outputPath` must be a string")]
+    OutputPathNotString,
+    /// `_outputPath` is a string but not an expression (no leading `†`).
+    #[error("`_outputPath` {text:?} is not an expression: it must start with '†'")]
+    OutputPathNotExpression {
+        /// The rejected text.
+        text: String,
+    },
+    /// `_outputPath` does not parse (R19).
+    #[error("`_outputPath`: {0}")]
+    OutputPathSyntax(agent_vars::SyntaxError),
+    /// `_outputMethod` is not one of the five methods (R20).
+    #[error("unknown `_outputMethod` {name:?}: expected set, merge, assign, push or concat")]
+    UnknownMethod {
+        /// The rejected value, as JSON text.
+        name: String,
+    },
+    /// A failure with no failure outcome to write it to (R20).
+    #[error(
+        "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: {value}"
+    )]
+    UnhandledFailure {
+        /// The failure value.
+        value: serde_json::Value,
+    },
+    /// An explicitly chosen outcome that does not exist (R20).
+    #[error("outcome {index} chosen, but `_outputPath` has {count} outcome(s)")]
+    NoSuchOutcome {
+        /// The chosen index.
+        index: usize,
+        /// How many outcomes there are.
+        count: usize,
+    },
+    /// A returned message that is not one valid data message (R22).
+    #[error("the returned message is invalid: {0}")]
+    BadMessage(agent_data::MessageFault),
+    /// A returned message naming another instance than the call's (R6).
+    #[error("the returned message writes instance {found:?}, but the call runs in {expected:?}")]
+    WrongInstance {
+        /// The call's instance (`None`: global).
+        expected: Option<String>,
+        /// The message's instance.
+        found: Option<String>,
+    },
+    /// The call breaks its tool's schema (R23).
+    #[error("the call breaks its tool's schema: {}", list(.0))]
+    ToolSchema(Vec<SchemaViolation>),
+    /// The tool schema itself is invalid.
+    #[error("invalid tool schema: {0}")]
+    BadToolSchema(agent_data::MessageFault),
+    /// The append was refused (type error R13, schema R25, …); nothing was appended.
+    #[error(transparent)]
+    Append(#[from] agent_data::Error),
+}
+
+fn list(violations: &[SchemaViolation]) -> String {
+    let parts: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    parts.join("; ")
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,49 @@
+//! # agent-output
+//!
+//! The write side of agentctx's data flow. A tool call says where its
+//! result goes with `_outputPath` (`"†state.summary"`, `"†state.receipt ||
+//! †state.error"` for success or failure, `"†data.a && †data.b"` to fan
+//! out); when it finishes, the engine *appends* data messages that record
+//! the write and the call that made it (SPEC R19–R23):
+//!
+//! - [`OutputPath`]: `_outputPath` parsed into outcomes of destinations (R19).
+//! - [`Outcome`] and [`messages_for`]: the messages for a result (R20–R22),
+//!   stamped by an injectable [`Clock`].
+//! - [`apply`]: validate everything, then append all messages of one result
+//!   together or none (R13, R25); [`check_tool_schema`] for R23.
+//! - [`save_appended`]: make an append durable in the context file (R34).
+//!
+//! ```
+//! use agent_data::Context;
+//! use agent_output::{apply, FixedClock, Outcome};
+//! use serde_json::json;
+//!
+//! let mut ctx = Context::new();
+//! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
+//! let call = json!({"_tool": "charge", "_outputPath": "†state.receipt || †state.error"});
+//!
+//! apply(&mut ctx, &call, Outcome::Failure(json!("card declined")), &clock)?;
+//! assert_eq!(ctx.read(&"†state.error".parse()?, None).as_deref(), Some(&json!("card declined")));
+//! assert!(ctx.read(&"†state.receipt".parse()?, None).is_none());
+//!
+//! // One outcome and a failure: an error, and nothing is appended.
+//! let strict = json!({"_tool": "charge", "_outputPath": "†state.receipt"});
+//! assert!(apply(&mut ctx, &strict, Outcome::Failure(json!("declined")), &clock).is_err());
+//! assert_eq!(ctx.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod apply;
+mod clock;
+mod error;
+mod outcome;
+mod output_path;
+mod persist;
+
+pub use apply::{apply, check_tool_schema};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::{Error, Result};
+pub use outcome::{Outcome, messages_for, output_method, output_path};
+pub use output_path::OutputPath;
+pub use persist::{append_jsonl, save_appended, write_json_atomically};

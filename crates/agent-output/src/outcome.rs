@@ -1,0 +1,139 @@
+//! From a call and its outcome to the messages that record it (R20–R22).
+
+use crate::clock::stamp;
+use crate::{Clock, Error, OutputPath, Result};
+use agent_core::{Instance, Method};
+use agent_data::{DataMessage, Message};
+use serde_json::{Map, Value};
+
+/// How a call finished (R20, R22).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Success with a value: written to outcome 0.
+    Success(Value),
+    /// Failure with a value: written to outcome 1, or an unhandled failure
+    /// when there is only one outcome.
+    Failure(Value),
+    /// An outcome chosen explicitly by the executor.
+    Chosen {
+        /// Which outcome (0-based).
+        index: usize,
+        /// The value written.
+        value: Value,
+    },
+    /// A whole data message returned by an activity, appended as given (R22).
+    Message(Value),
+}
+
+/// The `_outputPath` of a call, if it has one.
+pub fn output_path(call: &Value) -> Result<Option<OutputPath>> {
+    match call.get("_outputPath") {
+        None => Ok(None),
+        Some(Value::String(text)) => OutputPath::parse(text).map(Some),
+        Some(_) => Err(Error::OutputPathNotString),
+    }
+}
+
+/// The call's `_outputMethod`, `set` when absent (R20).
+pub fn output_method(call: &Value) -> Result<Method> {
+    match call.get("_outputMethod") {
+        None => Ok(Method::Set),
+        Some(Value::String(name)) => name.parse().map_err(|_| Error::UnknownMethod {
+            name: format!("{name:?}"),
+        }),
+        Some(other) => Err(Error::UnknownMethod {
+            name: other.to_string(),
+        }),
+    }
+}
+
+/// Builds the messages that record `outcome` of `call` (R20–R22), without
+/// appending them. A call without `_outputPath` yields none (R21).
+///
+/// ```
+/// use agent_output::{messages_for, FixedClock, Outcome};
+/// use serde_json::json;
+///
+/// let call = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
+/// let clock = FixedClock("2025-10-26T12:00:00Z".parse()?);
+/// let messages = messages_for(&call, Outcome::Success(json!("inactive")), &clock)?;
+/// assert_eq!(messages[0].to_value(), json!({
+///     "type": "data", "kind": "data", "data": {"user": {"status": "inactive"}},
+///     "_outputPath": "†data.user.status", "_outputMethod": "set",
+///     "_call": call, "_date": "2025-10-26T12:00:00Z"
+/// }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result<Vec<Message>> {
+    let instance = agent_vars::call_instance(call)?;
+    let method = output_method(call)?;
+    let Some(path) = output_path(call)? else {
+        return Ok(Vec::new());
+    };
+    let outcomes = path.outcomes();
+    let (index, value) = match outcome {
+        Outcome::Success(value) => (0, value),
+        Outcome::Failure(value) if outcomes.len() < 2 => {
+            return Err(Error::UnhandledFailure { value });
+        }
+        Outcome::Failure(value) => (1, value),
+        Outcome::Chosen { index, value } => (index, value),
+        Outcome::Message(message) => {
+            return returned_message(call, message, instance, clock).map(|m| vec![m]);
+        }
+    };
+    let destinations = outcomes.get(index).ok_or(Error::NoSuchOutcome {
+        index,
+        count: outcomes.len(),
+    })?;
+    let date = stamp(clock.now());
+    destinations
+        .iter()
+        .map(|destination| {
+            let mut fields = Map::new();
+            fields.insert("type".into(), "data".into());
+            fields.insert("kind".into(), destination.kind.as_str().into());
+            fields.insert("data".into(), destination.path.nest(value.clone()));
+            fields.insert("_outputPath".into(), destination.to_string().into());
+            fields.insert("_outputMethod".into(), method.as_str().into());
+            fields.insert("_call".into(), call.clone());
+            fields.insert("_date".into(), date.clone().into());
+            if let Some(x) = &instance {
+                fields.insert("_instance".into(), x.as_str().into());
+            }
+            DataMessage::from_value(Value::Object(fields))
+                .map(Message::from)
+                .map_err(Error::BadMessage)
+        })
+        .collect()
+}
+
+/// R22: the activity's own message, with `_call` and `_date` added when
+/// missing and its instance forced to the call's (R6).
+fn returned_message(
+    call: &Value,
+    message: Value,
+    instance: Option<Instance>,
+    clock: &dyn Clock,
+) -> Result<Message> {
+    let data = DataMessage::from_value(message).map_err(Error::BadMessage)?;
+    if data.instance().is_some() && data.instance() != instance.as_ref() {
+        return Err(Error::WrongInstance {
+            expected: instance.map(|x| x.as_str().to_owned()),
+            found: data.instance().map(|x| x.as_str().to_owned()),
+        });
+    }
+    let mut fields = data.into_fields();
+    if !fields.contains_key("_call") {
+        fields.insert("_call".into(), call.clone());
+    }
+    if !fields.contains_key("_date") {
+        fields.insert("_date".into(), stamp(clock.now()).into());
+    }
+    if let Some(x) = instance {
+        fields.insert("_instance".into(), x.as_str().into());
+    }
+    DataMessage::from_value(Value::Object(fields))
+        .map(Message::from)
+        .map_err(Error::BadMessage)
+}

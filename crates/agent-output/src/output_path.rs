@@ -1,0 +1,71 @@
+//! `_outputPath` as outcomes of destinations (R19).
+
+use crate::{Error, Result};
+use agent_core::Reference;
+use agent_vars::{Expression, Text};
+use std::fmt;
+
+/// A parsed `_outputPath` (R19): alternatives are the call's possible
+/// outcomes, and the `&&`-joined references of an outcome its destinations.
+///
+/// ```
+/// use agent_output::OutputPath;
+/// let path: OutputPath = "†state.receipt || †state.error && †state.audit".parse()?;
+/// assert_eq!(path.outcomes().len(), 2);
+/// assert_eq!(path.outcomes()[1].len(), 2);
+/// assert_eq!(path.to_string(), "†state.receipt || †state.error && †state.audit");
+/// # Ok::<(), agent_output::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputPath {
+    outcomes: Vec<Vec<Reference>>,
+}
+
+impl OutputPath {
+    /// Parses `_outputPath` text; it must be an expression (R15, R19).
+    pub fn parse(text: &str) -> Result<Self> {
+        match agent_vars::parse(text).map_err(Error::OutputPathSyntax)? {
+            Text::Expression(expression) => Ok(Self::from(expression)),
+            Text::Literal(_) => Err(Error::OutputPathNotExpression { text: text.into() }),
+        }
+    }
+
+    /// The outcomes, each a list of destinations.
+    pub fn outcomes(&self) -> &[Vec<Reference>] {
+        &self.outcomes
+    }
+}
+
+impl From<Expression> for OutputPath {
+    fn from(expression: Expression) -> Self {
+        OutputPath {
+            outcomes: expression
+                .alternatives
+                .into_iter()
+                .map(|a| a.references)
+                .collect(),
+        }
+    }
+}
+
+impl std::str::FromStr for OutputPath {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        OutputPath::parse(s)
+    }
+}
+
+impl fmt::Display for OutputPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let expression = Expression {
+            alternatives: self
+                .outcomes
+                .iter()
+                .map(|references| agent_vars::Alternative {
+                    references: references.clone(),
+                })
+                .collect(),
+        };
+        write!(f, "{expression}")
+    }
+}

@@ -1,0 +1,316 @@
+//! SPEC R19–R23, with R6, R13 and R25 as they apply to writes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_data::{Context, Error as DataError};
+use agent_output::{
+    Error, FixedClock, Outcome, OutputPath, apply, check_tool_schema, messages_for,
+};
+use serde_json::{Value, json};
+
+fn clock() -> FixedClock {
+    FixedClock("2026-11-21T10:00:00Z".parse().unwrap())
+}
+
+fn read(ctx: &Context, r: &str, instance: Option<&str>) -> Option<Value> {
+    let instance = instance.map(|x| agent_core::Instance::new(x).unwrap());
+    ctx.read(&r.parse().unwrap(), instance.as_ref())
+        .map(|v| v.into_owned())
+}
+
+fn values(messages: &[agent_data::Message]) -> Vec<Value> {
+    messages.iter().map(|m| m.to_value()).collect()
+}
+
+#[test]
+fn r19_outcomes_and_destinations() {
+    let p = OutputPath::parse("†state.receipt || †state.error").unwrap();
+    assert_eq!(p.outcomes().len(), 2);
+    let p = OutputPath::parse(" †data.user.summary&&†data.audit.summary ").unwrap();
+    assert_eq!(p.outcomes().len(), 1);
+    assert_eq!(p.to_string(), "†data.user.summary && †data.audit.summary");
+    assert!(matches!(
+        OutputPath::parse("state.x"),
+        Err(Error::OutputPathNotExpression { .. })
+    ));
+    assert!(matches!(
+        OutputPath::parse("†state.x ||"),
+        Err(Error::OutputPathSyntax(_))
+    ));
+}
+
+#[test]
+fn r20_success_writes_outcome_0_with_metadata() {
+    // SPEC §11 example 2.
+    let mut ctx = Context::from_json(
+        r#"[{"type":"data","data":{"user":{"name":"Alex","status":"active"}}}]"#,
+    )
+    .unwrap();
+    let call = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
+    let appended = apply(
+        &mut ctx,
+        &call,
+        Outcome::Success(json!("inactive")),
+        &clock(),
+    )
+    .unwrap();
+    assert_eq!(
+        values(&appended),
+        [
+            json!({"type": "data", "kind": "data", "data": {"user": {"status": "inactive"}},
+                "_outputPath": "†data.user.status", "_outputMethod": "set", "_call": call,
+                "_date": "2026-11-21T10:00:00Z"})
+        ]
+    );
+    assert_eq!(
+        read(&ctx, "†data.user.status", None),
+        Some(json!("inactive"))
+    );
+    assert_eq!(read(&ctx, "†data.user.name", None), Some(json!("Alex")));
+}
+
+#[test]
+fn r20_failure_writes_outcome_1() {
+    let mut ctx = Context::new();
+    let call = json!({"_outputPath": "†state.receipt || †state.error"});
+    apply(
+        &mut ctx,
+        &call,
+        Outcome::Failure(json!({"code": 402})),
+        &clock(),
+    )
+    .unwrap();
+    assert_eq!(read(&ctx, "†state.error.code", None), Some(json!(402)));
+    assert_eq!(read(&ctx, "†state.receipt", None), None);
+}
+
+#[test]
+fn r20_unhandled_failure_is_an_error_and_appends_nothing() {
+    let mut ctx = Context::new();
+    let err = apply(
+        &mut ctx,
+        &json!({"_outputPath": "†state.x"}),
+        Outcome::Failure(json!("boom")),
+        &clock(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: \"boom\""
+    );
+    assert!(ctx.is_empty());
+}
+
+#[test]
+fn r20_chosen_outcome_and_out_of_range() {
+    let mut ctx = Context::new();
+    let call = json!({"_outputPath": "†state.a || †state.b || †state.c"});
+    apply(
+        &mut ctx,
+        &call,
+        Outcome::Chosen {
+            index: 2,
+            value: json!(1),
+        },
+        &clock(),
+    )
+    .unwrap();
+    assert_eq!(read(&ctx, "†state.c", None), Some(json!(1)));
+    let err = apply(
+        &mut ctx,
+        &call,
+        Outcome::Chosen {
+            index: 3,
+            value: json!(1),
+        },
+        &clock(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::NoSuchOutcome { index: 3, count: 3 }));
+    assert_eq!(ctx.len(), 1);
+}
+
+#[test]
+fn r20_fan_out_one_message_per_destination() {
+    let mut ctx = Context::new();
+    let call =
+        json!({"_outputPath": "†data.user.summary && †audit.summary", "_outputMethod": "set"});
+    let appended = apply(&mut ctx, &call, Outcome::Success(json!("s")), &clock()).unwrap();
+    let paths: Vec<&str> = appended
+        .iter()
+        .map(|m| m.fields()["_outputPath"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["†data.user.summary", "†audit.summary"]);
+    assert_eq!(read(&ctx, "†data.user.summary", None), Some(json!("s")));
+    assert_eq!(read(&ctx, "†audit.summary", None), Some(json!("s")));
+}
+
+#[test]
+fn r20_index_segments_nest_as_digit_keys_and_path_is_canonical() {
+    let call = json!({"_outputPath": "†state[\"arr\"][2]"});
+    let messages = messages_for(&call, Outcome::Success(json!("v")), &clock()).unwrap();
+    assert_eq!(messages[0].fields()["data"], json!({"arr": {"2": "v"}}));
+    assert_eq!(messages[0].fields()["_outputPath"], json!("†state.arr[2]"));
+}
+
+#[test]
+fn r20_empty_path_stores_value_itself() {
+    let messages = messages_for(
+        &json!({"_outputPath": "†state"}),
+        Outcome::Success(json!([1])),
+        &clock(),
+    )
+    .unwrap();
+    assert_eq!(messages[0].fields()["data"], json!([1]));
+}
+
+#[test]
+fn r20_output_method_is_carried_and_validated_first() {
+    let mut ctx = Context::new();
+    let call = json!({"_outputPath": "†state.log", "_outputMethod": "push"});
+    apply(&mut ctx, &call, Outcome::Success(json!(1)), &clock()).unwrap();
+    apply(&mut ctx, &call, Outcome::Success(json!(2)), &clock()).unwrap();
+    assert_eq!(read(&ctx, "†state.log", None), Some(json!([1, 2])));
+    let bad = json!({"_outputPath": "†state.log", "_outputMethod": "append"});
+    assert!(matches!(
+        apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()),
+        Err(Error::UnknownMethod { .. })
+    ));
+    let bad = json!({"_outputPath": "†state.log", "_outputMethod": 5});
+    assert!(matches!(
+        apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()),
+        Err(Error::UnknownMethod { .. })
+    ));
+    assert_eq!(ctx.len(), 2);
+}
+
+#[test]
+fn r20_all_messages_of_a_result_are_validated_before_any_is_appended() {
+    let mut ctx = Context::from_json(r#"[{"type":"state","data":{"n":1}}]"#).unwrap();
+    let before = ctx.to_jsonl();
+    // The first destination is fine, the second is a type error (push onto a number).
+    let call = json!({"_outputPath": "†state.ok && †state.n", "_outputMethod": "push"});
+    let err = apply(&mut ctx, &call, Outcome::Success(json!(1)), &clock()).unwrap_err();
+    assert!(
+        matches!(err, Error::Append(DataError::TypeError { index: 2, .. })),
+        "{err:?}"
+    );
+    assert_eq!(ctx.to_jsonl(), before);
+}
+
+#[test]
+fn r21_no_output_path_appends_nothing() {
+    let mut ctx = Context::new();
+    for outcome in [
+        Outcome::Success(json!(1)),
+        Outcome::Failure(json!(1)),
+        Outcome::Message(json!({"type": "data", "data": 1})),
+    ] {
+        assert!(
+            apply(&mut ctx, &json!({"_tool": "log"}), outcome, &clock())
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert!(ctx.is_empty());
+}
+
+#[test]
+fn r22_returned_message_appended_with_call_and_date_added() {
+    let mut ctx = Context::new();
+    let call = json!({"_tool": "fetch", "_outputPath": "†state.profile"});
+    let message = json!({"type": "state", "data": {"profile": {"id": 1}}, "_date": "2000-01-01T00:00:00Z", "note": "kept"});
+    let appended = apply(&mut ctx, &call, Outcome::Message(message), &clock()).unwrap();
+    assert_eq!(
+        values(&appended),
+        [
+            json!({"type": "data", "kind": "state", "data": {"profile": {"id": 1}}, "_date": "2000-01-01T00:00:00Z", "note": "kept", "_call": call})
+        ]
+    );
+    assert!(matches!(
+        apply(
+            &mut ctx,
+            &call,
+            Outcome::Message(json!({"type": "text", "text": "x"})),
+            &clock()
+        ),
+        Err(Error::BadMessage(_))
+    ));
+}
+
+#[test]
+fn r6_call_instance_is_set_on_every_message_and_forced_on_returned_ones() {
+    let mut ctx = Context::from_json(r#"[{"type":"state","data":{"shared":1}}]"#).unwrap();
+    let call = json!({"_instance": "①", "_outputPath": "†state.a && †state.b"});
+    let appended = apply(&mut ctx, &call, Outcome::Success(json!(1)), &clock()).unwrap();
+    assert!(
+        appended
+            .iter()
+            .all(|m| m.fields()["_instance"] == json!("①"))
+    );
+    assert_eq!(read(&ctx, "†state.a", Some("①")), Some(json!(1)));
+    assert_eq!(
+        read(&ctx, "†state.a", None),
+        None,
+        "the global layer is untouched"
+    );
+    let returned = apply(
+        &mut ctx,
+        &call,
+        Outcome::Message(json!({"type": "state", "data": {"c": 2}})),
+        &clock(),
+    )
+    .unwrap();
+    assert_eq!(returned[0].fields()["_instance"], json!("①"));
+    let err = apply(
+        &mut ctx,
+        &call,
+        Outcome::Message(json!({"type": "state", "data": {"c": 3}, "_instance": "②"})),
+        &clock(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::WrongInstance { .. }), "{err:?}");
+}
+
+#[test]
+fn r13_type_error_against_current_view_is_refused() {
+    let mut ctx = Context::from_json(r#"[{"type":"state","data":{"title":"t"}}]"#).unwrap();
+    let call = json!({"_outputPath": "†state.title", "_outputMethod": "concat"});
+    assert!(apply(&mut ctx, &call, Outcome::Success(json!([1])), &clock()).is_err());
+    apply(&mut ctx, &call, Outcome::Success(json!("!")), &clock()).unwrap();
+    assert_eq!(read(&ctx, "†state.title", None), Some(json!("t!")));
+}
+
+#[test]
+fn r25_schema_violation_is_refused() {
+    let mut ctx = Context::from_json(
+        r#"[{"type":"state","data":{},"schema":{"properties":{"score":{"type":"number"}}}}]"#,
+    )
+    .unwrap();
+    let call = json!({"_outputPath": "†state.score"});
+    let err = apply(&mut ctx, &call, Outcome::Success(json!("high")), &clock()).unwrap_err();
+    assert!(
+        matches!(err, Error::Append(DataError::Schema { .. })),
+        "{err:?}"
+    );
+    apply(&mut ctx, &call, Outcome::Success(json!(9)), &clock()).unwrap();
+}
+
+#[test]
+fn r23_tool_schema_prescribes_or_constrains_output_path() {
+    let fixed = json!({"type": "object", "properties": {"_outputPath": {"type": "string", "const": "†data.user.summary"}}});
+    assert!(check_tool_schema(&json!({"_outputPath": "†data.user.summary"}), &fixed).is_ok());
+    let err = check_tool_schema(&json!({"_outputPath": "†data.other"}), &fixed).unwrap_err();
+    assert!(err.to_string().contains("rule `const`"), "{err}");
+    let dynamic = json!({"properties": {"_outputPath": {"type": "string", "pattern": "^†"}, "id": {"type": "integer"}}, "required": ["id"]});
+    assert!(check_tool_schema(&json!({"_outputPath": "†state.x", "id": 1}), &dynamic).is_ok());
+    assert!(check_tool_schema(&json!({"_outputPath": "state.x", "id": 1}), &dynamic).is_err());
+    assert!(
+        check_tool_schema(&json!({"_outputPath": "†state.x"}), &dynamic).is_err(),
+        "required applies to calls"
+    );
+    assert!(matches!(
+        check_tool_schema(&json!({}), &json!({"type": 7})),
+        Err(Error::BadToolSchema(_))
+    ));
+}
