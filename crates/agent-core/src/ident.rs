@@ -104,6 +104,20 @@ impl std::str::FromStr for Instance {
     }
 }
 
+// `Hash` and `Eq` are derived from the inner `String`, so they agree with
+// `str`'s: maps keyed by these types can be looked up with plain strings.
+impl std::borrow::Borrow<str> for Kind {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Instance {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

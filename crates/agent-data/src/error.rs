@@ -26,6 +26,12 @@ pub enum MessageFault {
     /// A chat wrapper whose `content` is not a string, object or array.
     #[error("`content` must be a string, a message object or an array of them")]
     BadContent,
+    /// A staged write that is not a data message of the staged instance.
+    #[error("a staged write must be a data message of instance {expected:?}")]
+    WrongInstance {
+        /// The instance being staged.
+        expected: String,
+    },
     /// A value that had to be one data message is something else.
     #[error("expected exactly one data message")]
     NotData,
@@ -147,6 +153,15 @@ pub enum Error {
         /// Every violation found.
         violations: Vec<SchemaViolation>,
     },
+    /// Staged writes whose context changed since staging (or two batches for
+    /// one instance); nothing was committed.
+    #[error(
+        "writes staged for instance {instance:?} are stale: the context changed since they were validated"
+    )]
+    Stale {
+        /// The instance of the stale batch.
+        instance: String,
+    },
     /// Reading a context file failed.
     #[error("cannot read {path}: {source}")]
     Io {
@@ -155,6 +170,32 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// The same error naming message `index` instead (for errors that name one).
+    pub(crate) fn at_index(self, index: usize) -> Self {
+        match self {
+            Error::Message { line, fault, .. } => Error::Message { index, line, fault },
+            Error::TypeError {
+                identity, source, ..
+            } => Error::TypeError {
+                index,
+                identity,
+                source,
+            },
+            Error::Schema {
+                identity,
+                violations,
+                ..
+            } => Error::Schema {
+                index,
+                identity,
+                violations,
+            },
+            other => other,
+        }
+    }
 }
 
 fn at(line: usize, column: usize) -> String {

@@ -36,6 +36,7 @@ mod load;
 mod message;
 mod normalise;
 mod schema;
+mod stage;
 
 pub use check::{CheckMode, Diagnostic, Problem};
 pub use context::{Context, Identity};
@@ -43,6 +44,7 @@ pub use error::{Error, MessageFault, Result};
 pub use load::{Format, Loaded, MAX_DEPTH, Warning};
 pub use message::{DataMessage, Message, TextMessage};
 pub use schema::{Schema, SchemaViolation};
+pub use stage::Staged;
 
 /// The name of a JSON value's type, for error messages.
 pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {

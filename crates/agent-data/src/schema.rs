@@ -79,7 +79,7 @@ impl Compiled {
 /// # Ok::<(), agent_data::MessageFault>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Schema(Arc<Compiled>);
+pub struct Schema(pub(crate) Arc<Compiled>);
 
 impl Schema {
     /// Compiles `schema`; an invalid schema is an error.
@@ -102,6 +102,11 @@ pub(crate) struct SchemaCache {
 }
 
 impl SchemaCache {
+    /// The compiled form of `schema`, if it was compiled before.
+    pub(crate) fn lookup(&self, schema: &Value) -> Option<Arc<Compiled>> {
+        self.compiled.get(&schema.to_string()).map(Arc::clone)
+    }
+
     /// The compiled form of `schema`, compiling it on first sight.
     pub(crate) fn get(&mut self, schema: &Value) -> Result<Arc<Compiled>, MessageFault> {
         let key = schema.to_string();

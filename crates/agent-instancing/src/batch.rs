@@ -1,0 +1,199 @@
+//! Batch operations over instances: inputs, splitting, grouping, and
+//! resolving and applying many calls, sequentially or on all cores.
+
+use crate::{Error, Result};
+use agent_core::{Instance, Kind};
+use agent_data::{Context, DataMessage, Message};
+use agent_output::{Clock, Outcome};
+use agent_vars::Resolution;
+use indexmap::IndexMap;
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+
+/// How a batch runs. Both modes produce the same results and the same
+/// context, message order included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// One call after another, on the calling thread.
+    Sequential,
+    /// Instances in parallel on rayon's thread pool.
+    #[default]
+    Parallel,
+}
+
+/// Puts each input into a new instance: one targeted `input` message per
+/// value, with ids from [`fresh_ids`](crate::fresh_ids). All are appended
+/// together, or none (R13).
+pub fn assign_inputs(context: &mut Context, inputs: Vec<Value>) -> Result<Vec<Instance>> {
+    let ids = crate::fresh_ids(context, inputs.len());
+    let messages = ids
+        .iter()
+        .zip(inputs)
+        .map(|(id, data)| {
+            let mut fields = Map::new();
+            fields.insert("type".into(), "data".into());
+            fields.insert("kind".into(), "input".into());
+            fields.insert("data".into(), data);
+            fields.insert("_instance".into(), id.as_str().into());
+            DataMessage::from_value(Value::Object(fields)).map(Message::from)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|fault| agent_data::Error::Message {
+            index: 0,
+            line: None,
+            fault,
+        })?;
+    context.append_all(messages)?;
+    Ok(ids)
+}
+
+/// One context per instance (in order of first appearance): every message
+/// without an `_instance`, plus that instance's messages, in context order.
+pub fn split(context: &Context) -> Result<IndexMap<Instance, Context>> {
+    context
+        .instances()
+        .map(|x| {
+            let messages = context
+                .messages()
+                .iter()
+                .filter(|m| {
+                    m.as_data()
+                        .and_then(DataMessage::instance)
+                        .is_none_or(|own| own == x)
+                })
+                .cloned()
+                .collect();
+            Ok((x.clone(), Context::from_messages(messages)?))
+        })
+        .collect()
+}
+
+/// Call positions grouped by `_instance` (`None`: global), groups in order
+/// of first appearance.
+pub fn group_calls(calls: &[Value]) -> Result<IndexMap<Option<Instance>, Vec<usize>>> {
+    let mut groups: IndexMap<Option<Instance>, Vec<usize>> = IndexMap::new();
+    for (i, call) in calls.iter().enumerate() {
+        groups
+            .entry(agent_vars::call_instance(call)?)
+            .or_default()
+            .push(i);
+    }
+    Ok(groups)
+}
+
+/// The view of `kind` for every instance, in order of first appearance (R5).
+pub fn views(context: &Context, kind: &Kind) -> IndexMap<Instance, Option<Value>> {
+    context
+        .instances()
+        .map(|x| {
+            (
+                x.clone(),
+                context.view(kind, Some(x)).map(|v| v.into_owned()),
+            )
+        })
+        .collect()
+}
+
+/// Resolves every call in its own instance scope (R18, R5).
+pub fn resolve_batch(context: &Context, calls: &[Value], mode: Mode) -> Vec<Result<Resolution>> {
+    let resolve = |call: &Value| agent_vars::resolve_call(call, context).map_err(Error::from);
+    match mode {
+        Mode::Sequential => calls.iter().map(resolve).collect(),
+        Mode::Parallel => calls.par_iter().map(resolve).collect(),
+    }
+}
+
+/// Writes each call's outcome (R20–R22), in batch order; a refused item
+/// appends nothing and the others go on. Returns each item's appended
+/// messages or error.
+///
+/// In [`Mode::Parallel`], the messages of every item are built and, per
+/// instance, validated concurrently (`Context::stage`), then appended in
+/// batch order (`Context::commit`); the result equals [`Mode::Sequential`]'s
+/// exactly. A batch with a global write runs sequentially, since a global
+/// write changes what every instance reads.
+pub fn apply_batch(
+    context: &mut Context,
+    items: Vec<(Value, Outcome)>,
+    clock: &(dyn Clock + Sync),
+    mode: Mode,
+) -> Vec<Result<Vec<Message>>> {
+    if mode == Mode::Sequential {
+        return sequential(context, items, clock);
+    }
+    let built: Vec<Result<Vec<Message>>> = items
+        .par_iter()
+        .map(|(call, outcome)| {
+            agent_output::messages_for(call, outcome.clone(), clock).map_err(Error::from)
+        })
+        .collect();
+    let global = built
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|m| m.as_data().is_some_and(|d| d.instance().is_none()));
+    if global {
+        return sequential(context, items, clock);
+    }
+    let mut groups: IndexMap<Instance, Vec<Item>> = IndexMap::new();
+    let mut results: Vec<Option<Result<Vec<Message>>>> = Vec::with_capacity(built.len());
+    for (key, outcome) in built.into_iter().enumerate() {
+        match outcome {
+            Ok(messages) if !messages.is_empty() => {
+                let instance = messages[0]
+                    .as_data()
+                    .and_then(DataMessage::instance)
+                    .cloned();
+                if let Some(x) = instance {
+                    groups.entry(x).or_default().push((key, messages));
+                }
+                results.push(None);
+            }
+            other => results.push(Some(other)),
+        }
+    }
+    let shared: &Context = context;
+    let groups: Vec<(Instance, Vec<Item>)> = groups.into_iter().collect();
+    let staged: Vec<agent_data::Staged> = groups
+        .into_par_iter()
+        .map(|(instance, group)| shared.stage(&instance, group))
+        .collect();
+    match context.commit(staged) {
+        Ok(committed) => {
+            let appended: &Context = context;
+            let copied: Vec<(usize, Result<Vec<Message>>)> = committed
+                .into_par_iter()
+                .map(|(key, outcome)| match outcome {
+                    Ok(range) => (key, Ok(appended.messages()[range].to_vec())),
+                    Err(e) => (key, Err(Error::Output(agent_output::Error::Append(e)))),
+                })
+                .collect();
+            for (key, outcome) in copied {
+                results[key] = Some(outcome);
+            }
+            results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Ok(Vec::new())))
+                .collect()
+        }
+        // Unreachable (nothing changed between staging and commit), but if
+        // it happens nothing was committed and the sequential path is exact.
+        Err(_) => sequential(context, items, clock),
+    }
+}
+
+/// One batch item's messages, keyed by its position in the batch.
+type Item = (usize, Vec<Message>);
+
+fn sequential(
+    context: &mut Context,
+    items: Vec<(Value, Outcome)>,
+    clock: &dyn Clock,
+) -> Vec<Result<Vec<Message>>> {
+    items
+        .into_iter()
+        .map(|(call, outcome)| {
+            agent_output::apply(context, &call, outcome, clock).map_err(Error::from)
+        })
+        .collect()
+}
