@@ -119,27 +119,28 @@ fn layer_bytes(ctx: &Context, instance: &str) -> String {
         .join("\n")
 }
 
+/// Both modes give the same results (errors included) and the same bytes.
+fn assert_modes_agree(ctx: Context, items: Vec<(Value, Outcome)>) -> Result<(), TestCaseError> {
+    let mut seq = ctx.clone();
+    let mut par = ctx;
+    let rs = apply_batch(&mut seq, items.clone(), &clock(), Mode::Sequential);
+    let rp = apply_batch(&mut par, items, &clock(), Mode::Parallel);
+    prop_assert_eq!(format!("{rs:?}"), format!("{rp:?}"));
+    prop_assert_eq!(seq.to_jsonl(), par.to_jsonl());
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn parallel_batch_equals_sequential(ctx in context(), items in prop::collection::vec(item(true), 0..12)) {
-        let mut seq = ctx.clone();
-        let mut par = ctx;
-        let rs = apply_batch(&mut seq, items.clone(), &clock(), Mode::Sequential);
-        let rp = apply_batch(&mut par, items, &clock(), Mode::Parallel);
-        prop_assert_eq!(format!("{rs:?}"), format!("{rp:?}"));
-        prop_assert_eq!(seq.to_jsonl(), par.to_jsonl());
+        assert_modes_agree(ctx, items)?;
     }
 
     #[test]
     fn parallel_instance_batch_equals_sequential(ctx in context(), items in prop::collection::vec(item(false), 0..16)) {
-        let mut seq = ctx.clone();
-        let mut par = ctx;
-        let rs = apply_batch(&mut seq, items.clone(), &clock(), Mode::Sequential);
-        let rp = apply_batch(&mut par, items, &clock(), Mode::Parallel);
-        prop_assert_eq!(format!("{rs:?}"), format!("{rp:?}"));
-        prop_assert_eq!(seq.to_jsonl(), par.to_jsonl());
+        assert_modes_agree(ctx, items)?;
     }
 
     #[test]
