@@ -88,6 +88,37 @@ pub(crate) fn resolve_call(context: &str, call: &str, pretty: bool) -> Result<St
     }
 }
 
+/// `agentctx render CONTEXT [--provider P] [--mode M] [--tokens]` (R28–R31).
+pub(crate) fn render(
+    context: &str,
+    provider: &str,
+    mode: &str,
+    tokens: bool,
+    pretty: bool,
+) -> Result<String, Failure> {
+    let provider: agent_render::Provider = provider.parse().map_err(Failure::usage)?;
+    let mode = match mode {
+        "merged" => agent_render::Mode::Merged,
+        "append" => agent_render::Mode::Append,
+        other => {
+            return Err(Failure::usage(format!(
+                "unknown mode {other:?}: expected merged or append"
+            )));
+        }
+    };
+    let ctx = load_context(context)?;
+    let chat = agent_render::Renderer::new().render(&ctx, mode);
+    let payload = agent_render::payload(&chat, provider).map_err(Failure::invalid)?;
+    let mut text = payload.to_text(pretty);
+    if tokens {
+        eprintln!("tokens: {} (o200k_base)", agent_render::count_tokens(&text));
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// `agentctx instances CONTEXT`.
 pub(crate) fn instances(context: &str) -> Result<String, Failure> {
     let ctx = load_context(context)?;

@@ -87,6 +87,23 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Print what the model sees, as a provider payload (R28–R31).
+    Render {
+        /// Context file, or - for stdin.
+        context: String,
+        /// plain, openai, anthropic or text.
+        #[arg(long, default_value = "plain")]
+        provider: String,
+        /// merged (one block per layer) or append (one block per write).
+        #[arg(long, default_value = "merged")]
+        mode: String,
+        /// Also print the payload's token count (o200k_base) on stderr.
+        #[arg(long)]
+        tokens: bool,
+        /// Pretty-print JSON payloads.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Print the instance ids as a JSON array, in order of first appearance.
     Instances {
         /// Context file, or - for stdin.
@@ -189,6 +206,13 @@ fn main() -> ExitCode {
             tool_schema,
             write,
         }),
+        Command::Render {
+            context,
+            provider,
+            mode,
+            tokens,
+            pretty,
+        } => commands::render(&context, &provider, &mode, tokens, pretty),
         Command::Instances { context } => commands::instances(&context),
         Command::Check { context, complete } => commands::check(&context, complete),
     };

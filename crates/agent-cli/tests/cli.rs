@@ -592,3 +592,82 @@ fn apply_refused_write_leaves_file_byte_identical() {
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
 }
+
+#[test]
+fn render_defaults_to_plain_merged_and_matches_golden() {
+    let run = agentctx(&["render", &fixture("batch.jsonl"), "--pretty"], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let golden = std::fs::read_to_string(format!(
+        "{}/../../tests/golden/batch.merged.plain.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert_eq!(run.stdout, golden);
+}
+
+#[test]
+fn render_text_append_and_tokens() {
+    let run = agentctx(
+        &[
+            "render",
+            &fixture("example1.json"),
+            "--provider",
+            "text",
+            "--mode",
+            "append",
+            "--tokens",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("[user]\nUpdate the user's city to Austin\n\n[user]\n## Data: ¶user\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("## Data: ¶user\n{\n  \"age\": 30\n}"),
+        "{}",
+        run.stdout
+    );
+    let tokens: usize = run
+        .stderr
+        .trim()
+        .strip_prefix("tokens: ")
+        .unwrap()
+        .strip_suffix(" (o200k_base)")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(tokens > 20, "{}", run.stderr);
+}
+
+#[test]
+fn render_usage_and_provider_errors() {
+    assert_eq!(
+        agentctx(
+            &["render", &fixture("example1.json"), "--provider", "gemini"],
+            None
+        )
+        .code,
+        2
+    );
+    assert_eq!(
+        agentctx(
+            &["render", &fixture("example1.json"), "--mode", "diff"],
+            None
+        )
+        .code,
+        2
+    );
+    let run = agentctx(
+        &["render", "-", "--provider", "anthropic"],
+        Some(r#"[{"role":"assistant","content":"hi"}]"#),
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: the anthropic payload cannot start with an assistant turn (chat message 0)\n"
+    );
+}

@@ -183,9 +183,7 @@ impl Context {
                         layer.messages = before.messages;
                         layer.schema = before.schema;
                         layer.description = before.description;
-                        if identity.instance.is_none() {
-                            layer.view = before.view;
-                        }
+                        layer.view = before.view;
                     }
                 }
             }

@@ -44,8 +44,10 @@ impl fmt::Display for Identity {
 pub(crate) struct Layer {
     /// Context indexes of the layer's messages, in order.
     pub(crate) messages: Vec<usize>,
-    /// Global layers: the folded view, kept up to date on every append.
-    /// Instance layers: unused (their view depends on the global one).
+    /// The fold of this layer's own writes on an absent value, kept up to
+    /// date on every append: for a global layer its view (R12); for an
+    /// instance layer what the instance wrote, without the global layer
+    /// under it (what R28 renders; instance reads fold over the global view).
     pub(crate) view: Option<Value>,
     /// Global layers: writes the fold skipped (R12).
     pub(crate) diagnostics: Vec<Diagnostic>,
@@ -184,6 +186,26 @@ impl Context {
         }
     }
 
+    /// The fold of one layer's own writes on an absent value — for a global
+    /// layer its view; for an instance layer only what that instance wrote,
+    /// without the global layer under it (what R28 renders).
+    pub fn layer_view(&self, identity: &Identity) -> Option<Cow<'_, Value>> {
+        self.layers.get(identity)?.view.as_ref().map(Cow::Borrowed)
+    }
+
+    /// The schema declared by the layer's own messages (its newest), without
+    /// falling back to the global layer's.
+    pub fn layer_schema(&self, identity: &Identity) -> Option<&Value> {
+        let (index, _) = self.layers.get(identity)?.schema.as_ref()?;
+        self.messages[*index].as_data()?.schema()
+    }
+
+    /// The description declared by the layer's own messages (its newest).
+    pub fn layer_description(&self, identity: &Identity) -> Option<&str> {
+        let index = self.layers.get(identity)?.description?;
+        self.messages[index].as_data()?.description()
+    }
+
     /// The schema that applies to a layer (R24): its newest, else (for an
     /// instance layer) the global layer's.
     pub fn schema(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
@@ -269,19 +291,20 @@ impl Context {
                 self.instances.insert(x.clone());
             }
             let layer = self.layers.entry(identity.clone()).or_default();
-            if identity.instance.is_none() {
-                if let Err(error) = write(
-                    &mut layer.view,
-                    data.destination(),
-                    data.method(),
-                    data.value().clone(),
-                ) {
-                    layer.diagnostics.push(Diagnostic {
-                        index,
-                        identity,
-                        error,
-                    });
-                }
+            let written = write(
+                &mut layer.view,
+                data.destination(),
+                data.method(),
+                data.value().clone(),
+            );
+            // An instance layer's own fold is only what it renders; its R12
+            // diagnostics come from folding over the global view (`check`).
+            if let (Err(error), None) = (written, &identity.instance) {
+                layer.diagnostics.push(Diagnostic {
+                    index,
+                    identity,
+                    error,
+                });
             }
             layer.messages.push(index);
             if let Some(compiled) = schema {

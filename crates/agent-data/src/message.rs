@@ -130,6 +130,7 @@ pub struct DataMessage {
     instance: Option<Instance>,
     destination: Path,
     method: Method,
+    is_output: bool,
 }
 
 impl DataMessage {
@@ -145,6 +146,7 @@ impl DataMessage {
             instance: None,
             destination: Path::root(),
             method: Method::Merge,
+            is_output: false,
         }
     }
 
@@ -212,6 +214,7 @@ impl DataMessage {
             instance,
             destination,
             method,
+            is_output,
         })
     }
 
@@ -239,6 +242,12 @@ impl DataMessage {
     /// The value written: what `data` holds at the destination (R9).
     pub fn value(&self) -> &Value {
         self.destination.get(self.data()).unwrap_or(&Value::Null)
+    }
+
+    /// True for an output message: its destination comes from `_outputPath`
+    /// or `_call._outputPath`, and its default method is `set` (R9).
+    pub fn is_output(&self) -> bool {
+        self.is_output
     }
 
     /// How the value combines with the view (R9, R10).

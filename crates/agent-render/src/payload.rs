@@ -1,0 +1,149 @@
+//! Provider payloads (R31) and token counts.
+
+use crate::{ChatMessage, Error, Result};
+use serde_json::{Value, json};
+
+/// Where the chat messages go (R31).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Provider {
+    /// `[{"role", "content"}]`, one element per chat message.
+    #[default]
+    Plain,
+    /// OpenAI Chat Completions: `{"messages": [{"role", "content"}]}`.
+    OpenAi,
+    /// Anthropic Messages: `{"system"?, "messages": [{"role", "content": [blocks]}]}`.
+    Anthropic,
+    /// A readable transcript.
+    Text,
+}
+
+impl Provider {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::Plain => "plain",
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Text => "text",
+        }
+    }
+}
+
+impl std::str::FromStr for Provider {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            Provider::Plain,
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Text,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s)
+        .ok_or_else(|| format!("unknown provider {s:?}: expected plain, openai, anthropic or text"))
+    }
+}
+
+/// A rendered payload: JSON for the API providers, text for the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    /// `plain`, `openai` and `anthropic`.
+    Json(Value),
+    /// `text`.
+    Text(String),
+}
+
+impl Payload {
+    /// The payload as text: JSON (pretty or compact) or the transcript.
+    pub fn to_text(&self, pretty: bool) -> String {
+        match self {
+            Payload::Json(v) if pretty => serde_json::to_string_pretty(v).unwrap_or_default(),
+            Payload::Json(v) => v.to_string(),
+            Payload::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// Serialises chat messages for `provider` (R31).
+///
+/// ```
+/// use agent_render::{payload, ChatMessage, Payload, Provider};
+/// use serde_json::json;
+///
+/// let chat = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "a"), ChatMessage::new("user", "b")];
+/// let Payload::Json(p) = payload(&chat, Provider::Anthropic)? else { unreachable!() };
+/// assert_eq!(p, json!({
+///     "system": "Be brief.",
+///     "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+/// }));
+/// # Ok::<(), agent_render::Error>(())
+/// ```
+pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> {
+    let simple = || -> Vec<Value> {
+        messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.text()}))
+            .collect()
+    };
+    Ok(match provider {
+        Provider::Plain => Payload::Json(Value::Array(simple())),
+        Provider::OpenAi => Payload::Json(json!({"messages": simple()})),
+        Provider::Anthropic => Payload::Json(anthropic(messages)?),
+        Provider::Text => Payload::Text(
+            messages
+                .iter()
+                .map(|m| format!("[{}]\n{}\n\n", m.role, m.text()))
+                .collect(),
+        ),
+    })
+}
+
+fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
+    let mut system: Vec<&str> = Vec::new();
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let role = match message.role.as_str() {
+            "system" | "developer" => {
+                system.extend(message.parts.iter().map(String::as_str));
+                continue;
+            }
+            "user" => "user",
+            "assistant" => "assistant",
+            other => {
+                return Err(Error::UnsupportedRole {
+                    index,
+                    role: other.to_owned(),
+                    provider: "anthropic",
+                });
+            }
+        };
+        if turns.is_empty() && role == "assistant" {
+            return Err(Error::AssistantFirst { index });
+        }
+        let blocks = message
+            .parts
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}));
+        match turns.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => turns.push((role, blocks.collect())),
+        }
+    }
+    let mut out = serde_json::Map::new();
+    if !system.is_empty() {
+        out.insert("system".into(), system.join("\n\n").into());
+    }
+    let turns = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}));
+    out.insert("messages".into(), Value::Array(turns.collect()));
+    Ok(Value::Object(out))
+}
+
+/// Tokens in `text` under the `o200k_base` encoding (GPT-4o family), for
+/// sizing contexts. Special-token text is counted as ordinary text.
+pub fn count_tokens(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton()
+        .encode_ordinary(text)
+        .len()
+}

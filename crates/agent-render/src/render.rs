@@ -1,0 +1,226 @@
+//! Merged (R28) and append (R30) rendering, with opaque renderers by type.
+
+use crate::ChatMessage;
+use agent_core::Method;
+use agent_data::{Context, DataMessage, Identity, Message};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How data reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// One block per layer, at its first message, holding the folded view (R28).
+    #[default]
+    Merged,
+    /// One block per data message, holding the written value, so output for
+    /// earlier messages never changes as the context grows (R30).
+    Append,
+}
+
+/// Renders opaque messages of one `type` (`plan`, `tool`, …).
+pub trait OpaqueRenderer: Send + Sync {
+    /// The chat message for `message` (its fields, `_`-prefixed ones
+    /// included), or `None` to leave it out.
+    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage>;
+}
+
+/// The default for opaque messages (R28): a `user` block `## {type}`
+/// followed by the message as JSON without its `_`-prefixed fields.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GenericBlock;
+
+impl OpaqueRenderer for GenericBlock {
+    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage> {
+        let kind = message
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
+        let visible: Map<String, Value> = message
+            .iter()
+            .filter(|(k, _)| !k.starts_with('_'))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Some(ChatMessage::new(
+            "user",
+            format!("## {kind}\n{}", pretty(&Value::Object(visible))),
+        ))
+    }
+}
+
+/// The line that follows an `input` block's header (R28).
+pub const INPUT_LINE: &str = "This is the task's input: the structured prompt to work from.";
+
+/// Turns a context into chat messages.
+///
+/// ```
+/// use agent_data::Context;
+/// use agent_render::{Mode, Renderer};
+///
+/// let ctx = Context::from_json(r#"[
+///   {"type": "text", "text": "Greet the user"},
+///   {"type": "data", "kind": "user", "data": {"name": "Ada"}},
+///   {"type": "data", "kind": "user", "data": {"age": 36}, "_date": "hidden"}
+/// ]"#)?;
+/// let chat = Renderer::new().render(&ctx, Mode::Merged);
+/// assert_eq!(chat.len(), 2);
+/// assert_eq!(chat[1].text(), "## Data: ¶user\n{\n  \"name\": \"Ada\",\n  \"age\": 36\n}");
+/// # Ok::<(), agent_data::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Renderer {
+    opaque: HashMap<String, Arc<dyn OpaqueRenderer>>,
+}
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut types: Vec<&String> = self.opaque.keys().collect();
+        types.sort();
+        f.debug_struct("Renderer").field("opaque", &types).finish()
+    }
+}
+
+impl Renderer {
+    /// A renderer with the generic block for every opaque type.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Renders opaque messages of `type_name` with `renderer`.
+    pub fn with_opaque(
+        mut self,
+        type_name: impl Into<String>,
+        renderer: impl OpaqueRenderer + 'static,
+    ) -> Self {
+        self.opaque.insert(type_name.into(), Arc::new(renderer));
+        self
+    }
+
+    /// The chat messages the model sees for `context` (R28–R30).
+    pub fn render(&self, context: &Context, mode: Mode) -> Vec<ChatMessage> {
+        // Layers in order of first appearance, with their first message: the
+        // walk below meets them in the same order, so no lookups are needed.
+        let firsts: Vec<(usize, &Identity)> = context
+            .identities()
+            .filter_map(|id| context.layer_messages(id).first().map(|&i| (i, id)))
+            .collect();
+        let mut next = firsts.iter().peekable();
+        let mut out = Vec::with_capacity(context.len());
+        for (index, message) in context.messages().iter().enumerate() {
+            match message {
+                Message::Text(text) => out.push(ChatMessage::new(text.role(), text.text())),
+                Message::Opaque(fields) => {
+                    let type_name = fields
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let chat = match self.opaque.get(type_name) {
+                        Some(renderer) => renderer.render(fields),
+                        None => GenericBlock.render(fields),
+                    };
+                    out.extend(chat);
+                }
+                Message::Data(data) => {
+                    let first = next.next_if(|(i, _)| *i == index).map(|(_, id)| *id);
+                    let block = match (mode, first) {
+                        (Mode::Merged, Some(identity)) => Some(layer_block(context, identity)),
+                        (Mode::Merged, None) => None,
+                        (Mode::Append, first) => Some(write_block(data, first.is_some())),
+                    };
+                    out.extend(block.map(|text| ChatMessage::new("user", text)));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    // Serialising a Value cannot fail: its keys are strings.
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// A block under construction: bytes, so values serialise straight into it.
+struct Block(Vec<u8>);
+
+impl Block {
+    fn new(header: std::fmt::Arguments<'_>) -> Self {
+        let mut bytes = Vec::with_capacity(256);
+        let _ = std::io::Write::write_fmt(&mut bytes, header);
+        Block(bytes)
+    }
+
+    fn line(&mut self, text: &str) {
+        self.0.push(b'\n');
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    fn json(&mut self, value: &Value) {
+        self.0.push(b'\n');
+        // Writing a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer_pretty(&mut self.0, value);
+    }
+
+    fn finish(self) -> String {
+        // Only UTF-8 text and serde_json output went in.
+        String::from_utf8(self.0)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+}
+
+/// R28: header, input line, the layer's own view, its own description and schema.
+fn layer_block(context: &Context, identity: &Identity) -> String {
+    let mut block = Block::new(format_args!("## Data: ¶{identity}"));
+    if identity.kind.as_str() == "input" {
+        block.line(INPUT_LINE);
+    }
+    block.json(
+        context
+            .layer_view(identity)
+            .as_deref()
+            .unwrap_or(&Value::Null),
+    );
+    if let Some(description) = context.layer_description(identity) {
+        block.line(description);
+    }
+    if let Some(schema) = context.layer_schema(identity) {
+        block.line(&format!("Schema for ¶{identity}:"));
+        block.json(schema);
+    }
+    block.finish()
+}
+
+/// R30: one block per write: header with path and non-default method, the
+/// written value, and the message's own description and schema.
+fn write_block(data: &DataMessage, first: bool) -> String {
+    let label = match data.instance() {
+        Some(x) => format!("{}@{x}", data.kind()),
+        None => data.kind().to_string(),
+    };
+    let default = if data.is_output() {
+        Method::Set
+    } else {
+        Method::Merge
+    };
+    let method = if data.method() == default {
+        String::new()
+    } else {
+        format!(" ({})", data.method())
+    };
+    let mut block = Block::new(format_args!(
+        "## Data: ¶{label}{}{method}",
+        data.destination()
+    ));
+    if first && data.kind().as_str() == "input" {
+        block.line(INPUT_LINE);
+    }
+    block.json(data.value());
+    if let Some(description) = data.description() {
+        block.line(description);
+    }
+    if let Some(schema) = data.schema() {
+        block.line(&format!("Schema for ¶{label}:"));
+        block.json(schema);
+    }
+    block.finish()
+}

@@ -1,0 +1,308 @@
+//! SPEC R28–R31, rule by rule, plus token counts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_data::Context;
+use agent_render::{
+    ChatMessage, Error, INPUT_LINE, Mode, OpaqueRenderer, Payload, Provider, Renderer,
+    count_tokens, payload,
+};
+use serde_json::{Map, Value, json};
+
+fn ctx(messages: Value) -> Context {
+    Context::from_json(&messages.to_string()).unwrap()
+}
+
+fn texts(c: &Context, mode: Mode) -> Vec<String> {
+    Renderer::new()
+        .render(c, mode)
+        .iter()
+        .map(ChatMessage::text)
+        .collect()
+}
+
+#[test]
+fn r28_text_passes_through_with_role() {
+    let c = ctx(json!([{"type": "text", "text": "hi"}, {"role": "assistant", "content": "yo"}]));
+    let chat = Renderer::new().render(&c, Mode::Merged);
+    assert_eq!(
+        chat,
+        [
+            ChatMessage::new("user", "hi"),
+            ChatMessage::new("assistant", "yo")
+        ]
+    );
+}
+
+#[test]
+fn r28_one_block_per_layer_at_its_first_message() {
+    let c = ctx(json!([
+        {"type": "state", "data": {"a": 1}},
+        {"type": "text", "text": "between"},
+        {"type": "state", "data": {"b": 2}},
+    ]));
+    assert_eq!(
+        texts(&c, Mode::Merged),
+        ["## Data: ¶state\n{\n  \"a\": 1,\n  \"b\": 2\n}", "between"]
+    );
+}
+
+#[test]
+fn r28_instance_block_shows_only_its_own_layer() {
+    let c = ctx(json!([
+        {"type": "state", "data": {"shared": 1}},
+        {"type": "state", "data": {"mine": 2}, "_instance": "employee_A"},
+    ]));
+    assert_eq!(
+        texts(&c, Mode::Merged)[1],
+        "## Data: ¶state@employee_A\n{\n  \"mine\": 2\n}"
+    );
+}
+
+#[test]
+fn r28_schema_and_description_only_in_declaring_layer() {
+    let c = ctx(json!([
+        {"type": "data", "kind": "u", "data": {}, "description": "Users.", "schema": {"type": "object"}},
+        {"type": "data", "kind": "u", "data": {"x": 1}, "_instance": "①"},
+    ]));
+    let t = texts(&c, Mode::Merged);
+    assert_eq!(
+        t[0],
+        "## Data: ¶u\n{}\nUsers.\nSchema for ¶u:\n{\n  \"type\": \"object\"\n}"
+    );
+    assert_eq!(t[1], "## Data: ¶u@①\n{\n  \"x\": 1\n}");
+}
+
+#[test]
+fn r28_input_block_has_instruction_line() {
+    let c = ctx(json!([{"type": "input", "input": {"q": "?"}}]));
+    assert_eq!(
+        texts(&c, Mode::Merged),
+        [format!(
+            "## Data: ¶input\n{INPUT_LINE}\n{{\n  \"q\": \"?\"\n}}"
+        )]
+    );
+}
+
+#[test]
+fn r28_opaque_generic_block_without_underscore_fields() {
+    let c =
+        ctx(json!([{"type": "tool", "name": "search", "_secret": 1, "args": {"_nested": "kept"}}]));
+    assert_eq!(
+        texts(&c, Mode::Merged),
+        [
+            "## tool\n{\n  \"type\": \"tool\",\n  \"name\": \"search\",\n  \"args\": {\n    \"_nested\": \"kept\"\n  }\n}"
+        ]
+    );
+}
+
+struct PlanSummary;
+
+impl OpaqueRenderer for PlanSummary {
+    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage> {
+        let steps = message
+            .get("steps")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        Some(ChatMessage::new(
+            "assistant",
+            format!("(a plan of {steps} steps)"),
+        ))
+    }
+}
+
+struct Hidden;
+
+impl OpaqueRenderer for Hidden {
+    fn render(&self, _: &Map<String, Value>) -> Option<ChatMessage> {
+        None
+    }
+}
+
+#[test]
+fn r28_opaque_renderers_are_registered_by_type() {
+    let c = ctx(
+        json!([{"type": "plan", "steps": [1, 2]}, {"type": "meta", "x": 1}, {"type": "tool", "x": 1}]),
+    );
+    let chat = Renderer::new()
+        .with_opaque("plan", PlanSummary)
+        .with_opaque("meta", Hidden)
+        .render(&c, Mode::Merged);
+    assert_eq!(chat.len(), 2);
+    assert_eq!(
+        chat[0],
+        ChatMessage::new("assistant", "(a plan of 2 steps)")
+    );
+    assert!(chat[1].text().starts_with("## tool\n"));
+}
+
+#[test]
+fn r29_underscore_fields_never_rendered() {
+    let c = ctx(json!([
+        {"type": "data", "kind": "state", "data": {"v": 1}, "_outputPath": "†state.v", "_call": {"_tool": "SECRET"}, "_date": "DATE", "_instance": "①"},
+        {"type": "text", "text": "t", "_trace": "TRACE"},
+    ]));
+    for mode in [Mode::Merged, Mode::Append] {
+        let all = texts(&c, mode).join("\n");
+        for hidden in [
+            "SECRET",
+            "DATE",
+            "TRACE",
+            "_outputPath",
+            "_call",
+            "_date",
+            "_instance",
+        ] {
+            assert!(!all.contains(hidden), "{mode:?} rendered {hidden}: {all}");
+        }
+        assert!(
+            all.contains("¶state@①"),
+            "the instance shows through the label only"
+        );
+    }
+}
+
+#[test]
+fn r30_append_mode_one_block_per_write_with_path_and_method() {
+    let c = ctx(json!([
+        {"type": "state", "data": {"a": 1}, "description": "State.", "schema": true},
+        {"type": "state", "data": {"log": 1}, "_outputPath": "†state.log", "_outputMethod": "push"},
+        {"type": "state", "data": {"a": 2}, "_outputPath": "†state.a"},
+        {"type": "state", "data": {"b": 3}, "_outputMethod": "assign"},
+    ]));
+    assert_eq!(
+        texts(&c, Mode::Append),
+        [
+            "## Data: ¶state\n{\n  \"a\": 1\n}\nState.\nSchema for ¶state:\ntrue",
+            "## Data: ¶state.log (push)\n1",
+            "## Data: ¶state.a\n2",
+            "## Data: ¶state (assign)\n{\n  \"b\": 3\n}",
+        ]
+    );
+}
+
+#[test]
+fn r30_append_mode_earlier_output_is_byte_stable() {
+    let mut c = ctx(json!([{"type": "text", "text": "go"}, {"type": "state", "data": {"a": 1}}]));
+    let before = texts(&c, Mode::Append);
+    c.append(
+        agent_data::DataMessage::from_value(
+            json!({"type": "state", "data": {"a": 2}, "_outputPath": "†state.a"}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let after = texts(&c, Mode::Append);
+    assert_eq!(&after[..before.len()], &before[..]);
+    // Merged mode, by contrast, rewrites the block.
+    assert_ne!(texts(&c, Mode::Merged)[1], before[1]);
+}
+
+fn chat() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new("system", "S1"),
+        ChatMessage::new("user", "u1"),
+        ChatMessage::new("system", "S2"),
+        ChatMessage::new("user", "u2"),
+        ChatMessage::new("assistant", "a1"),
+    ]
+}
+
+#[test]
+fn r31_plain_and_openai_payloads() {
+    let Payload::Json(plain) = payload(&chat(), Provider::Plain).unwrap() else {
+        panic!()
+    };
+    assert_eq!(plain[1], json!({"role": "user", "content": "u1"}));
+    assert_eq!(plain.as_array().unwrap().len(), 5);
+    let Payload::Json(openai) = payload(&chat(), Provider::OpenAi).unwrap() else {
+        panic!()
+    };
+    assert_eq!(openai, json!({"messages": plain}));
+}
+
+#[test]
+fn r31_anthropic_joins_system_and_merges_runs() {
+    let Payload::Json(p) = payload(&chat(), Provider::Anthropic).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        p,
+        json!({"system": "S1\n\nS2", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "u1"}, {"type": "text", "text": "u2"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "a1"}]}
+        ]})
+    );
+    let Payload::Json(p) = payload(&[ChatMessage::new("user", "u")], Provider::Anthropic).unwrap()
+    else {
+        panic!()
+    };
+    assert!(p.get("system").is_none(), "omitted when there is none");
+}
+
+#[test]
+fn r31_anthropic_assistant_first_is_an_error() {
+    let err = payload(
+        &[
+            ChatMessage::new("system", "s"),
+            ChatMessage::new("assistant", "a"),
+        ],
+        Provider::Anthropic,
+    )
+    .unwrap_err();
+    assert_eq!(err, Error::AssistantFirst { index: 1 });
+    let err = payload(&[ChatMessage::new("tool", "x")], Provider::Anthropic).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedRole { .. }));
+}
+
+#[test]
+fn r31_text_transcript() {
+    let Payload::Text(t) = payload(&chat()[..2], Provider::Text).unwrap() else {
+        panic!()
+    };
+    assert_eq!(t, "[system]\nS1\n\n[user]\nu1\n\n");
+}
+
+#[test]
+fn r31_openai_payload_deserializes_into_async_openai_types() {
+    use async_openai::types::chat::ChatCompletionRequestMessage;
+    let c = Context::from_json(
+        &json!([
+            {"type": "text", "role": "system", "text": "sys"},
+            {"type": "input", "data": {"q": 1}, "_instance": "①"},
+            {"type": "plan", "steps": []},
+            {"type": "text", "role": "assistant", "text": "ok"},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    for mode in [Mode::Merged, Mode::Append] {
+        let Payload::Json(p) =
+            payload(&Renderer::new().render(&c, mode), Provider::OpenAi).unwrap()
+        else {
+            panic!()
+        };
+        let messages: Vec<ChatCompletionRequestMessage> =
+            serde_json::from_value(p["messages"].clone()).unwrap();
+        assert_eq!(messages.len(), 4);
+        assert!(matches!(
+            messages[0],
+            ChatCompletionRequestMessage::System(_)
+        ));
+        assert!(matches!(messages[1], ChatCompletionRequestMessage::User(_)));
+        assert!(matches!(
+            messages[3],
+            ChatCompletionRequestMessage::Assistant(_)
+        ));
+        // And back: what the client would send is what we produced.
+        assert_eq!(serde_json::to_value(&messages).unwrap(), p["messages"]);
+    }
+}
+
+#[test]
+fn token_counts_use_o200k_base() {
+    assert_eq!(count_tokens(""), 0);
+    assert_eq!(count_tokens("hello world"), 2);
+    let long = "data ".repeat(1000);
+    assert!(count_tokens(&long) >= 1000);
+}
