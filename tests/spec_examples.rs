@@ -16,7 +16,7 @@ fn fixture(name: &str) -> Context {
 
 fn read(ctx: &Context, reference: &str) -> Option<Value> {
     ctx.read(&Reference::parse(reference).unwrap(), None)
-        .map(|v| v.into_owned())
+        .cloned()
 }
 
 #[test]
@@ -24,7 +24,7 @@ fn example_1_data_merge() {
     let ctx = fixture("example1.json");
     let user = Kind::new("user").unwrap();
     assert_eq!(
-        ctx.view(&user, None).as_deref(),
+        ctx.view(&user, None),
         Some(&json!({"name": "John Doe", "age": 30}))
     );
     assert_eq!(

@@ -37,7 +37,7 @@ pub(crate) fn view(
         )));
     }
     match ctx.view(&kind, instance.as_ref()) {
-        Some(view) => Ok(print_value(&view, pretty)),
+        Some(view) => Ok(print_value(view, pretty)),
         None => Err(Failure::unresolved(format!(
             "{label}: the view is absent (every write was skipped; run `agentctx check`)"
         ))),

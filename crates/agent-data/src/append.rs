@@ -86,6 +86,7 @@ impl Context {
                     diagnostics: Vec::new(),
                     schema: layer.schema.clone(),
                     description: layer.description,
+                    layered: std::sync::OnceLock::new(),
                 });
                 undo.layers.push((identity, before));
             }
@@ -108,7 +109,7 @@ impl Context {
         let global = global_slot.as_ref();
         let base: Cow<'_, Option<Value>> = match instance {
             None => Cow::Borrowed(global_slot),
-            Some(_) => Cow::Owned(self.view(kind, instance).map(Cow::into_owned)),
+            Some(_) => Cow::Owned(self.view(kind, instance).cloned()),
         };
         let type_error = |identity: &Identity, source| Error::TypeError {
             index,
@@ -173,6 +174,14 @@ impl Context {
     fn rollback(&mut self, undo: Undo) {
         self.messages.truncate(undo.messages);
         self.instances.truncate(undo.instances);
+        // Validation may have built layered views over messages now removed.
+        let kinds: Vec<agent_core::Kind> =
+            undo.layers.iter().map(|(id, _)| id.kind.clone()).collect();
+        for (id, layer) in self.layers.iter_mut() {
+            if id.instance.is_some() && kinds.contains(&id.kind) {
+                layer.layered = std::sync::OnceLock::new();
+            }
+        }
         for (identity, before) in undo.layers.into_iter().rev() {
             match before {
                 None => {
@@ -184,6 +193,8 @@ impl Context {
                         layer.schema = before.schema;
                         layer.description = before.description;
                         layer.view = before.view;
+                        // Built over the batch's writes: rebuild on next read.
+                        layer.layered = before.layered;
                     }
                 }
             }

@@ -5,9 +5,8 @@ use crate::{Diagnostic, Message, MessageFault};
 use agent_core::{Instance, Kind, Reference, write};
 use indexmap::{IndexMap, IndexSet};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The identity of a data message: `(kind, instance)` (R4). `instance` is
 /// `None` for the global layer.
@@ -55,6 +54,10 @@ pub(crate) struct Layer {
     pub(crate) schema: Option<(usize, Arc<Compiled>)>,
     /// Newest message carrying a description (R24).
     pub(crate) description: Option<usize>,
+    /// Instance layers: the layered view (global view with this layer
+    /// folded on top, R5), built on first read, updated in place by this
+    /// layer's appends and reset when the global layer of its kind grows.
+    pub(crate) layered: OnceLock<Option<Value>>,
 }
 
 /// An append-only log of messages and the views it defines.
@@ -74,14 +77,14 @@ pub(crate) struct Layer {
 /// ]"#)?;
 /// let state = Kind::new("state")?;
 /// let one = Instance::new("①")?;
-/// assert_eq!(ctx.view(&state, None).as_deref(), Some(&json!({"user": {"name": "Ada"}})));
+/// assert_eq!(ctx.view(&state, None), Some(&json!({"user": {"name": "Ada"}})));
 /// assert_eq!(
-///     ctx.view(&state, Some(&one)).as_deref(),
+///     ctx.view(&state, Some(&one)),
 ///     Some(&json!({"user": {"name": "Ada", "age": 36}}))
 /// );
 ///
 /// ctx.append(DataMessage::new(state.clone(), json!({"plan": "tea"})))?;
-/// assert_eq!(ctx.read(&"†state.plan".parse()?, Some(&one)).as_deref(), Some(&json!("tea")));
+/// assert_eq!(ctx.read(&"†state.plan".parse()?, Some(&one)), Some(&json!("tea")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -146,51 +149,28 @@ impl Context {
 
     /// The view of `kind` as read for `instance` (R5): the global view, with
     /// the instance layer folded on top. `None` when absent.
-    pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<Cow<'_, Value>> {
+    pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
         let global = self.layer(kind, None).and_then(|l| l.view.as_ref());
         match instance.and_then(|x| self.layer(kind, Some(x))) {
-            None => global.map(Cow::Borrowed),
-            Some(layer) => self
-                .fold_instance(layer, global.cloned(), None)
-                .map(Cow::Owned),
+            None => global,
+            Some(layer) => layer
+                .layered
+                .get_or_init(|| self.fold_instance(layer, global.cloned(), None))
+                .as_ref(),
         }
     }
 
     /// The value at a reference, read for `instance` (R5, R14). `None` when
     /// the path is absent.
-    pub fn read(
-        &self,
-        reference: &Reference,
-        instance: Option<&Instance>,
-    ) -> Option<Cow<'_, Value>> {
-        let global = self
-            .layer(&reference.kind, None)
-            .and_then(|l| l.view.as_ref());
-        let own = instance.and_then(|x| self.layer(&reference.kind, Some(x)));
-        // The instance layer only matters if one of its writes touches the path.
-        let touches = |layer: &Layer| {
-            layer.messages.iter().any(|&i| {
-                self.messages[i]
-                    .as_data()
-                    .is_some_and(|d| d.destination().overlaps(&reference.path))
-            })
-        };
-        match own.filter(|layer| touches(layer)) {
-            None => global
-                .and_then(|v| reference.path.get(v))
-                .map(Cow::Borrowed),
-            Some(layer) => {
-                let view = self.fold_instance(layer, global.cloned(), None)?;
-                reference.path.get(&view).cloned().map(Cow::Owned)
-            }
-        }
+    pub fn read(&self, reference: &Reference, instance: Option<&Instance>) -> Option<&Value> {
+        reference.path.get(self.view(&reference.kind, instance)?)
     }
 
     /// The fold of one layer's own writes on an absent value — for a global
     /// layer its view; for an instance layer only what that instance wrote,
     /// without the global layer under it (what R28 renders).
-    pub fn layer_view(&self, identity: &Identity) -> Option<Cow<'_, Value>> {
-        self.layers.get(identity)?.view.as_ref().map(Cow::Borrowed)
+    pub fn layer_view(&self, identity: &Identity) -> Option<&Value> {
+        self.layers.get(identity)?.view.as_ref()
     }
 
     /// The schema declared by the layer's own messages (its newest), without
@@ -290,7 +270,25 @@ impl Context {
             if let Some(x) = &identity.instance {
                 self.instances.insert(x.clone());
             }
+            if identity.instance.is_none() {
+                // Every layered view of this kind folded over the old global view.
+                for (id, layer) in self.layers.iter_mut() {
+                    if id.kind == identity.kind && id.instance.is_some() {
+                        layer.layered = OnceLock::new();
+                    }
+                }
+            }
             let layer = self.layers.entry(identity.clone()).or_default();
+            if let Some(layered) = layer.layered.get_mut() {
+                // Appending to the fold is applying on top; a type error is
+                // skipped here exactly as the fold skips it.
+                let _ = write(
+                    layered,
+                    data.destination(),
+                    data.method(),
+                    data.value().clone(),
+                );
+            }
             let written = write(
                 &mut layer.view,
                 data.destination(),

@@ -18,7 +18,7 @@
 //!   {"type": "data", "kind": "user", "data": {"age": 30}}
 //! ]"#)?;
 //! let user = Kind::new("user")?;
-//! assert_eq!(ctx.view(&user, None).as_deref(), Some(&json!({"name": "John Doe", "age": 30})));
+//! assert_eq!(ctx.view(&user, None), Some(&json!({"name": "John Doe", "age": 30})));
 //! assert!(ctx.check(CheckMode::Normal).is_empty());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -116,7 +116,7 @@ impl Context {
             let view = scratch
                 .views
                 .entry(kind.clone())
-                .or_insert_with(|| self.view(&kind, Some(instance)).map(|v| v.into_owned()));
+                .or_insert_with(|| self.view(&kind, Some(instance)).cloned());
             let type_error = |source| Error::TypeError {
                 index: offset,
                 identity: identity.clone(),

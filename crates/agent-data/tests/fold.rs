@@ -20,13 +20,12 @@ fn inst(x: &str) -> Instance {
 }
 
 fn view(c: &Context, k: &str, x: Option<&str>) -> Option<Value> {
-    c.view(&kind(k), x.map(inst).as_ref())
-        .map(|v| v.into_owned())
+    c.view(&kind(k), x.map(inst).as_ref()).cloned()
 }
 
 fn read(c: &Context, r: &str, x: Option<&str>) -> Option<Value> {
     c.read(&Reference::parse(r).unwrap(), x.map(inst).as_ref())
-        .map(|v| v.into_owned())
+        .cloned()
 }
 
 fn msg(v: Value) -> DataMessage {
@@ -395,4 +394,24 @@ fn r27_check_reports_fold_diagnostics_and_schema_violations() {
         "{}",
         lines[3]
     );
+}
+
+#[test]
+fn r5_layered_view_cache_follows_global_appends_and_rollbacks() {
+    let mut c = ctx(json!([
+        {"type": "state", "data": {"g": 1}},
+        {"type": "state", "data": {"x": 1}, "_instance": "x"},
+    ]));
+    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 1, "x": 1})));
+    c.append(msg(json!({"type": "state", "data": {"g": 2}}))).unwrap();
+    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1})), "a global append is seen");
+    c.append(msg(json!({"type": "state", "data": {"y": 1}, "_instance": "x"}))).unwrap();
+    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1, "y": 1})), "an own append is seen");
+    // A batch whose global write lands, then whose instance write fails:
+    // validating the second built x's layered view over the first, which
+    // the rollback removes again.
+    let global = msg(json!({"type": "state", "data": {"g": 3}}));
+    let bad = msg(json!({"type": "state", "data": {"g": 1}, "_outputPath": "†state.g", "_outputMethod": "push", "_instance": "x"}));
+    assert!(c.append_all(vec![global.into(), bad.into()]).is_err());
+    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1, "y": 1})), "no trace of the rolled-back batch");
 }

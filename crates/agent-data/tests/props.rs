@@ -224,7 +224,7 @@ fn every_read() -> Vec<(Kind, Option<Instance>)> {
 fn views(ctx: &Context) -> Vec<Option<Value>> {
     every_read()
         .iter()
-        .map(|(k, x)| ctx.view(k, x.as_ref()).map(|v| v.into_owned()))
+        .map(|(k, x)| ctx.view(k, x.as_ref()).cloned())
         .collect()
 }
 
@@ -241,10 +241,10 @@ proptest! {
         let mut naive_skipped = Vec::new();
         for (kind, instance) in every_read() {
             let (expected, skipped) = naive_view(&ctx, &kind, instance.as_ref());
-            prop_assert_eq!(ctx.view(&kind, instance.as_ref()).map(|v| v.into_owned()), expected.clone());
+            prop_assert_eq!(ctx.view(&kind, instance.as_ref()).cloned(), expected.clone());
             for probe in &probes {
                 let reference = agent_core::Reference::new(kind.clone(), probe.clone());
-                let got = ctx.read(&reference, instance.as_ref()).map(|v| v.into_owned());
+                let got = ctx.read(&reference, instance.as_ref()).cloned();
                 prop_assert_eq!(got.as_ref(), expected.as_ref().and_then(|v| probe.get(v)));
             }
             naive_skipped.extend(skipped);

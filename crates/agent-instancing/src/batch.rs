@@ -85,12 +85,7 @@ pub fn group_calls(calls: &[Value]) -> Result<IndexMap<Option<Instance>, Vec<usi
 pub fn views(context: &Context, kind: &Kind) -> IndexMap<Instance, Option<Value>> {
     context
         .instances()
-        .map(|x| {
-            (
-                x.clone(),
-                context.view(kind, Some(x)).map(|v| v.into_owned()),
-            )
-        })
+        .map(|x| (x.clone(), context.view(kind, Some(x)).cloned()))
         .collect()
 }
 

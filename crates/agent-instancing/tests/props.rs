@@ -103,10 +103,7 @@ fn clock() -> FixedClock {
 fn every_view(ctx: &Context, instance: Option<&Instance>) -> Vec<Option<Value>> {
     KINDS
         .iter()
-        .map(|k| {
-            ctx.view(&Kind::new(*k).unwrap(), instance)
-                .map(|v| v.into_owned())
-        })
+        .map(|k| ctx.view(&Kind::new(*k).unwrap(), instance).cloned())
         .collect()
 }
 

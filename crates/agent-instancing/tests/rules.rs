@@ -48,10 +48,7 @@ fn r5_instance_ids_in_order_of_first_appearance_after_assign() {
     let all: Vec<&str> = ctx.instances().map(Instance::as_str).collect();
     assert_eq!(all, ["x", "①", "②"]);
     let input = Kind::new("input").unwrap();
-    assert_eq!(
-        ctx.view(&input, Some(&new[1])).as_deref(),
-        Some(&json!({"c": "b"}))
-    );
+    assert_eq!(ctx.view(&input, Some(&new[1])), Some(&json!({"c": "b"})));
     assert_eq!(
         ctx.view(&input, None),
         None,
@@ -76,8 +73,7 @@ fn split_keeps_global_messages_and_own_layer_only() {
     assert_eq!(one.len(), 4);
     let state = Kind::new("state").unwrap();
     assert_eq!(
-        one.view(&state, parts.get_index(0).map(|(x, _)| x))
-            .as_deref(),
+        one.view(&state, parts.get_index(0).map(|(x, _)| x)),
         Some(&json!({"g": 1, "a": 1}))
     );
     assert!(!one.to_jsonl().contains("\"b\""));
@@ -161,7 +157,7 @@ fn r6_r20_r22_batch_writes_stay_in_their_instance() {
             "a refused item creates no instance"
         );
         assert_eq!(
-            ctx.view(&Kind::new("state").unwrap(), None).as_deref(),
+            ctx.view(&Kind::new("state").unwrap(), None),
             Some(&json!({"shared": true}))
         );
     }

@@ -36,8 +36,8 @@ pub fn check_tool_schema(call: &Value, tool_schema: &Value) -> Result<()> {
 /// let mut ctx = Context::from_json(r#"[{"type":"data","data":{"user":{"name":"Alex","status":"active"}}}]"#)?;
 /// let call = json!({"_tool": "updateUserStatus", "_outputPath": "†data.user.status"});
 /// apply(&mut ctx, &call, Outcome::Success(json!("inactive")), &SystemClock)?;
-/// assert_eq!(ctx.read(&"†data.user.status".parse()?, None).as_deref(), Some(&json!("inactive")));
-/// assert_eq!(ctx.read(&"†data.user.name".parse()?, None).as_deref(), Some(&json!("Alex")));
+/// assert_eq!(ctx.read(&"†data.user.status".parse()?, None), Some(&json!("inactive")));
+/// assert_eq!(ctx.read(&"†data.user.name".parse()?, None), Some(&json!("Alex")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn apply(

@@ -23,7 +23,7 @@
 //! let call = json!({"_tool": "charge", "_outputPath": "†state.receipt || †state.error"});
 //!
 //! apply(&mut ctx, &call, Outcome::Failure(json!("card declined")), &clock)?;
-//! assert_eq!(ctx.read(&"†state.error".parse()?, None).as_deref(), Some(&json!("card declined")));
+//! assert_eq!(ctx.read(&"†state.error".parse()?, None), Some(&json!("card declined")));
 //! assert!(ctx.read(&"†state.receipt".parse()?, None).is_none());
 //!
 //! // One outcome and a failure: an error, and nothing is appended.

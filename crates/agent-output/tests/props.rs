@@ -76,17 +76,17 @@ proptest! {
                 for d in &destinations {
                     let alone = destinations.iter().filter(|o| o.kind == d.kind && o.path.overlaps(&d.path)).count() == 1;
                     if method == Method::Set && alone {
-                        prop_assert_eq!(ctx.read(d, None).map(|v| v.into_owned()), Some(v.clone()), "set reads back the value");
+                        prop_assert_eq!(ctx.read(d, None).cloned(), Some(v.clone()), "set reads back the value");
                     }
                 }
                 // The same writes applied by hand to the old view give the new view.
                 for kind in ["state", "data"] {
                     let kind = agent_core::Kind::new(kind).unwrap();
-                    let mut view = before.view(&kind, None).map(|v| v.into_owned());
+                    let mut view = before.view(&kind, None).cloned();
                     for d in destinations.iter().filter(|d| d.kind == kind) {
                         write(&mut view, &d.path, method, v.clone()).unwrap();
                     }
-                    prop_assert_eq!(ctx.view(&kind, None).map(|v| v.into_owned()), view);
+                    prop_assert_eq!(ctx.view(&kind, None).cloned(), view);
                 }
             }
             Err(_) => {
@@ -98,7 +98,7 @@ proptest! {
                     let slot = match views.iter_mut().find(|(k, _)| *k == d.kind) {
                         Some((_, view)) => view,
                         None => {
-                            views.push((d.kind.clone(), before.view(&d.kind, None).map(|v| v.into_owned())));
+                            views.push((d.kind.clone(), before.view(&d.kind, None).cloned()));
                             &mut views.last_mut().unwrap().1
                         }
                     };

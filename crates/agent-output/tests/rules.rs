@@ -14,8 +14,7 @@ fn clock() -> FixedClock {
 
 fn read(ctx: &Context, r: &str, instance: Option<&str>) -> Option<Value> {
     let instance = instance.map(|x| agent_core::Instance::new(x).unwrap());
-    ctx.read(&r.parse().unwrap(), instance.as_ref())
-        .map(|v| v.into_owned())
+    ctx.read(&r.parse().unwrap(), instance.as_ref()).cloned()
 }
 
 fn values(messages: &[agent_data::Message]) -> Vec<Value> {

@@ -46,7 +46,7 @@ fn render(c: &mut Criterion) {
     let ctx = context();
     let views: Vec<Value> = ctx
         .identities()
-        .map(|id: &Identity| ctx.layer_view(id).unwrap().into_owned())
+        .map(|id: &Identity| ctx.layer_view(id).unwrap().clone())
         .collect();
     let renderer = Renderer::new();
     c.bench_function("render/1000-instances-merged", |b| {
@@ -56,7 +56,7 @@ fn render(c: &mut Criterion) {
         b.iter(|| {
             let ctx = black_box(&ctx);
             ctx.identities()
-                .map(|id| serde_json::to_string_pretty(&*ctx.layer_view(id).unwrap()).unwrap())
+                .map(|id| serde_json::to_string_pretty(ctx.layer_view(id).unwrap()).unwrap())
                 .collect::<Vec<String>>()
         })
     });

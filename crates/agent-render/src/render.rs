@@ -174,12 +174,7 @@ fn layer_block(context: &Context, identity: &Identity) -> String {
     if identity.kind.as_str() == "input" {
         block.line(INPUT_LINE);
     }
-    block.json(
-        context
-            .layer_view(identity)
-            .as_deref()
-            .unwrap_or(&Value::Null),
-    );
+    block.json(context.layer_view(identity).unwrap_or(&Value::Null));
     if let Some(description) = context.layer_description(identity) {
         block.line(description);
     }

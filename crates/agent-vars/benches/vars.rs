@@ -75,7 +75,7 @@ fn resolve(c: &mut Criterion) {
     let view = ctx
         .view(&Kind::new("state").unwrap(), None)
         .unwrap()
-        .into_owned();
+        .clone();
     c.bench_function("baseline/pointer-20", |b| {
         b.iter(|| {
             let mut out = Map::new();

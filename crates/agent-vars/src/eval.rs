@@ -33,7 +33,9 @@ impl<'c> Scope<'c> {
 
 impl Lookup for Scope<'_> {
     fn lookup(&self, reference: &Reference) -> Option<Cow<'_, Value>> {
-        self.context.read(reference, self.instance)
+        self.context
+            .read(reference, self.instance)
+            .map(Cow::Borrowed)
     }
 }
 
