@@ -403,15 +403,33 @@ fn r5_layered_view_cache_follows_global_appends_and_rollbacks() {
         {"type": "state", "data": {"x": 1}, "_instance": "x"},
     ]));
     assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 1, "x": 1})));
-    c.append(msg(json!({"type": "state", "data": {"g": 2}}))).unwrap();
-    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1})), "a global append is seen");
-    c.append(msg(json!({"type": "state", "data": {"y": 1}, "_instance": "x"}))).unwrap();
-    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1, "y": 1})), "an own append is seen");
+    c.append(msg(json!({"type": "state", "data": {"g": 2}})))
+        .unwrap();
+    assert_eq!(
+        view(&c, "state", Some("x")),
+        Some(json!({"g": 2, "x": 1})),
+        "a global append is seen"
+    );
+    c.append(msg(
+        json!({"type": "state", "data": {"y": 1}, "_instance": "x"}),
+    ))
+    .unwrap();
+    assert_eq!(
+        view(&c, "state", Some("x")),
+        Some(json!({"g": 2, "x": 1, "y": 1})),
+        "an own append is seen"
+    );
     // A batch whose global write lands, then whose instance write fails:
     // validating the second built x's layered view over the first, which
     // the rollback removes again.
     let global = msg(json!({"type": "state", "data": {"g": 3}}));
-    let bad = msg(json!({"type": "state", "data": {"g": 1}, "_outputPath": "†state.g", "_outputMethod": "push", "_instance": "x"}));
+    let bad = msg(
+        json!({"type": "state", "data": {"g": 1}, "_outputPath": "†state.g", "_outputMethod": "push", "_instance": "x"}),
+    );
     assert!(c.append_all(vec![global.into(), bad.into()]).is_err());
-    assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 2, "x": 1, "y": 1})), "no trace of the rolled-back batch");
+    assert_eq!(
+        view(&c, "state", Some("x")),
+        Some(json!({"g": 2, "x": 1, "y": 1})),
+        "no trace of the rolled-back batch"
+    );
 }
