@@ -1,3 +1,10 @@
-//! Workspace-level end-to-end tests live in this package's test targets;
-//! fixtures are under `tests/fixtures/`. The library itself is empty.
+//! Workspace-level test and benchmark support for agentctx.
+//!
+//! The end-to-end tests live in this package's test targets (fixtures
+//! under `tests/fixtures/`, golden renders under `tests/golden/`); the
+//! [`workloads`] are the generated inputs of the benchmark suite
+//! (`cargo xtask bench`), built from a fixed seed so every run measures the
+//! same thing.
 #![forbid(unsafe_code)]
+
+pub mod workloads;

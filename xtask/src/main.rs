@@ -2,9 +2,12 @@
 //!
 //! - `cargo xtask ci`: formatting, clippy, tests, docs and the layering
 //!   check, exactly what CI runs.
+//! - `cargo xtask bench`: the benchmark suite, summarised as ratios in
+//!   `target/bench-summary.json` (not part of CI, which only compiles it).
 //! - `cargo xtask layers`: only the layering check.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod layers;
 
 use std::process::{Command, ExitCode};
@@ -14,8 +17,9 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "ci" => ci(),
         "layers" => layers::check(),
+        "bench" => bench::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|layers>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|layers>"
         )),
     };
     match result {

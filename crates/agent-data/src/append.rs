@@ -15,7 +15,18 @@ struct Undo {
     messages: usize,
     instances: usize,
     /// Layers touched by the batch, with their state before it (`None`: new).
-    layers: Vec<(Identity, Option<Layer>)>,
+    layers: Vec<(Identity, Option<Snapshot>)>,
+}
+
+/// What a layer looked like before a batch touched it. Its message list
+/// only grows, so its length is enough to restore it.
+struct Snapshot {
+    messages: usize,
+    /// Taken only for batches of several messages: a batch of one fails
+    /// before it changes anything.
+    view: Option<Option<Value>>,
+    schema: Option<(usize, std::sync::Arc<crate::schema::Compiled>)>,
+    description: Option<usize>,
 }
 
 impl Context {
@@ -76,17 +87,11 @@ impl Context {
             // Recorded only after validation passed: a batch of one that fails
             // has changed nothing and needs no view snapshot.
             if !undo.layers.iter().any(|(id, _)| id == &identity) {
-                let before = self.layers.get(&identity).map(|layer| Layer {
-                    view: if snapshot_views {
-                        layer.view.clone()
-                    } else {
-                        None
-                    },
-                    messages: layer.messages.clone(),
-                    diagnostics: Vec::new(),
+                let before = self.layers.get(&identity).map(|layer| Snapshot {
+                    messages: layer.messages.len(),
+                    view: snapshot_views.then(|| layer.view.clone()),
                     schema: layer.schema.clone(),
                     description: layer.description,
-                    layered: std::sync::OnceLock::new(),
                 });
                 undo.layers.push((identity, before));
             }
@@ -189,12 +194,14 @@ impl Context {
                 }
                 Some(before) => {
                     if let Some(layer) = self.layers.get_mut(&identity) {
-                        layer.messages = before.messages;
+                        layer.messages.truncate(before.messages);
                         layer.schema = before.schema;
                         layer.description = before.description;
-                        layer.view = before.view;
+                        if let Some(view) = before.view {
+                            layer.view = view;
+                        }
                         // Built over the batch's writes: rebuild on next read.
-                        layer.layered = before.layered;
+                        layer.layered = std::sync::OnceLock::new();
                     }
                 }
             }

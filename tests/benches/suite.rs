@@ -1,0 +1,142 @@
+//! The benchmark suite of issue 7: each workload beside a baseline measured
+//! in the same run. `cargo xtask bench` runs it and writes
+//! `target/bench-summary.json`; the ids are `{workload}-ours` and
+//! `{workload}-{baseline}`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench support code
+
+use agent_core::{Method, Path, write};
+use agent_data::{Context, DataMessage, Message};
+use agent_render::{Mode, Renderer};
+use agentctx_tests::workloads::{self, kind};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::Value;
+use std::hint::black_box;
+
+const MESSAGES: usize = 100_000;
+const READS: usize = 10_000;
+
+fn w1(c: &mut Criterion) {
+    let jsonl = workloads::w1_jsonl(MESSAGES);
+    let ctx = workloads::load(&jsonl);
+    let reads = workloads::w1_reads(&ctx, READS);
+    let materialized = ctx.view(&kind("state"), None).unwrap().clone();
+    let pointers: Vec<String> = reads.iter().map(workloads::pointer).collect();
+    let log: Vec<&DataMessage> = ctx.messages().iter().filter_map(Message::as_data).collect();
+    // Every read agrees across the three readers before anything is timed.
+    for (r, p) in reads.iter().zip(&pointers) {
+        let ours = ctx.read(r, None);
+        assert_eq!(ours, materialized.pointer(p));
+        assert_eq!(ours.cloned(), workloads::naive_read(&log, &r.path));
+    }
+    c.bench_function("W1-read-ours", |b| {
+        b.iter(|| {
+            reads
+                .iter()
+                .filter(|r| ctx.read(black_box(r), None).is_some())
+                .count()
+        })
+    });
+    c.bench_function("W1-read-pointer", |b| {
+        b.iter(|| {
+            pointers
+                .iter()
+                .filter(|p| black_box(&materialized).pointer(p).is_some())
+                .count()
+        })
+    });
+    c.bench_function("W1-read-naive", |b| {
+        b.iter(|| {
+            reads
+                .iter()
+                .filter(|r| workloads::naive_read(black_box(&log), &r.path).is_some())
+                .count()
+        })
+    });
+}
+
+fn w2(c: &mut Criterion) {
+    let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
+    let messages: Vec<Message> = ctx.messages().to_vec();
+    let ops: Vec<(Path, Method, Value)> = ctx
+        .messages()
+        .iter()
+        .filter_map(Message::as_data)
+        .map(|d| (d.destination().clone(), d.method(), d.value().clone()))
+        .collect();
+    c.bench_function("W2-append-ours", |b| {
+        b.iter_batched(
+            || messages.clone(),
+            |messages| {
+                let mut ctx = Context::new();
+                for m in messages {
+                    ctx.append(m).unwrap();
+                }
+                ctx
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    c.bench_function("W2-append-inplace", |b| {
+        b.iter_batched(
+            || ops.clone(),
+            |ops| {
+                let mut view = None;
+                for (path, method, value) in ops {
+                    write(&mut view, &path, method, value).unwrap();
+                }
+                view
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+fn w3(c: &mut Criterion) {
+    let ctx = workloads::w3_context();
+    let views: Vec<Value> = ctx
+        .identities()
+        .map(|id| ctx.layer_view(id).unwrap().clone())
+        .collect();
+    let renderer = Renderer::new();
+    c.bench_function("W3-render-ours", |b| {
+        b.iter(|| renderer.render(black_box(&ctx), Mode::Merged))
+    });
+    c.bench_function("W3-render-serde", |b| {
+        b.iter(|| {
+            black_box(&views)
+                .iter()
+                .map(|v| serde_json::to_string_pretty(v).unwrap())
+                .collect::<Vec<String>>()
+        })
+    });
+    c.bench_function("W3-render-serde_in_context", |b| {
+        b.iter(|| {
+            let ctx = black_box(&ctx);
+            ctx.identities()
+                .map(|id| serde_json::to_string_pretty(ctx.layer_view(id).unwrap()).unwrap())
+                .collect::<Vec<String>>()
+        })
+    });
+}
+
+fn w4(c: &mut Criterion) {
+    let jsonl = workloads::w1_jsonl(MESSAGES);
+    c.bench_function("W4-load-ours", |b| {
+        b.iter(|| workloads::load(black_box(&jsonl)))
+    });
+    c.bench_function("W4-load-serde", |b| {
+        b.iter(|| {
+            black_box(&jsonl)
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
+    });
+}
+
+criterion_group! {
+    name = suite;
+    config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(5)).warm_up_time(std::time::Duration::from_secs(1));
+    targets = w1, w2, w3, w4
+}
+criterion_main!(suite);

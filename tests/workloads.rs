@@ -1,0 +1,155 @@
+//! Generated benchmark workloads (issue 7), from a fixed seed.
+
+use agent_core::{Method, Path, Reference, write};
+use agent_data::{Context, DataMessage, Format};
+use serde_json::{Value, json};
+
+/// xorshift64*: small, fixed-seed, good enough to spread paths.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next pseudo-random number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// W1/W2/W4: 100,000 output messages into one `state` as JSONL — 70% `set`
+/// over 1,000 paths, 20% `push` onto 10 lists, 10% `merge` into the same
+/// 1,000 paths.
+pub fn w1_jsonl(messages: usize) -> String {
+    let mut rng = Rng(0x5EED_0001);
+    let mut out = String::with_capacity(messages * 160);
+    for i in 0..messages {
+        let roll = rng.below(100);
+        let (path, method, value) = if roll < 70 {
+            (
+                format!(".p{}", rng.below(1000)),
+                "set",
+                json!({"v": i, "s": "some text value"}),
+            )
+        } else if roll < 90 {
+            (format!(".l{}", rng.below(10)), "push", json!(i))
+        } else {
+            (format!(".p{}", rng.below(1000)), "merge", json!({"m": i}))
+        };
+        let data = Path::parse(&path)
+            .map(|p| p.nest(value))
+            .unwrap_or(Value::Null);
+        let message = json!({"type": "data", "kind": "state", "data": data,
+            "_outputPath": format!("†state{path}"), "_outputMethod": method, "_date": "2026-01-01T00:00:00Z"});
+        out.push_str(&message.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Loads a JSONL workload.
+pub fn load(jsonl: &str) -> Context {
+    Context::load(jsonl.as_bytes(), Format::Jsonl)
+        .map(|l| l.context)
+        .unwrap_or_default()
+}
+
+/// W1: `count` random reads of paths that exist in `context`'s `state`.
+pub fn w1_reads(context: &Context, count: usize) -> Vec<Reference> {
+    let mut rng = Rng(0x5EED_0002);
+    let state = context.view(&kind("state"), None);
+    let mut reads = Vec::with_capacity(count);
+    while reads.len() < count {
+        let text = if rng.below(10) < 9 {
+            format!("†state.p{}", rng.below(1000))
+        } else {
+            let list = rng.below(10);
+            let len = state
+                .and_then(|s| s.get(format!("l{list}")))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            format!("†state.l{list}[{}]", rng.below(len.max(1) as u64))
+        };
+        if let Ok(reference) = Reference::parse(&text) {
+            if context.read(&reference, None).is_some() {
+                reads.push(reference);
+            }
+        }
+    }
+    reads
+}
+
+/// A reference's path as a JSON Pointer (for the `Value::pointer` baseline).
+pub fn pointer(reference: &Reference) -> String {
+    reference
+        .path
+        .segments()
+        .iter()
+        .map(|s| format!("/{}", s.as_key().replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// The naive resolver of R14 (the seed's algorithm): search the layer's
+/// messages newest to oldest, collecting writes that overlap the path,
+/// until a `set` covers it; then replay what was collected oldest first.
+pub fn naive_read(messages: &[&DataMessage], path: &Path) -> Option<Value> {
+    let mut collected = Vec::new();
+    for message in messages.iter().rev() {
+        let destination = message.destination();
+        if destination.overlaps(path) {
+            collected.push(*message);
+            if message.method() == Method::Set && destination.is_prefix_of(path) {
+                break;
+            }
+        }
+    }
+    let mut view = None;
+    for message in collected.iter().rev() {
+        let _ = write(
+            &mut view,
+            message.destination(),
+            message.method(),
+            message.value().clone(),
+        );
+    }
+    view.as_ref().and_then(|v| path.get(v)).cloned()
+}
+
+/// W3: 1,000 instances × 20 writes (pushes, merges, sets) over a global input.
+pub fn w3_context() -> Context {
+    let mut jsonl = String::from("{\"type\":\"input\",\"data\":{\"policy\":\"be kind\"}}\n");
+    for i in 0..1000 {
+        let x = format!("#{i}");
+        jsonl.push_str(
+            &json!({"type": "input", "data": {"comment": format!("comment {i}")}, "_instance": x})
+                .to_string(),
+        );
+        jsonl.push('\n');
+        for w in 0..20 {
+            let m = match w % 4 {
+                0 => {
+                    json!({"type": "data", "kind": "state", "data": {"notes": format!("note {w}")}, "_outputPath": "†state.notes", "_outputMethod": "push", "_instance": x})
+                }
+                1 => {
+                    json!({"type": "data", "kind": "state", "data": {"scores": {format!("s{w}"): w}}, "_outputPath": "†state.scores", "_outputMethod": "merge", "_instance": x})
+                }
+                _ => {
+                    json!({"type": "data", "kind": "state", "data": {format!("k{w}"): {"label": "ok", "w": w}}, "_outputPath": format!("†state.k{w}"), "_instance": x})
+                }
+            };
+            jsonl.push_str(&m.to_string());
+            jsonl.push('\n');
+        }
+    }
+    load(&jsonl)
+}
+
+/// A kind known to be valid.
+pub fn kind(name: &str) -> agent_core::Kind {
+    agent_core::Kind::new(name).unwrap_or_else(|_| agent_core::Kind::data())
+}
