@@ -4,11 +4,13 @@
 //!   check, exactly what CI runs.
 //! - `cargo xtask bench`: the benchmark suite, summarised as ratios in
 //!   `target/bench-summary.json` (not part of CI, which only compiles it).
+//! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
 #![forbid(unsafe_code)]
 
 mod bench;
 mod layers;
+mod stress;
 
 use std::process::{Command, ExitCode};
 
@@ -18,8 +20,9 @@ fn main() -> ExitCode {
         "ci" => ci(),
         "layers" => layers::check(),
         "bench" => bench::run(),
+        "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|layers>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers>"
         )),
     };
     match result {

@@ -14,20 +14,21 @@ pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
 /// Like [`load_context`], also returning the format and the warnings, for
 /// commands that write the file back.
 pub(crate) fn load_context_file(arg: &str) -> Result<(Loaded, Format), Failure> {
-    let (bytes, path) = if arg == "-" {
+    let (loaded, format) = if arg == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
             .read_to_end(&mut bytes)
             .map_err(|e| Failure::invalid(format!("cannot read stdin: {e}")))?;
-        (bytes, None)
+        let format = Format::detect(None, &bytes);
+        (Context::load(&bytes, format), format)
     } else {
+        // Files go through the library, which streams JSONL line by line.
         let path = std::path::Path::new(arg);
-        let bytes =
-            std::fs::read(path).map_err(|e| Failure::invalid(format!("cannot read {arg}: {e}")))?;
-        (bytes, Some(path))
+        let format = Format::detect_file(path)
+            .map_err(|e| Failure::invalid(format!("cannot read {arg}: {e}")))?;
+        (Context::load_file(path), format)
     };
-    let format = Format::detect(path, &bytes);
-    let loaded = Context::load(&bytes, format).map_err(Failure::invalid)?;
+    let loaded = loaded.map_err(Failure::invalid)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {arg}: {warning}");
     }

@@ -32,6 +32,12 @@ pub enum MessageFault {
         /// The instance being staged.
         expected: String,
     },
+    /// A message nested deeper than the limit (R33).
+    #[error("the message nests deeper than {limit} levels")]
+    TooDeep {
+        /// The nesting limit.
+        limit: usize,
+    },
     /// A value that had to be one data message is something else.
     #[error("expected exactly one data message")]
     NotData,

@@ -5,9 +5,36 @@ use crate::{Context, Error, Message, Result, json_type};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
+use std::io::{BufRead, Read};
 
 /// How deep a message's JSON may nest (R33).
 pub const MAX_DEPTH: usize = 128;
+
+/// True when `value` nests at most `limit` arrays and objects deep (a
+/// scalar is depth 0). Iterative, so it is safe on any value — including one
+/// built in memory far deeper than a parser would accept.
+///
+/// ```
+/// use agent_data::within_depth;
+/// use serde_json::json;
+/// assert!(within_depth(&json!([[1]]), 2));
+/// assert!(!within_depth(&json!([[1]]), 1));
+/// ```
+pub fn within_depth(value: &Value, limit: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth + 1 > limit {
+            return false;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    true
+}
 
 /// The two file forms of a context (R1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +46,27 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format of a file, reading at most its first 4 KiB when the
+    /// extension does not decide (see [`Format::detect`]).
+    pub fn detect_file(path: &std::path::Path) -> std::io::Result<Format> {
+        let decided = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e == "json" || e == "jsonl");
+        let mut head = Vec::new();
+        if !decided {
+            let mut file = std::fs::File::open(path)?;
+            std::io::Read::by_ref(&mut file)
+                .take(4096)
+                .read_to_end(&mut head)?;
+            if head.iter().all(u8::is_ascii_whitespace) {
+                // All blank so far: the whole file decides.
+                head = std::fs::read(path)?;
+            }
+        }
+        Ok(Format::detect(Some(path), &head))
+    }
+
     /// The format for a file (SPEC §10): `.json` is an array and `.jsonl` is
     /// JSONL; anything else (or stdin, `path` = `None`) is an array when its
     /// first non-blank byte is `[`, else JSONL.
@@ -74,17 +122,27 @@ impl Context {
     pub fn load(bytes: &[u8], format: Format) -> Result<Loaded> {
         match format {
             Format::Json => load_json(bytes),
-            Format::Jsonl => load_jsonl(bytes),
+            Format::Jsonl => load_jsonl(bytes, "<input>"),
         }
     }
 
-    /// Reads and loads a file, detecting its format (see [`Format::detect`]).
+    /// Reads and loads a file, detecting its format (see
+    /// [`Format::detect_file`]). JSONL is streamed line by line.
     pub fn load_file(path: &std::path::Path) -> Result<Loaded> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: path.display().to_string(),
             source,
-        })?;
-        Self::load(&bytes, Format::detect(Some(path), &bytes))
+        };
+        match Format::detect_file(path).map_err(io)? {
+            Format::Jsonl => {
+                let file = std::fs::File::open(path).map_err(io)?;
+                load_jsonl(
+                    std::io::BufReader::with_capacity(1 << 16, file),
+                    &path.display().to_string(),
+                )
+            }
+            Format::Json => load_json(&std::fs::read(path).map_err(io)?),
+        }
     }
 
     /// Loads a JSON array of messages, ignoring nothing.
@@ -145,21 +203,36 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
     })
 }
 
-fn load_jsonl(bytes: &[u8]) -> Result<Loaded> {
+/// JSONL, read line by line: memory holds one line at a time besides the
+/// context being built (R34's torn last line is recognised at the end).
+fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
     let mut context = Context::new();
     let mut warnings = Vec::new();
-    let mut index = 0;
-    let mut offset = 0;
-    let mut lines = bytes.split(|b| *b == b'\n').enumerate().peekable();
-    while let Some((line_index, raw)) = lines.next() {
+    let (mut index, mut offset, mut line) = (0, 0, 0);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let read = reader
+            .read_until(b'\n', &mut buffer)
+            .map_err(|source_error| Error::Io {
+                path: source.to_owned(),
+                source: source_error,
+            })?;
+        if read == 0 {
+            break;
+        }
+        line += 1;
         let start = offset;
-        offset += raw.len() + 1;
+        offset += read;
+        let terminated = buffer.last() == Some(&b'\n');
+        let raw = if terminated {
+            &buffer[..read - 1]
+        } else {
+            &buffer[..]
+        };
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let line = line_index + 1;
-        // The last piece of a split has no newline after it.
-        let unterminated = lines.peek().is_none();
         let parsed = match too_deep(raw, MAX_DEPTH) {
             Some(at) => Err(Error::TooDeep {
                 limit: MAX_DEPTH,
@@ -170,7 +243,8 @@ fn load_jsonl(bytes: &[u8]) -> Result<Loaded> {
         };
         match parsed {
             Ok(value) => context.push_value(value, index, Some(line))?,
-            Err(Error::Json { .. }) if unterminated => {
+            // Only the last line can lack its newline.
+            Err(Error::Json { .. }) if !terminated => {
                 warnings.push(Warning::TornLastLine {
                     line,
                     offset: start,

@@ -43,6 +43,13 @@ impl Message {
     /// Normalises one input message (R1). A chat wrapper whose `content` is
     /// an array yields one message per element.
     pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
+        if !crate::within_depth(&value, crate::MAX_DEPTH) {
+            // Refuse before anything clones or walks it recursively.
+            std::mem::forget(value);
+            return Err(MessageFault::TooDeep {
+                limit: crate::MAX_DEPTH,
+            });
+        }
         let mut out = Vec::with_capacity(1);
         crate::normalise::normalise(value, &mut out)?;
         Ok(out)

@@ -53,6 +53,12 @@ pub enum Error {
         /// The message's instance.
         found: Option<String>,
     },
+    /// The call or the result nests deeper than the limit (R33).
+    #[error("the call or its result nests deeper than {limit} levels")]
+    TooDeep {
+        /// The nesting limit.
+        limit: usize,
+    },
     /// The call breaks its tool's schema (R23).
     #[error("the call breaks its tool's schema: {}", list(.0))]
     ToolSchema(Vec<SchemaViolation>),

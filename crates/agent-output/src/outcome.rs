@@ -65,6 +65,17 @@ pub fn output_method(call: &Value) -> Result<Method> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result<Vec<Message>> {
+    let limit = agent_data::MAX_DEPTH;
+    let value = match &outcome {
+        Outcome::Success(v)
+        | Outcome::Failure(v)
+        | Outcome::Message(v)
+        | Outcome::Chosen { value: v, .. } => v,
+    };
+    // Both are copied into messages (`_call`, `data`): refuse what is too deep first.
+    if !agent_data::within_depth(call, limit) || !agent_data::within_depth(value, limit) {
+        return Err(Error::TooDeep { limit });
+    }
     let instance = agent_vars::call_instance(call)?;
     let method = output_method(call)?;
     let Some(path) = output_path(call)? else {

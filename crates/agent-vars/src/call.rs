@@ -61,6 +61,13 @@ pub fn resolve_call(call: &Value, context: &Context) -> Result<Resolution> {
 /// Resolves a call against any [`Lookup`] (the scope is the caller's choice).
 pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolution> {
     let fields = as_call(call)?;
+    // The call object is level 0; `_` values are copied whole, so check all.
+    if !agent_data::within_depth(call, MAX_DEPTH + 1) {
+        return Err(Error::TooDeep {
+            limit: MAX_DEPTH,
+            at: String::new(),
+        });
+    }
     let mut missing = Vec::new();
     let mut out = Map::with_capacity(fields.len());
     for (key, value) in fields {
