@@ -7,6 +7,7 @@
 mod apply;
 mod commands;
 mod input;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,6 +22,31 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a bundled example end to end: three comments, each its own
+    /// instance, through a three-step plan; print the report and what the
+    /// model would see next.
+    Demo,
+    /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
+    /// or a call failed, 3 calls blocked or skipped).
+    Run {
+        /// Context file, or - for stdin (not with --write).
+        context: String,
+        /// The plan: a JSON array of calls, inline or @path.
+        plan: String,
+        /// NAME=COMMAND: run tool NAME through `sh -c COMMAND` (the resolved
+        /// call on stdin, the result as JSON on stdout). Repeatable.
+        #[arg(long = "activity")]
+        activities: Vec<String>,
+        /// Validate the plan and print its waves; run nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Append the results to CONTEXT durably (R34).
+        #[arg(long)]
+        write: bool,
+        /// Pretty-print the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Print the view of KIND (R5); exit 3 when its layer(s) hold no message.
     View {
         /// Context file (.json array or .jsonl), or - for stdin.
@@ -168,6 +194,22 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Demo => run::demo(),
+        Command::Run {
+            context,
+            plan,
+            activities,
+            dry_run,
+            write,
+            pretty,
+        } => run::run(run::RunArgs {
+            context,
+            plan,
+            activities,
+            dry_run,
+            write,
+            pretty,
+        }),
         Command::View {
             context,
             kind,

@@ -671,3 +671,121 @@ fn render_usage_and_provider_errors() {
         "error: the anthropic payload cannot start with an assistant turn (chat message 0)\n"
     );
 }
+
+#[test]
+fn demo_runs_the_bundled_plan_end_to_end() {
+    let run = agentctx(&["demo"], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("# Plan: 10 calls in waves [0, 1, 2, 9] → [3, 4, 5] → [6, 7, 8]"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("\"status\": \"done\"").count(),
+        10,
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("## Data: ¶state@②\n{\n  \"label\": \"spam\",\n  \"score\": 0.9,\n  \"decision\": \"remove\"\n}"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("\"escalation\""),
+        "the attack is escalated: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn run_with_shell_activities() {
+    let ctx = r#"[{"type":"input","data":{"n":20}}]"#;
+    let plan = r#"[
+        {"_tool":"double","x":"†state.half","_outputPath":"†state.result"},
+        {"_tool":"halve","n":"†input.n","_outputPath":"†state.half"}
+    ]"#;
+    let run = agentctx(
+        &[
+            "run",
+            "-",
+            plan,
+            "--activity",
+            "halve=python3 -c 'import json,sys; c=json.load(sys.stdin); print(c[\"n\"]//2)'",
+            "--activity",
+            "double=python3 -c 'import json,sys; c=json.load(sys.stdin); print(c[\"x\"]*2)'",
+        ],
+        Some(ctx),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "{\"calls\":[{\"index\":0,\"tool\":\"double\",\"wave\":1,\"status\":\"done\",\"appended\":1},{\"index\":1,\"tool\":\"halve\",\"wave\":0,\"status\":\"done\",\"appended\":1}]}\n"
+    );
+}
+
+#[test]
+fn run_failure_is_stderr_text_and_exit_1() {
+    let plan = r#"[{"_tool":"bad","_outputPath":"†state.ok || †state.err"},{"_tool":"bad","_outputPath":"†state.x"}]"#;
+    let run = agentctx(
+        &["run", "-", plan, "--activity", "bad=echo nope >&2; exit 4"],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("\"status\":\"done\""),
+        "the handled failure is written: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("unhandled failure") && run.stdout.contains("nope"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stderr, "error: 1 call(s) failed\n");
+}
+
+#[test]
+fn run_blocked_is_exit_3_and_dry_run_lists_waves() {
+    let plan = r#"[{"_tool":"t","x":"†input.missing","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a"}]"#;
+    let run = agentctx(&["run", "-", plan, "--activity", "t=echo 1"], Some("[]"));
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("\"status\":\"blocked\"")
+            && run.stdout.contains("\"status\":\"skipped\""),
+        "{}",
+        run.stdout
+    );
+    let run = agentctx(&["run", "-", plan, "--dry-run"], Some("[]"));
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "{\"waves\":[[0],[1]]}\n")
+    );
+}
+
+#[test]
+fn run_cycle_and_bad_plan_are_exit_1() {
+    let cycle = r#"[{"_tool":"t","x":"†state.b","_outputPath":"†state.a"},{"_tool":"t","x":"†state.a","_outputPath":"†state.b"}]"#;
+    let run = agentctx(&["run", "-", cycle, "--dry-run"], Some("[]"));
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("in a cycle"), "{}", run.stderr);
+    assert_eq!(agentctx(&["run", "-", "{}"], Some("[]")).code, 1);
+    assert_eq!(
+        agentctx(&["run", "-", "[]", "--activity", "noequals"], Some("[]")).code,
+        2
+    );
+}
+
+#[test]
+fn run_write_appends_results_durably() {
+    let path = temp("run.jsonl", "{\"type\":\"input\",\"data\":{\"n\":1}}\n");
+    let plan = r#"[{"_tool":"one","n":"†input.n","_outputPath":"†state.out"}]"#;
+    let run = agentctx(
+        &["run", &path, plan, "--activity", "one=cat", "--write"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let view = agentctx(&["view", &path, "state"], None);
+    assert_eq!(
+        view.stdout,
+        "{\"out\":{\"_tool\":\"one\",\"n\":1,\"_outputPath\":\"†state.out\"}}\n"
+    );
+}

@@ -1,0 +1,191 @@
+//! `agentctx run` and `agentctx demo`: plans executed with activities.
+
+use crate::Failure;
+use crate::input::{json_arg, load_context_file};
+use agent_data::Context;
+use agent_output::SystemClock;
+use agent_plan::{Activities, Activity, Output, Plan, Report, Status};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// An activity that runs a shell command: the resolved call as JSON on
+/// stdin, the result as JSON on stdout; a non-zero exit is a failure whose
+/// value is the command's stderr.
+struct ShellActivity {
+    command: String,
+}
+
+impl Activity for ShellActivity {
+    fn run(&self, call: &Value) -> Result<Output, Value> {
+        let mut child = Command::new("sh")
+            .args(["-c", &self.command])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| json!(format!("cannot run {:?}: {e}", self.command)))?;
+        let input = call.to_string();
+        let stdin = child.stdin.take();
+        // Write from another thread so a command that prints before reading
+        // all its input cannot deadlock against us.
+        let writer = std::thread::spawn(move || {
+            if let Some(mut stdin) = stdin {
+                let _ = stdin.write_all(input.as_bytes());
+            }
+        });
+        let out = child
+            .wait_with_output()
+            .map_err(|e| json!(format!("{:?} failed: {e}", self.command)))?;
+        let _ = writer.join();
+        if !out.status.success() {
+            return Err(Value::String(
+                String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+            ));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if stdout.trim().is_empty() {
+            return Ok(Output::Value(Value::Null));
+        }
+        serde_json::from_str(&stdout)
+            .map(Output::Value)
+            .map_err(|e| json!(format!("{:?} printed invalid JSON: {e}", self.command)))
+    }
+}
+
+/// The arguments of `agentctx run`.
+pub(crate) struct RunArgs {
+    pub(crate) context: String,
+    pub(crate) plan: String,
+    pub(crate) activities: Vec<String>,
+    pub(crate) dry_run: bool,
+    pub(crate) write: bool,
+    pub(crate) pretty: bool,
+}
+
+/// Runs PLAN against CONTEXT and prints the report. Exit 0 when every call
+/// is done, 1 when the plan is invalid or a call failed, 3 when calls were
+/// only blocked or skipped.
+pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
+    if args.write && args.context == "-" {
+        return Err(Failure::usage("--write needs a CONTEXT file, not stdin"));
+    }
+    let (loaded, format) = load_context_file(&args.context)?;
+    let mut context = loaded.context;
+    let calls = match json_arg("PLAN", &args.plan)? {
+        Value::Array(calls) => calls,
+        other => {
+            return Err(Failure::invalid(format!(
+                "PLAN must be a JSON array of calls, found {other}"
+            )));
+        }
+    };
+    let plan = Plan::new(calls).map_err(Failure::invalid)?;
+    if args.dry_run {
+        return Ok(crate::input::print_value(
+            &json!({"waves": plan.waves()}),
+            args.pretty,
+        ));
+    }
+    let mut activities = Activities::new();
+    for spec in &args.activities {
+        let (name, command) = spec
+            .split_once('=')
+            .ok_or_else(|| Failure::usage(format!("--activity {spec:?}: expected NAME=COMMAND")))?;
+        activities.register(
+            name,
+            ShellActivity {
+                command: command.to_owned(),
+            },
+        );
+    }
+    let start = context.len();
+    let report = plan.run(&mut context, &activities, &SystemClock);
+    if args.write && context.len() > start {
+        let appended = context.messages()[start..].to_vec();
+        agent_output::save_appended(
+            std::path::Path::new(&args.context),
+            format,
+            &context,
+            &appended,
+            &loaded.warnings,
+        )
+        .map_err(|e| Failure::invalid(format!("cannot write {}: {e}", args.context)))?;
+    }
+    finish(&report, args.pretty)
+}
+
+/// The report on stdout, with the exit status its calls call for.
+fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
+    let text = crate::input::print_value(&report.to_json(), pretty);
+    let count = |f: fn(&Status) -> bool| report.calls.iter().filter(|c| f(&c.status)).count();
+    let failed = count(|s| matches!(s, Status::Failed { .. }));
+    let stuck = count(|s| matches!(s, Status::Blocked { .. } | Status::Skipped { .. }));
+    match (failed, stuck) {
+        (0, 0) => Ok(text),
+        (0, n) => {
+            Err(Failure::unresolved(format!("{n} call(s) blocked or skipped")).with_stdout(text))
+        }
+        (n, _) => Err(Failure::invalid(format!("{n} call(s) failed")).with_stdout(text)),
+    }
+}
+
+const DEMO_CONTEXT: &str = include_str!("../../../examples/moderation/context.jsonl");
+const DEMO_PLAN: &str = include_str!("../../../examples/moderation/plan.json");
+
+/// `agentctx demo`: three comments, each its own instance, through a
+/// three-step plan with built-in activities; prints the report and what the
+/// model would see next.
+pub(crate) fn demo() -> Result<String, Failure> {
+    let mut context = Context::load(DEMO_CONTEXT.as_bytes(), agent_data::Format::Jsonl)
+        .map_err(Failure::invalid)?
+        .context;
+    let calls: Vec<Value> = serde_json::from_str(DEMO_PLAN).map_err(Failure::invalid)?;
+    let plan = Plan::new(calls).map_err(Failure::invalid)?;
+    let report = plan.run(&mut context, &demo_activities(), &SystemClock);
+    let chat = agent_render::Renderer::new().render(&context, agent_render::Mode::Merged);
+    let transcript = agent_render::payload(&chat, agent_render::Provider::Text)
+        .map_err(Failure::invalid)?
+        .to_text(false);
+    let waves: Vec<String> = plan.waves().iter().map(|w| format!("{w:?}")).collect();
+    Ok(format!(
+        "# Plan: {} calls in waves {}\n\n# Report\n{}\n# What the model sees next\n\n{transcript}",
+        plan.calls().len(),
+        waves.join(" → "),
+        crate::input::print_value(&report.to_json(), true),
+    ))
+}
+
+/// The demo's activities: a keyword classifier, a scorer, and a decision
+/// that refuses to decide on personal attacks (a handled failure, written
+/// to `†state.escalation`).
+fn demo_activities() -> Activities {
+    let mut activities = Activities::new();
+    activities.register("classify", |call: &Value| {
+        let text = call["text"].as_str().unwrap_or_default().to_lowercase();
+        let label = if text.contains("buy") || text.contains("cheap") {
+            "spam"
+        } else if text.contains("idiot") {
+            "attack"
+        } else {
+            "ok"
+        };
+        Ok(json!(label))
+    });
+    activities.register("score", |call: &Value| {
+        Ok(json!(match call["label"].as_str() {
+            Some("spam") => 0.9,
+            Some("attack") => 0.8,
+            _ => 0.1,
+        }))
+    });
+    activities.register("decide", |call: &Value| {
+        if call["label"] == json!("attack") {
+            return Err(json!({"reason": "personal attack: a human moderator decides", "score": call["score"]}));
+        }
+        let remove = call["score"].as_f64().unwrap_or(0.0) >= call["threshold"].as_f64().unwrap_or(0.5);
+        Ok(json!(if remove { "remove" } else { "keep" }))
+    });
+    activities.register("notify", |_: &Value| Ok(Value::Null));
+    activities
+}

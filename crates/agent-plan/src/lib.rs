@@ -1,0 +1,47 @@
+//! # agent-plan
+//!
+//! A model's answer is often a list of calls wired together: `fetchUserProfile`
+//! writes `†state.profile`, `summarizeProfile` reads it. This crate executes
+//! such a list — a [`Plan`] — against a context:
+//!
+//! - **Order.** Call B depends on call A when a reference B reads and a
+//!   destination A may write name the same kind and overlapping paths, in a
+//!   scope where B sees A's writes (same instance, or A global). Cycles are
+//!   errors naming their calls. [`Plan::waves`] is the dry run.
+//! - **Activities.** An [`Activity`] per tool name runs the resolved call;
+//!   closures work. Failures are values; panics are caught and reported.
+//! - **Execution.** [`Plan::run`] runs every ready call (independent calls
+//!   and instances concurrently), writes outcomes through agent-output in
+//!   plan order, and repeats; the [`Report`] says per call: done, failed,
+//!   blocked (missing references) or skipped.
+//!
+//! ```
+//! use agent_data::Context;
+//! use agent_output::SystemClock;
+//! use agent_plan::{Activities, Plan, Status};
+//! use serde_json::{json, Value};
+//!
+//! let mut ctx = Context::from_json(r#"[{"type": "input", "data": {"id": 7}}]"#)?;
+//! let plan = Plan::new(vec![
+//!     json!({"_tool": "summarize", "text": "†state.profile.name", "_outputPath": "†state.summary"}),
+//!     json!({"_tool": "fetch", "id": "†input.id", "_outputPath": "†state.profile"}),
+//! ])?;
+//! let mut activities = Activities::new();
+//! activities.register("fetch", |call: &Value| Ok(json!({"name": format!("user {}", call["id"])})));
+//! activities.register("summarize", |call: &Value| Ok(json!(format!("This is {}.", call["text"].as_str().unwrap_or("?")))));
+//!
+//! let report = plan.run(&mut ctx, &activities, &SystemClock);
+//! assert!(report.all_done());
+//! assert_eq!(ctx.read(&"†state.summary".parse()?, None), Some(&json!("This is user 7.")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod activity;
+mod error;
+mod graph;
+mod plan;
+
+pub use activity::{Activities, Activity, Output};
+pub use error::{Error, Result};
+pub use plan::{CallReport, Plan, Report, Status};

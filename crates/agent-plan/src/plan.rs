@@ -1,0 +1,262 @@
+//! A validated plan and its execution in waves.
+
+use crate::graph::{self, Access};
+use crate::{Activities, Output, Result};
+use agent_data::Context;
+use agent_output::{Clock, Outcome};
+use agent_vars::Resolution;
+use rayon::prelude::*;
+use serde_json::{Value, json};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// A list of calls wired together through references and output paths,
+/// checked and ordered: B runs after A when B reads what A may write.
+///
+/// ```
+/// use agent_plan::Plan;
+/// use serde_json::json;
+///
+/// let plan = Plan::new(vec![
+///     json!({"_tool": "summarize", "text": "†state.profile", "_outputPath": "†state.summary"}),
+///     json!({"_tool": "fetchUserProfile", "id": "†input.id", "_outputPath": "†state.profile"}),
+/// ])?;
+/// assert_eq!(plan.waves(), [vec![1], vec![0]]);
+/// # Ok::<(), agent_plan::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Plan {
+    calls: Vec<Value>,
+    deps: Vec<Vec<usize>>,
+    waves: Vec<Vec<usize>>,
+}
+
+/// How one call of a plan ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// The activity ran and its outcome was written (or there was no
+    /// `_outputPath`): how many messages were appended.
+    Done {
+        /// Messages appended.
+        appended: usize,
+    },
+    /// An unhandled failure, a refused write, a missing activity, or a panic.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+    /// Its dependencies finished but references are still missing (R18).
+    Blocked {
+        /// The missing references.
+        missing: Vec<String>,
+    },
+    /// Not run because a call it depends on did not finish as done.
+    Skipped {
+        /// That call.
+        because: usize,
+    },
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// Position in the plan.
+    pub index: usize,
+    /// Its `_tool` (empty when it has none).
+    pub tool: String,
+    /// The wave it ran in (`None` if it never ran).
+    pub wave: Option<usize>,
+    /// How it ended.
+    pub status: Status,
+}
+
+/// What running a plan did, one report per call in plan order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The calls.
+    pub calls: Vec<CallReport>,
+}
+
+impl Report {
+    /// True when every call is done.
+    pub fn all_done(&self) -> bool {
+        self.calls
+            .iter()
+            .all(|c| matches!(c.status, Status::Done { .. }))
+    }
+
+    /// `{"calls": [{"index", "tool", "status", …}]}`.
+    pub fn to_json(&self) -> Value {
+        let calls = self.calls.iter().map(|c| {
+            let mut entry = json!({"index": c.index, "tool": c.tool, "wave": c.wave});
+            let (status, detail) = match &c.status {
+                Status::Done { appended } => ("done", json!({"appended": appended})),
+                Status::Failed { error } => ("failed", json!({"error": error})),
+                Status::Blocked { missing } => ("blocked", json!({"missing": missing})),
+                Status::Skipped { because } => ("skipped", json!({"because": because})),
+            };
+            entry["status"] = status.into();
+            if let (Value::Object(e), Value::Object(d)) = (&mut entry, detail) {
+                e.extend(d);
+            }
+            entry
+        });
+        json!({"calls": calls.collect::<Vec<_>>()})
+    }
+}
+
+impl Plan {
+    /// Checks every call (object, `_instance`, parameter syntax,
+    /// `_outputPath`, `_outputMethod`) and orders them; a cycle is an error
+    /// naming its calls.
+    pub fn new(calls: Vec<Value>) -> Result<Plan> {
+        let accesses: Vec<Access> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| graph::access(i, c))
+            .collect::<Result<_>>()?;
+        let deps = graph::dependencies(&accesses);
+        let waves = graph::waves(&deps)?;
+        Ok(Plan { calls, deps, waves })
+    }
+
+    /// The calls, as given.
+    pub fn calls(&self) -> &[Value] {
+        &self.calls
+    }
+
+    /// The calls each call waits for.
+    pub fn dependencies(&self) -> &[Vec<usize>] {
+        &self.deps
+    }
+
+    /// The waves the calls would run in if every call succeeded (dry run).
+    pub fn waves(&self) -> &[Vec<usize>] {
+        &self.waves
+    }
+
+    /// Runs the plan against `context`: every ready call — its dependencies
+    /// finished and its references present — runs, activities of a wave
+    /// concurrently; outcomes are written through agent-output in plan order
+    /// (so appended messages are deterministic); repeat until nothing is
+    /// ready.
+    pub fn run(
+        &self,
+        context: &mut Context,
+        activities: &Activities,
+        clock: &(dyn Clock + Sync),
+    ) -> Report {
+        let n = self.calls.len();
+        let mut status: Vec<Option<Status>> = vec![None; n];
+        let mut wave_of: Vec<Option<usize>> = vec![None; n];
+        let mut wave = 0;
+        loop {
+            // Calls whose dependencies have all finished: skipped when one of
+            // those did not end as done, else ready.
+            let mut ready = Vec::new();
+            let mut skipped = false;
+            for call in 0..n {
+                let deps = &self.deps[call];
+                if status[call].is_some() || deps.iter().any(|d| status[*d].is_none()) {
+                    continue;
+                }
+                match deps
+                    .iter()
+                    .find(|d| !matches!(status[**d], Some(Status::Done { .. })))
+                {
+                    Some(&because) => {
+                        status[call] = Some(Status::Skipped { because });
+                        skipped = true;
+                    }
+                    None => ready.push(call),
+                }
+            }
+            if ready.is_empty() {
+                // The graph is acyclic, so a round without progress means done.
+                if skipped {
+                    continue;
+                }
+                break;
+            }
+            let shared: &Context = context;
+            let ran: Vec<(usize, std::result::Result<Outcome, Status>)> = ready
+                .par_iter()
+                .map(|&call| (call, self.run_call(call, shared, activities)))
+                .collect();
+            for (call, outcome) in ran {
+                wave_of[call] = Some(wave);
+                status[call] = Some(match outcome {
+                    Err(status) => status,
+                    Ok(outcome) => {
+                        match agent_output::apply(context, &self.calls[call], outcome, clock) {
+                            Ok(appended) => Status::Done {
+                                appended: appended.len(),
+                            },
+                            Err(e) => Status::Failed {
+                                error: e.to_string(),
+                            },
+                        }
+                    }
+                });
+            }
+            wave += 1;
+        }
+        let calls = status
+            .into_iter()
+            .enumerate()
+            .map(|(index, status)| CallReport {
+                index,
+                tool: self.calls[index]
+                    .get("_tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                wave: wave_of[index],
+                status: status.unwrap_or(Status::Failed {
+                    error: "never became ready".into(),
+                }),
+            })
+            .collect();
+        Report { calls }
+    }
+
+    /// Resolves and runs one call; the outcome to write, or why not.
+    fn run_call(
+        &self,
+        call: usize,
+        context: &Context,
+        activities: &Activities,
+    ) -> std::result::Result<Outcome, Status> {
+        let failed = |error: String| Status::Failed { error };
+        let resolved = match agent_vars::resolve_call(&self.calls[call], context) {
+            Ok(Resolution::Ready(resolved)) => resolved,
+            Ok(Resolution::Pending(missing)) => {
+                return Err(Status::Blocked {
+                    missing: missing.iter().map(ToString::to_string).collect(),
+                });
+            }
+            Err(e) => return Err(failed(e.to_string())),
+        };
+        let tool = resolved
+            .get("_tool")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let activity = activities
+            .get(tool)
+            .ok_or_else(|| failed(format!("no activity registered for tool {tool:?}")))?;
+        let output =
+            catch_unwind(AssertUnwindSafe(|| activity.run(&resolved))).map_err(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                failed(format!("activity for {tool:?} panicked: {message}"))
+            })?;
+        Ok(match output {
+            Ok(Output::Value(v)) => Outcome::Success(v),
+            Ok(Output::Chosen(index, value)) => Outcome::Chosen { index, value },
+            Ok(Output::Message(m)) => Outcome::Message(m),
+            Err(e) => Outcome::Failure(e),
+        })
+    }
+}

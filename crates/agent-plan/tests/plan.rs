@@ -1,0 +1,258 @@
+//! The plan executor: dependencies, cycles, scheduling, activities, reports.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_data::Context;
+use agent_output::FixedClock;
+use agent_plan::{Activities, Error, Output, Plan, Status};
+use serde_json::{Value, json};
+
+fn clock() -> FixedClock {
+    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+}
+
+fn echo(call: &Value) -> Result<Value, Value> {
+    Ok(call.get("value").cloned().unwrap_or(json!("ok")))
+}
+
+fn activities() -> Activities {
+    let mut a = Activities::new();
+    a.register("echo", echo);
+    a.register("fail", |_: &Value| Err(json!("it broke")));
+    a.register("explode", |_: &Value| -> Result<Value, Value> {
+        panic!("kaboom")
+    });
+    a.register("choose", |call: &Value| -> Result<Value, Value> {
+        Ok(call["value"].clone())
+    });
+    a
+}
+
+fn statuses(report: &agent_plan::Report) -> Vec<&'static str> {
+    report
+        .calls
+        .iter()
+        .map(|c| match c.status {
+            Status::Done { .. } => "done",
+            Status::Failed { .. } => "failed",
+            Status::Blocked { .. } => "blocked",
+            Status::Skipped { .. } => "skipped",
+        })
+        .collect()
+}
+
+#[test]
+fn dependency_is_a_read_of_an_overlapping_write_of_the_same_kind() {
+    let plan = Plan::new(vec![
+        json!({"_tool": "echo", "x": "†state.profile.name", "_outputPath": "†state.summary"}),
+        json!({"_tool": "echo", "_outputPath": "†state.profile"}),
+        json!({"_tool": "echo", "x": "†input.profile", "_outputPath": "†state.other"}),
+        json!({"_tool": "echo", "x": "†state.summary.short", "_outputPath": "†audit.log"}),
+    ])
+    .unwrap();
+    assert_eq!(plan.dependencies(), [vec![1], vec![], vec![], vec![0]]);
+    assert_eq!(plan.waves(), [vec![1, 2], vec![0], vec![3]]);
+}
+
+#[test]
+fn instance_calls_depend_on_their_instance_and_on_global_writers() {
+    let plan = Plan::new(vec![
+        json!({"_tool": "echo", "_instance": "①", "x": "†state.a", "_outputPath": "†state.b"}),
+        json!({"_tool": "echo", "_instance": "②", "_outputPath": "†state.a"}),
+        json!({"_tool": "echo", "_outputPath": "†state.a"}),
+        json!({"_tool": "echo", "_instance": "①", "_outputPath": "†state.a"}),
+        json!({"_tool": "echo", "x": "†state.a", "_outputPath": "†state.g"}),
+    ])
+    .unwrap();
+    // ① reads a: written by ① and by the global call, not by ②.
+    assert_eq!(plan.dependencies()[0], [2, 3]);
+    // A global read sees only global writes.
+    assert_eq!(plan.dependencies()[4], [2]);
+}
+
+#[test]
+fn cycles_are_errors_naming_the_calls() {
+    let err = Plan::new(vec![
+        json!({"_tool": "echo", "_outputPath": "†state.z"}),
+        json!({"_tool": "echo", "x": "†state.a", "_outputPath": "†state.b"}),
+        json!({"_tool": "echo", "x": "†state.b", "_outputPath": "†state.c"}),
+        json!({"_tool": "echo", "x": "†state.c", "_outputPath": "†state.a"}),
+    ])
+    .unwrap_err();
+    match &err {
+        Error::Cycle { calls } => {
+            let mut sorted = calls.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [1, 2, 3]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("in a cycle"), "{err}");
+    // A call reading what it writes itself is not a cycle.
+    assert!(Plan::new(vec![json!({"_tool": "echo", "x": "†state.log", "_outputPath": "†state.log", "_outputMethod": "push"})]).is_ok());
+}
+
+#[test]
+fn bad_calls_are_errors_with_their_index() {
+    for (call, reason) in [
+        (json!([1]), "a call must be a JSON object"),
+        (json!({"x": "†state.a ||"}), "syntax error"),
+        (json!({"_outputPath": "state.a"}), "is not an expression"),
+        (
+            json!({"_outputPath": "†state.a", "_outputMethod": "upsert"}),
+            "unknown `_outputMethod`",
+        ),
+        (json!({"_instance": ""}), "`_instance`"),
+    ] {
+        let err = Plan::new(vec![json!({"_tool": "echo"}), call.clone()]).unwrap_err();
+        match &err {
+            Error::BadCall {
+                index: 1,
+                reason: r,
+            } => assert!(r.contains(reason), "{call}: {r}"),
+            other => panic!("{call}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn run_executes_in_dependency_order_and_reports() {
+    let mut ctx = Context::from_json(r#"[{"type":"input","data":{"id":7}}]"#).unwrap();
+    let plan = Plan::new(vec![
+        json!({"_tool": "echo", "value": "†state.profile", "_outputPath": "†state.copy"}),
+        json!({"_tool": "echo", "value": "†input.id", "_outputPath": "†state.profile"}),
+    ])
+    .unwrap();
+    let report = plan.run(&mut ctx, &activities(), &clock());
+    assert_eq!(statuses(&report), ["done", "done"]);
+    assert_eq!(
+        (report.calls[0].wave, report.calls[1].wave),
+        (Some(1), Some(0))
+    );
+    assert_eq!(
+        ctx.read(&"†state.copy".parse().unwrap(), None),
+        Some(&json!(7))
+    );
+    // The appended message records the call as given, unresolved (R20).
+    let last = ctx.messages().last().unwrap().to_value();
+    assert_eq!(last["_call"]["value"], json!("†state.profile"));
+}
+
+#[test]
+fn failures_blocks_skips_and_panics() {
+    let mut ctx = Context::new();
+    let plan = Plan::new(vec![
+        json!({"_tool": "fail", "_outputPath": "†state.a"}),
+        json!({"_tool": "echo", "x": "†state.a", "_outputPath": "†state.b"}),
+        json!({"_tool": "fail", "_outputPath": "†state.ok || †state.err"}),
+        json!({"_tool": "echo", "x": "†state.missing", "_outputPath": "†state.c"}),
+        json!({"_tool": "explode", "_outputPath": "†state.d"}),
+        json!({"_tool": "nobody", "_outputPath": "†state.e"}),
+        json!({"_tool": "echo"}),
+    ])
+    .unwrap();
+    let report = plan.run(&mut ctx, &activities(), &clock());
+    assert_eq!(
+        statuses(&report),
+        [
+            "failed", "skipped", "done", "blocked", "failed", "failed", "done"
+        ]
+    );
+    assert_eq!(report.calls[1].status, Status::Skipped { because: 0 });
+    assert_eq!(
+        report.calls[3].status,
+        Status::Blocked {
+            missing: vec!["†state.missing".into()]
+        }
+    );
+    match &report.calls[4].status {
+        Status::Failed { error } => assert!(error.contains("panicked: kaboom"), "{error}"),
+        other => panic!("{other:?}"),
+    }
+    match &report.calls[5].status {
+        Status::Failed { error } => assert_eq!(error, "no activity registered for tool \"nobody\""),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        ctx.read(&"†state.err".parse().unwrap(), None),
+        Some(&json!("it broke"))
+    );
+    assert_eq!(
+        report.calls[6].status,
+        Status::Done { appended: 0 },
+        "fire-and-forget runs, appends nothing"
+    );
+    assert!(!report.all_done());
+}
+
+struct Choosy;
+
+impl agent_plan::Activity for Choosy {
+    fn run(&self, call: &Value) -> Result<Output, Value> {
+        if call["as_message"] == json!(true) {
+            Ok(Output::Message(json!({"type": "state", "data": {"m": 1}})))
+        } else {
+            Ok(Output::Chosen(1, json!("second")))
+        }
+    }
+}
+
+#[test]
+fn chosen_outcomes_and_returned_messages() {
+    let mut ctx = Context::new();
+    let mut acts = Activities::new();
+    acts.register("choosy", Choosy);
+    let plan = Plan::new(vec![
+        json!({"_tool": "choosy", "_outputPath": "†state.a || †state.b"}),
+        json!({"_tool": "choosy", "as_message": true, "_instance": "①", "_outputPath": "†state.m"}),
+    ])
+    .unwrap();
+    let report = plan.run(&mut ctx, &acts, &clock());
+    assert!(report.all_done(), "{report:?}");
+    assert_eq!(
+        ctx.read(&"†state.b".parse().unwrap(), None),
+        Some(&json!("second"))
+    );
+    let one = agent_core::Instance::new("①").unwrap();
+    assert_eq!(
+        ctx.read(&"†state.m".parse().unwrap(), Some(&one)),
+        Some(&json!(1))
+    );
+}
+
+#[test]
+fn appended_messages_land_in_plan_order_within_a_wave() {
+    let calls: Vec<Value> = (0..20).map(|i| json!({"_tool": "echo", "value": i, "_instance": format!("#{i}"), "_outputPath": "†state.v"})).collect();
+    for _ in 0..5 {
+        let mut ctx = Context::new();
+        let report = Plan::new(calls.clone())
+            .unwrap()
+            .run(&mut ctx, &activities(), &clock());
+        assert!(report.all_done());
+        let order: Vec<&str> = ctx
+            .messages()
+            .iter()
+            .map(|m| m.fields()["_instance"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = (0..20).map(|i| format!("#{i}")).collect();
+        assert_eq!(order, expected);
+    }
+}
+
+#[test]
+fn report_json_shape() {
+    let mut ctx = Context::new();
+    let plan = Plan::new(vec![
+        json!({"_tool": "echo", "_outputPath": "†state.x"}),
+        json!({"_tool": "echo", "x": "†state.nope"}),
+    ])
+    .unwrap();
+    let report = plan.run(&mut ctx, &activities(), &clock());
+    assert_eq!(
+        report.to_json(),
+        json!({"calls": [
+            {"index": 0, "tool": "echo", "wave": 0, "status": "done", "appended": 1},
+            {"index": 1, "tool": "echo", "wave": 0, "status": "blocked", "missing": ["†state.nope"]}
+        ]})
+    );
+}
