@@ -6,16 +6,34 @@ use agent_output::{Clock, FixedClock, Outcome, SystemClock};
 use std::path::Path;
 
 /// The arguments of `agentctx apply`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("how").required(true).args(["result", "failure", "message"])))]
 pub(crate) struct ApplyArgs {
-    pub(crate) context: String,
-    pub(crate) call: String,
-    pub(crate) result: Option<String>,
-    pub(crate) failure: Option<String>,
-    pub(crate) outcome: Option<usize>,
-    pub(crate) message: Option<String>,
-    pub(crate) date: Option<String>,
-    pub(crate) tool_schema: Option<String>,
-    pub(crate) write: bool,
+    /// Context file, or - for stdin (not with --write).
+    context: String,
+    /// The call as the model wrote it: inline JSON, or @path.
+    call: String,
+    /// The call succeeded with this value (JSON or @path).
+    #[arg(long)]
+    result: Option<String>,
+    /// The call failed with this value (JSON or @path).
+    #[arg(long)]
+    failure: Option<String>,
+    /// Write --result to this outcome (0-based) instead of outcome 0.
+    #[arg(long, requires = "result")]
+    outcome: Option<usize>,
+    /// The activity returned this whole data message (JSON or @path, R22).
+    #[arg(long)]
+    message: Option<String>,
+    /// The write time for `_date` (RFC 3339); default: now.
+    #[arg(long)]
+    date: Option<String>,
+    /// Check the call against this tool schema first (JSON or @path, R23).
+    #[arg(long)]
+    tool_schema: Option<String>,
+    /// Also append the messages to CONTEXT, durably (R34).
+    #[arg(long)]
+    write: bool,
 }
 
 /// Applies the outcome and prints the appended messages as JSONL.

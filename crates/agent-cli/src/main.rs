@@ -28,25 +28,7 @@ enum Command {
     Demo,
     /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
     /// or a call failed, 3 calls blocked or skipped).
-    Run {
-        /// Context file, or - for stdin (not with --write).
-        context: String,
-        /// The plan: a JSON array of calls, inline or @path.
-        plan: String,
-        /// NAME=COMMAND: run tool NAME through `sh -c COMMAND` (the resolved
-        /// call on stdin, the result as JSON on stdout). Repeatable.
-        #[arg(long = "activity")]
-        activities: Vec<String>,
-        /// Validate the plan and print its waves; run nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Append the results to CONTEXT durably (R34).
-        #[arg(long)]
-        write: bool,
-        /// Pretty-print the JSON.
-        #[arg(long)]
-        pretty: bool,
-    },
+    Run(run::RunArgs),
     /// Print the view of KIND (R5); exit 3 when its layer(s) hold no message.
     View {
         /// Context file (.json array or .jsonl), or - for stdin.
@@ -85,34 +67,7 @@ enum Command {
     },
     /// Write a call's result through its `_outputPath` (R19–R23) and print
     /// the appended messages as JSONL.
-    #[command(group(clap::ArgGroup::new("how").required(true).args(["result", "failure", "message"])))]
-    Apply {
-        /// Context file, or - for stdin (not with --write).
-        context: String,
-        /// The call as the model wrote it: inline JSON, or @path.
-        call: String,
-        /// The call succeeded with this value (JSON or @path).
-        #[arg(long)]
-        result: Option<String>,
-        /// The call failed with this value (JSON or @path).
-        #[arg(long)]
-        failure: Option<String>,
-        /// Write --result to this outcome (0-based) instead of outcome 0.
-        #[arg(long, requires = "result")]
-        outcome: Option<usize>,
-        /// The activity returned this whole data message (JSON or @path, R22).
-        #[arg(long)]
-        message: Option<String>,
-        /// The write time for `_date` (RFC 3339); default: now.
-        #[arg(long)]
-        date: Option<String>,
-        /// Check the call against this tool schema first (JSON or @path, R23).
-        #[arg(long)]
-        tool_schema: Option<String>,
-        /// Also append the messages to CONTEXT, durably (R34).
-        #[arg(long)]
-        write: bool,
-    },
+    Apply(apply::ApplyArgs),
     /// Print what the model sees, as a provider payload (R28–R31).
     Render {
         /// Context file, or - for stdin.
@@ -195,21 +150,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Demo => run::demo(),
-        Command::Run {
-            context,
-            plan,
-            activities,
-            dry_run,
-            write,
-            pretty,
-        } => run::run(run::RunArgs {
-            context,
-            plan,
-            activities,
-            dry_run,
-            write,
-            pretty,
-        }),
+        Command::Run(args) => run::run(args),
         Command::View {
             context,
             kind,
@@ -227,27 +168,7 @@ fn main() -> ExitCode {
             call,
             pretty,
         } => commands::resolve_call(&context, &call, pretty),
-        Command::Apply {
-            context,
-            call,
-            result,
-            failure,
-            outcome,
-            message,
-            date,
-            tool_schema,
-            write,
-        } => apply::apply(apply::ApplyArgs {
-            context,
-            call,
-            result,
-            failure,
-            outcome,
-            message,
-            date,
-            tool_schema,
-            write,
-        }),
+        Command::Apply(args) => apply::apply(args),
         Command::Render {
             context,
             provider,

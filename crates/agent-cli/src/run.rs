@@ -54,13 +54,25 @@ impl Activity for ShellActivity {
 }
 
 /// The arguments of `agentctx run`.
+#[derive(clap::Args)]
 pub(crate) struct RunArgs {
-    pub(crate) context: String,
-    pub(crate) plan: String,
-    pub(crate) activities: Vec<String>,
-    pub(crate) dry_run: bool,
-    pub(crate) write: bool,
-    pub(crate) pretty: bool,
+    /// Context file, or - for stdin (not with --write).
+    context: String,
+    /// The plan: a JSON array of calls, inline or @path.
+    plan: String,
+    /// NAME=COMMAND: run tool NAME through `sh -c COMMAND` (the resolved
+    /// call on stdin, the result as JSON on stdout). Repeatable.
+    #[arg(long = "activity")]
+    activities: Vec<String>,
+    /// Validate the plan and print its waves; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Append the results to CONTEXT durably (R34).
+    #[arg(long)]
+    write: bool,
+    /// Pretty-print the JSON.
+    #[arg(long)]
+    pretty: bool,
 }
 
 /// Runs PLAN against CONTEXT and prints the report. Exit 0 when every call
