@@ -10,6 +10,8 @@
 //!   errors naming their calls. [`Plan::waves`] is the dry run.
 //! - **Activities.** An [`Activity`] per tool name runs the resolved call;
 //!   closures work. Failures are values; panics are caught and reported.
+//!   With the `async` feature, `Activities::register_async` takes an
+//!   `AsyncActivity` (a future per call), driven by a small built-in executor.
 //! - **Execution.** [`Plan::run`] runs every ready call (independent calls
 //!   and instances concurrently), writes outcomes through agent-output in
 //!   plan order, and repeats; the [`Report`] says per call: done, failed,
@@ -38,10 +40,14 @@
 #![forbid(unsafe_code)]
 
 mod activity;
+#[cfg(feature = "async")]
+mod async_activity;
 mod error;
 mod graph;
 mod plan;
 
 pub use activity::{Activities, Activity, Output};
+#[cfg(feature = "async")]
+pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
 pub use plan::{CallReport, Plan, Report, Status};

@@ -256,3 +256,39 @@ fn report_json_shape() {
         ]})
     );
 }
+
+#[cfg(feature = "async")]
+#[test]
+fn async_activities_run_in_plans() {
+    use agent_plan::{ActivityFuture, AsyncActivity};
+    use std::task::Poll;
+
+    /// Pending once (waking itself), then ready: exercises the executor's park/wake.
+    struct Slow;
+    impl AsyncActivity for Slow {
+        fn run<'a>(&'a self, call: &'a Value) -> ActivityFuture<'a> {
+            let mut first = true;
+            Box::pin(std::future::poll_fn(move |cx| {
+                if first {
+                    first = false;
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                } else {
+                    Poll::Ready(Ok(Output::Value(call["v"].clone())))
+                }
+            }))
+        }
+    }
+    let mut acts = Activities::new();
+    acts.register_async("slow", Slow);
+    let mut ctx = Context::new();
+    let plan = Plan::new(vec![
+        json!({"_tool": "slow", "v": 5, "_outputPath": "†state.x"}),
+    ])
+    .unwrap();
+    assert!(plan.run(&mut ctx, &acts, &clock()).all_done());
+    assert_eq!(
+        ctx.read(&"†state.x".parse().unwrap(), None),
+        Some(&json!(5))
+    );
+}
