@@ -4,11 +4,7 @@ use crate::context::Layer;
 use crate::{Context, DataMessage, Error, Identity, Message, Result};
 use agent_core::{check_write, write};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::ops::Range;
-
-/// The view of a layer that has no messages.
-static ABSENT: Option<Value> = None;
 
 /// What to restore if a batch fails part-way.
 struct Undo {
@@ -110,24 +106,20 @@ impl Context {
     ) -> Result<()> {
         let kind = data.kind();
         let instance = data.instance();
-        let global_slot = self.layer(kind, None).map_or(&ABSENT, |l| &l.view);
-        let global = global_slot.as_ref();
-        let base: Cow<'_, Option<Value>> = match instance {
-            None => Cow::Borrowed(global_slot),
-            Some(_) => Cow::Owned(self.view(kind, instance).cloned()),
+        let global = self.layer(kind, None).and_then(|l| l.view.as_ref());
+        // The view this write applies to: global, or the instance's cached
+        // layered view (R5). Borrowed: checking a write changes nothing.
+        let base = match instance {
+            None => global,
+            Some(_) => self.view(kind, instance),
         };
         let type_error = |identity: &Identity, source| Error::TypeError {
             index,
             identity: identity.clone(),
             source,
         };
-        check_write(
-            base.as_ref().as_ref(),
-            data.destination(),
-            data.method(),
-            data.value(),
-        )
-        .map_err(|e| type_error(identity, e))?;
+        check_write(base, data.destination(), data.method(), data.value())
+            .map_err(|e| type_error(identity, e))?;
         let inherited = self.compiled_schema(kind, instance);
         let schema = own_schema.or(inherited.as_deref());
         let instance_layers: Vec<&Layer> = match instance {
@@ -142,7 +134,7 @@ impl Context {
         if schema.is_none() && instance_layers.is_empty() {
             return Ok(());
         }
-        let mut next = base.into_owned();
+        let mut next = base.cloned();
         write(
             &mut next,
             data.destination(),

@@ -26,23 +26,27 @@ pub enum Mode {
 /// together, or none (R13).
 pub fn assign_inputs(context: &mut Context, inputs: Vec<Value>) -> Result<Vec<Instance>> {
     let ids = crate::fresh_ids(context, inputs.len());
+    // The index an invalid input's message would have had in the context.
+    let start = context.len();
     let messages = ids
         .iter()
         .zip(inputs)
-        .map(|(id, data)| {
+        .enumerate()
+        .map(|(i, (id, data))| {
             let mut fields = Map::new();
             fields.insert("type".into(), "data".into());
             fields.insert("kind".into(), "input".into());
             fields.insert("data".into(), data);
             fields.insert("_instance".into(), id.as_str().into());
-            DataMessage::from_value(Value::Object(fields)).map(Message::from)
+            DataMessage::from_value(Value::Object(fields))
+                .map(Message::from)
+                .map_err(|fault| agent_data::Error::Message {
+                    index: start + i,
+                    line: None,
+                    fault,
+                })
         })
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|fault| agent_data::Error::Message {
-            index: 0,
-            line: None,
-            fault,
-        })?;
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     context.append_all(messages)?;
     Ok(ids)
 }
