@@ -56,7 +56,8 @@ fn example_2_seed_message_without_output_path_uses_call() {
              "_date":"2025-10-26T12:00:00Z"}]"#,
     )
     .unwrap();
-    let msg = ctx.messages()[1].as_data().unwrap();
+    let msg = ctx.message(1).unwrap();
+    let msg = msg.as_data().unwrap();
     assert_eq!(msg.destination().to_string(), ".user.status");
     assert_eq!(read(&ctx, "†data.user.status"), Some(json!("inactive")));
     assert_eq!(read(&ctx, "†data.user.name"), Some(json!("Alex")));
@@ -71,7 +72,7 @@ fn example_3_set_replaces_the_subtree() {
         "_outputPath": "†data.user", "_outputMethod": "set"
     }))
     .unwrap();
-    ctx.append(set).unwrap();
+    ctx.append(&set.into()).unwrap();
     assert_eq!(read(&ctx, "†data.user.status"), None);
     assert_eq!(read(&ctx, "†data.user.name"), Some(json!("Bea")));
 }

@@ -21,7 +21,8 @@ fn w1(c: &mut Criterion) {
     let reads = workloads::w1_reads(&ctx, READS);
     let materialized = ctx.view(&kind("state"), None).unwrap().clone();
     let pointers: Vec<String> = reads.iter().map(workloads::pointer).collect();
-    let log: Vec<&DataMessage> = ctx.messages().iter().filter_map(Message::as_data).collect();
+    let owned: Vec<Message> = ctx.messages().collect();
+    let log: Vec<&DataMessage> = owned.iter().filter_map(Message::as_data).collect();
     // Every read agrees across the three readers before anything is timed.
     for (r, p) in reads.iter().zip(&pointers) {
         let ours = ctx.read(r, None);
@@ -56,19 +57,18 @@ fn w1(c: &mut Criterion) {
 
 fn w2(c: &mut Criterion) {
     let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
-    let messages: Vec<Message> = ctx.messages().to_vec();
-    let ops: Vec<(Path, Method, Value)> = ctx
-        .messages()
+    let messages: Vec<Message> = ctx.messages().collect();
+    let ops: Vec<(Path, Method, Value)> = messages
         .iter()
         .filter_map(Message::as_data)
         .map(|d| (d.destination().clone(), d.method(), d.value().clone()))
         .collect();
     c.bench_function("W2-append-ours", |b| {
         b.iter_batched(
-            || messages.clone(),
-            |messages| {
+            || (),
+            |()| {
                 let mut ctx = Context::new();
-                for m in messages {
+                for m in &messages {
                     ctx.append(m).unwrap();
                 }
                 ctx

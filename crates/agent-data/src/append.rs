@@ -1,28 +1,31 @@
 //! Validated, atomic appends (R13, R25).
 
-use crate::context::Layer;
-use crate::{Context, DataMessage, Error, Identity, Message, Result};
+use crate::context::{IdentityRef, Layer};
+use crate::schema::Compiled;
+use crate::{Context, DataMessage, Error, Identity, MAX_DEPTH, Message, MessageFault, Result};
 use agent_core::{check_write, write};
 use serde_json::Value;
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
-/// What to restore if a batch fails part-way.
+/// What to restore if a batch of several messages fails part-way. (A batch
+/// of one fails before it changes anything, so it needs none.)
 struct Undo {
     messages: usize,
     instances: usize,
-    /// Layers touched by the batch, with their state before it (`None`: new).
-    layers: Vec<(Identity, Option<Snapshot>)>,
+    /// How many layers there were: layers from here on are new.
+    layers: usize,
+    /// Earlier layers the batch touched, by index, as they were before it.
+    touched: Vec<(usize, Snapshot)>,
 }
 
 /// What a layer looked like before a batch touched it. Its message list
 /// only grows, so its length is enough to restore it.
 struct Snapshot {
     messages: usize,
-    /// Taken only for batches of several messages: a batch of one fails
-    /// before it changes anything.
-    view: Option<Option<Value>>,
-    schema: Option<(usize, std::sync::Arc<crate::schema::Compiled>)>,
-    description: Option<usize>,
+    view: Option<Value>,
+    schema: Option<Arc<Compiled>>,
+    description: Option<String>,
 }
 
 impl Context {
@@ -34,66 +37,102 @@ impl Context {
     /// write is also refused when it would make a write of an instance
     /// layer of the same kind fail, so a context built only through
     /// `append` always folds without diagnostics.
-    pub fn append(&mut self, message: impl Into<Message>) -> Result<usize> {
-        let index = self.messages.len();
-        self.append_all(vec![message.into()])?;
+    ///
+    /// The context keeps the message as its JSON text and the value it
+    /// writes in the view; the caller keeps `message`.
+    pub fn append(&mut self, message: &Message) -> Result<usize> {
+        let index = self.len();
+        self.append_checked(message, None)?;
         Ok(index)
     }
 
     /// Appends several messages atomically: each is validated against the
     /// views as the earlier ones leave them, and either all are appended or,
     /// on the first error, none is. Returns the new messages' index range.
-    pub fn append_all(&mut self, batch: Vec<Message>) -> Result<Range<usize>> {
-        let start = self.messages.len();
+    pub fn append_all(&mut self, batch: &[Message]) -> Result<Range<usize>> {
+        let start = self.len();
+        if batch.len() == 1 {
+            for message in batch {
+                self.append_checked(message, None)?;
+            }
+            return Ok(start..self.len());
+        }
         let mut undo = Undo {
             messages: start,
             instances: self.instances.len(),
-            layers: Vec::new(),
+            layers: self.layers.len(),
+            touched: Vec::new(),
         };
-        let snapshot_views = batch.len() > 1;
         for message in batch {
-            if let Err(error) = self.append_checked(message, &mut undo, snapshot_views) {
+            if let Err(error) = self.append_checked(message, Some(&mut undo)) {
                 self.rollback(undo);
                 return Err(error);
             }
         }
-        Ok(start..self.messages.len())
+        Ok(start..self.len())
     }
 
-    fn append_checked(
+    fn append_checked(&mut self, message: &Message, undo: Option<&mut Undo>) -> Result<()> {
+        let index = self.len();
+        let fault = |fault| Error::Message {
+            index,
+            line: None,
+            fault,
+        };
+        // Writing it first checks its depth in the same pass, before
+        // anything walks it recursively; it becomes a message only if valid.
+        let written = self
+            .log
+            .write(message.fields())
+            .map_err(|_| fault(MessageFault::TooDeep { limit: MAX_DEPTH }))?;
+        let checked = self.check_message(index, message, undo);
+        match checked {
+            Ok(schema) => {
+                self.push_written(std::borrow::Cow::Borrowed(message), schema, written);
+                Ok(())
+            }
+            Err(error) => {
+                self.log.discard(written);
+                Err(error)
+            }
+        }
+    }
+
+    /// Everything [`Context::append_checked`] checks before it pushes.
+    fn check_message(
         &mut self,
-        message: Message,
-        undo: &mut Undo,
-        snapshot_views: bool,
-    ) -> Result<()> {
-        let index = self.messages.len();
+        index: usize,
+        message: &Message,
+        undo: Option<&mut Undo>,
+    ) -> Result<Option<Arc<Compiled>>> {
         let schema = self
-            .compile_schema(&message)
+            .compile_schema(message)
             .map_err(|fault| Error::Message {
                 index,
                 line: None,
                 fault,
             })?;
-        if let Message::Data(data) = &message {
-            let identity = Identity {
-                kind: data.kind().clone(),
-                instance: data.instance().cloned(),
-            };
-            self.validate(index, data, &identity, schema.as_deref())?;
-            // Recorded only after validation passed: a batch of one that fails
-            // has changed nothing and needs no view snapshot.
-            if !undo.layers.iter().any(|(id, _)| id == &identity) {
-                let before = self.layers.get(&identity).map(|layer| Snapshot {
-                    messages: layer.messages.len(),
-                    view: snapshot_views.then(|| layer.view.clone()),
-                    schema: layer.schema.clone(),
-                    description: layer.description,
-                });
-                undo.layers.push((identity, before));
+        if let Message::Data(data) = message {
+            self.validate(index, data, schema.as_deref())?;
+            let at = self
+                .layers
+                .get_index_of(&IdentityRef::new(data.kind(), data.instance()));
+            if let (Some(undo), Some((at, layer))) = (
+                undo,
+                at.and_then(|at| Some((at, self.layers.get_index(at)?.1))),
+            ) {
+                if at < undo.layers && !undo.touched.iter().any(|(i, _)| *i == at) {
+                    let before = Snapshot {
+                        messages: layer.messages.len(),
+                        view: layer.view.clone(),
+                        schema: layer.schema.clone(),
+                        description: layer.description.clone(),
+                    };
+                    undo.touched.push((at, before));
+                }
             }
         }
-        self.push_unchecked(message, schema);
-        Ok(())
+        Ok(schema)
     }
 
     /// R13 and R25 for one data message about to become message `index`.
@@ -101,8 +140,7 @@ impl Context {
         &self,
         index: usize,
         data: &DataMessage,
-        identity: &Identity,
-        own_schema: Option<&crate::schema::Compiled>,
+        own_schema: Option<&Compiled>,
     ) -> Result<()> {
         let kind = data.kind();
         let instance = data.instance();
@@ -113,13 +151,18 @@ impl Context {
             None => global,
             Some(_) => self.view(kind, instance),
         };
-        let type_error = |identity: &Identity, source| Error::TypeError {
+        // Built only for an error: appends that pass allocate nothing here.
+        let identity = || Identity {
+            kind: kind.clone(),
+            instance: instance.cloned(),
+        };
+        let type_error = |identity: Identity, source| Error::TypeError {
             index,
-            identity: identity.clone(),
+            identity,
             source,
         };
         check_write(base, data.destination(), data.method(), data.value())
-            .map_err(|e| type_error(identity, e))?;
+            .map_err(|e| type_error(identity(), e))?;
         let inherited = self.compiled_schema(kind, instance);
         let schema = own_schema.or(inherited.as_deref());
         let instance_layers: Vec<&Layer> = match instance {
@@ -141,13 +184,13 @@ impl Context {
             data.method(),
             data.value().clone(),
         )
-        .map_err(|e| type_error(identity, e))?;
+        .map_err(|e| type_error(identity(), e))?;
         if let (Some(schema), Some(view)) = (schema, &next) {
             let violations = schema.violations(view, false);
             if !violations.is_empty() {
                 return Err(Error::Schema {
                     index,
-                    identity: identity.clone(),
+                    identity: identity(),
                     violations,
                 });
             }
@@ -162,40 +205,33 @@ impl Context {
                 .into_iter()
                 .find(|d| !before.iter().any(|b| b.index == d.index))
             {
-                return Err(type_error(&new.identity, new.error));
+                return Err(type_error(new.identity, new.error));
             }
         }
         Ok(())
     }
 
     fn rollback(&mut self, undo: Undo) {
-        self.messages.truncate(undo.messages);
+        self.log.truncate(undo.messages);
         self.instances.truncate(undo.instances);
         // Validation may have built layered views over messages now removed.
-        let kinds: Vec<agent_core::Kind> =
-            undo.layers.iter().map(|(id, _)| id.kind.clone()).collect();
-        for (id, layer) in self.layers.iter_mut() {
-            if id.instance.is_some() && kinds.contains(&id.kind) {
-                layer.layered = std::sync::OnceLock::new();
+        let mut kinds: Vec<agent_core::Kind> = self.layers[undo.layers..]
+            .keys()
+            .map(|id| id.kind.clone())
+            .collect();
+        self.layers.truncate(undo.layers);
+        for (at, before) in undo.touched {
+            if let Some((id, layer)) = self.layers.get_index_mut(at) {
+                kinds.push(id.kind.clone());
+                layer.messages.truncate(before.messages);
+                layer.view = before.view;
+                layer.schema = before.schema;
+                layer.description = before.description;
             }
         }
-        for (identity, before) in undo.layers.into_iter().rev() {
-            match before {
-                None => {
-                    self.layers.shift_remove(&identity);
-                }
-                Some(before) => {
-                    if let Some(layer) = self.layers.get_mut(&identity) {
-                        layer.messages.truncate(before.messages);
-                        layer.schema = before.schema;
-                        layer.description = before.description;
-                        if let Some(view) = before.view {
-                            layer.view = view;
-                        }
-                        // Built over the batch's writes: rebuild on next read.
-                        layer.layered = std::sync::OnceLock::new();
-                    }
-                }
+        for (id, layer) in self.layers.iter_mut() {
+            if id.instance.is_some() && kinds.contains(&id.kind) {
+                layer.layered = OnceLock::new();
             }
         }
     }

@@ -21,19 +21,38 @@ pub const MAX_DEPTH: usize = 128;
 /// assert!(!within_depth(&json!([[1]]), 1));
 /// ```
 pub fn within_depth(value: &Value, limit: usize) -> bool {
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
+    // One explicit stack instead of recursion; scalars are never pushed.
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    let mut current = (value, 0);
+    loop {
+        let (value, depth) = current;
+        let children: &mut dyn Iterator<Item = &Value> = match value {
+            Value::Array(items) => &mut items.iter(),
+            Value::Object(map) => &mut map.values(),
+            _ => &mut std::iter::empty(),
         };
-        if depth + 1 > limit {
+        if is_container(value) && depth >= limit {
             return false;
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
+        stack.extend(children.filter(|v| is_container(v)).map(|v| (v, depth + 1)));
+        match stack.pop() {
+            Some(next) => current = next,
+            None => return true,
+        }
     }
-    true
+}
+
+fn is_container(value: &Value) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_))
+}
+
+/// True when a message's fields nest at most [`MAX_DEPTH`] deep, counting
+/// the message object itself as one level.
+pub(crate) fn message_within_depth(message: &Message) -> bool {
+    message
+        .fields()
+        .values()
+        .all(|value| within_depth(value, MAX_DEPTH - 1))
 }
 
 /// The two file forms of a context (R1).
@@ -165,8 +184,8 @@ impl Context {
         let schema = self
             .compile_schema(&message)
             .map_err(|fault| Error::Message { index, line, fault })?;
-        self.push_unchecked(message, schema);
-        Ok(())
+        self.push_unchecked(message, schema)
+            .map_err(|fault| Error::Message { index, line, fault })
     }
 
     fn push_value(&mut self, value: Value, index: usize, line: Option<usize>) -> Result<()> {
@@ -197,6 +216,7 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
     for (index, item) in items.into_iter().enumerate() {
         context.push_value(item, index, None)?;
     }
+    context.compact();
     Ok(Loaded {
         context,
         warnings: Vec::new(),
@@ -254,6 +274,7 @@ fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
         }
         index += 1;
     }
+    context.compact();
     Ok(Loaded { context, warnings })
 }
 

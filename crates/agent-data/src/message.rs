@@ -281,6 +281,31 @@ impl DataMessage {
     pub fn into_fields(self) -> Map<String, Value> {
         self.fields
     }
+
+    /// Consumes the message, returning its write: destination, method and
+    /// the value (moved out of `data`, not cloned).
+    pub(crate) fn into_write(self) -> (Path, Method, Value) {
+        let mut value = self
+            .fields
+            .into_iter()
+            .find_map(|(key, value)| (key == "data").then_some(value))
+            .unwrap_or(Value::Null);
+        // Construction checked the value exists along this path (R9), so
+        // each step finds what `Path::get` found.
+        for segment in self.destination.segments() {
+            value = match value {
+                Value::Object(mut map) => map
+                    .swap_remove(segment.as_key().as_ref())
+                    .unwrap_or(Value::Null),
+                Value::Array(mut items) => match segment.array_index(items.len()) {
+                    Some(i) => items.swap_remove(i),
+                    None => Value::Null,
+                },
+                _ => Value::Null,
+            };
+        }
+        (self.destination, self.method, value)
+    }
 }
 
 fn field_type(field: &'static str, expected: &'static str) -> MessageFault {

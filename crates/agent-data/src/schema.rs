@@ -40,6 +40,9 @@ impl fmt::Display for SchemaViolation {
 /// A schema compiled twice: in full (R26) and with every `required` removed,
 /// for views still being built up (R25).
 pub(crate) struct Compiled {
+    /// The schema as declared: a layer's schema is read from here, so the
+    /// message that declared it need not be parsed again.
+    schema: Value,
     full: jsonschema::Validator,
     lenient: jsonschema::Validator,
 }
@@ -52,6 +55,11 @@ impl fmt::Debug for Compiled {
 
 impl Compiled {
     /// Every violation of `view`; `complete` also enforces `required`.
+    /// The schema as declared.
+    pub(crate) fn schema(&self) -> &Value {
+        &self.schema
+    }
+
     pub(crate) fn violations(&self, view: &Value, complete: bool) -> Vec<SchemaViolation> {
         let validator = if complete { &self.full } else { &self.lenient };
         validator
@@ -118,7 +126,11 @@ impl SchemaCache {
         };
         let full = jsonschema::validator_for(schema).map_err(invalid)?;
         let lenient = jsonschema::validator_for(&without_required(schema)).map_err(invalid)?;
-        let compiled = Arc::new(Compiled { full, lenient });
+        let compiled = Arc::new(Compiled {
+            schema: schema.clone(),
+            full,
+            lenient,
+        });
         self.compiled.insert(key, Arc::clone(&compiled));
         Ok(compiled)
     }

@@ -72,6 +72,16 @@ impl Context {
         let mut accepted = Vec::with_capacity(messages.len());
         for (offset, message) in messages.into_iter().enumerate() {
             let fail = |error| Err((offset, error));
+            if !crate::load::message_within_depth(&message) {
+                let fault = MessageFault::TooDeep {
+                    limit: crate::MAX_DEPTH,
+                };
+                return fail(Error::Message {
+                    index: offset,
+                    line: None,
+                    fault,
+                });
+            }
             let data = match &message {
                 Message::Data(d) if d.instance() == Some(instance) => d,
                 _ => {
@@ -187,7 +197,7 @@ impl Context {
         items.sort_by_key(|(key, _)| *key);
         let mut results = Vec::with_capacity(items.len());
         for (key, outcome) in items {
-            let start = self.messages.len();
+            let start = self.len();
             match outcome {
                 Ok(messages) => {
                     if let Some(x) = messages
@@ -197,10 +207,19 @@ impl Context {
                     {
                         self.instances.insert(x.clone());
                     }
-                    for (message, schema) in messages {
-                        self.push_unchecked(message, schema);
-                    }
-                    results.push((key, Ok(start..self.messages.len())));
+                    // Staging checked each message's depth, so none is refused here.
+                    let pushed: std::result::Result<(), MessageFault> = messages
+                        .into_iter()
+                        .try_for_each(|(message, schema)| self.push_unchecked(message, schema));
+                    let result = match pushed {
+                        Ok(()) => Ok(start..self.len()),
+                        Err(fault) => Err(Error::Message {
+                            index: self.len(),
+                            line: None,
+                            fault,
+                        }),
+                    };
+                    results.push((key, result));
                 }
                 Err((offset, error)) => results.push((key, Err(error.at_index(start + offset)))),
             }

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind, Reference};
-use agent_data::{CheckMode, Context, DataMessage, Error, Identity, Problem};
+use agent_data::{CheckMode, Context, DataMessage, Error, Identity, Message, Problem};
 use serde_json::{Value, json};
 
 fn ctx(messages: Value) -> Context {
@@ -30,6 +30,10 @@ fn read(c: &Context, r: &str, x: Option<&str>) -> Option<Value> {
 
 fn msg(v: Value) -> DataMessage {
     DataMessage::from_value(v).unwrap()
+}
+
+fn data(v: Value) -> Message {
+    msg(v).into()
 }
 
 #[test]
@@ -92,7 +96,8 @@ fn r9_plain_messages_merge_output_messages_set() {
         {"type": "state", "data": {"u": {"c": 1}}},
         {"type": "state", "data": {"u": {"a": 2}}, "_outputPath": "†state.u"},
     ]));
-    let m = c.messages()[2].as_data().unwrap();
+    let m = c.message(2).unwrap();
+    let m = m.as_data().unwrap();
     assert_eq!(
         (m.destination().to_string(), m.method().as_str()),
         (".u".into(), "set")
@@ -106,7 +111,10 @@ fn r9_value_is_found_at_destination_inside_data() {
         {"type": "state", "data": {"arr": {"2": "v"}}, "_outputPath": "†state.arr[2]"},
         {"type": "state", "data": {"x": 1}, "_outputPath": "†state", "_outputMethod": "merge"},
     ]));
-    assert_eq!(c.messages()[0].as_data().unwrap().value(), &json!("v"));
+    assert_eq!(
+        c.message(0).unwrap().as_data().unwrap().value(),
+        &json!("v")
+    );
     assert_eq!(
         view(&c, "state", None),
         Some(json!({"arr": {"2": "v"}, "x": 1}))
@@ -120,13 +128,20 @@ fn r9_call_output_path_used_only_when_one_reference_of_own_kind() {
         {"type": "data", "data": {"v": 1}, "_call": {"_outputPath": "†data.v || †data.w"}},
         {"type": "data", "data": {"w": 1}, "_call": {"_outputPath": "†other.w"}},
     ]));
-    let dest = |i: usize| c.messages()[i].as_data().unwrap().destination().to_string();
+    let dest = |i: usize| {
+        c.message(i)
+            .unwrap()
+            .as_data()
+            .unwrap()
+            .destination()
+            .to_string()
+    };
     assert_eq!(
         (dest(0), dest(1), dest(2)),
         (".u".into(), "".into(), "".into())
     );
     assert_eq!(
-        c.messages()[1].as_data().unwrap().method().as_str(),
+        c.message(1).unwrap().as_data().unwrap().method().as_str(),
         "merge"
     );
 }
@@ -164,7 +179,7 @@ fn r13_append_refuses_type_errors_and_changes_nothing() {
     let mut c = ctx(json!([{"type": "state", "data": {"n": 1}}]));
     let before = c.to_json();
     let err = c
-        .append(msg(json!({"type": "state", "data": {"n": 2}, "_outputPath": "†state.n", "_outputMethod": "concat"})))
+        .append(&data(json!({"type": "state", "data": {"n": 2}, "_outputPath": "†state.n", "_outputMethod": "concat"})))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -187,11 +202,7 @@ fn r13_append_all_is_atomic() {
     );
     let before = c.to_json();
     let err = c
-        .append_all(vec![
-            push(json!(1)).into(),
-            push(json!(2)).into(),
-            bad.into(),
-        ])
+        .append_all(&[push(json!(1)).into(), push(json!(2)).into(), bad.into()])
         .unwrap_err();
     assert!(matches!(err, Error::TypeError { index: 3, .. }), "{err:?}");
     assert_eq!(c.to_json(), before);
@@ -204,7 +215,7 @@ fn r13_append_all_is_atomic() {
     // The same batch without the bad message lands in order, each validated
     // against the view the previous one left.
     let range = c
-        .append_all(vec![push(json!(1)).into(), push(json!(2)).into()])
+        .append_all(&[push(json!(1)).into(), push(json!(2)).into()])
         .unwrap();
     assert_eq!(range, 1..3);
     assert_eq!(read(&c, "†state.list", Some("new")), Some(json!([1, 2])));
@@ -213,20 +224,20 @@ fn r13_append_all_is_atomic() {
 #[test]
 fn r13_global_append_that_breaks_an_instance_layer_is_refused() {
     let mut c = Context::new();
-    c.append(msg(json!({"type": "state", "data": {"tags": ["a"]}, "_outputPath": "†state.tags", "_instance": "x"}))).unwrap();
-    c.append(msg(json!({"type": "state", "data": {"tags": "b"}, "_outputPath": "†state.tags", "_outputMethod": "push", "_instance": "x"}))).unwrap();
+    c.append(&data(json!({"type": "state", "data": {"tags": ["a"]}, "_outputPath": "†state.tags", "_instance": "x"}))).unwrap();
+    c.append(&data(json!({"type": "state", "data": {"tags": "b"}, "_outputPath": "†state.tags", "_outputMethod": "push", "_instance": "x"}))).unwrap();
     // x's first write is a `set`, which shadows whatever the global view
     // holds, so changing the global `tags` to a string breaks nothing.
-    c.append(msg(
+    c.append(&data(
         json!({"type": "state", "data": {"tags": "s"}, "_outputPath": "†state.tags"}),
     ))
     .unwrap();
     // A global `push` target becoming a string breaks an instance that pushes
     // without setting first.
     let mut d = Context::new();
-    d.append(msg(json!({"type": "state", "data": {"log": 1}, "_outputPath": "†state.log", "_outputMethod": "push", "_instance": "y"}))).unwrap();
+    d.append(&data(json!({"type": "state", "data": {"log": 1}, "_outputPath": "†state.log", "_outputMethod": "push", "_instance": "y"}))).unwrap();
     let err = d
-        .append(msg(
+        .append(&data(
             json!({"type": "state", "data": {"log": "text"}, "_outputPath": "†state.log"}),
         ))
         .unwrap_err();
@@ -288,13 +299,13 @@ fn r24_schema_and_description_come_from_newest_message_else_global() {
 fn r25_append_checked_against_schema_required_tolerated() {
     let mut c = ctx(json!([{"type": "data", "kind": "user", "data": {}, "schema": user_schema()}]));
     // Missing `age` is fine while building up.
-    c.append(msg(
+    c.append(&data(
         json!({"type": "data", "kind": "user", "data": {"name": "Ada"}}),
     ))
     .unwrap();
     let before = c.to_json();
     let err = c
-        .append(msg(
+        .append(&data(
             json!({"type": "data", "kind": "user", "data": {"age": "old"}}),
         ))
         .unwrap_err();
@@ -321,8 +332,8 @@ fn r25_instance_append_uses_global_schema_over_layered_view() {
         json!([{"type": "data", "kind": "user", "data": {"name": "G"}, "schema": user_schema()}]),
     );
     let bad = msg(json!({"type": "data", "kind": "user", "data": {"name": 5}, "_instance": "i"}));
-    assert!(matches!(c.append(bad), Err(Error::Schema { .. })));
-    c.append(msg(
+    assert!(matches!(c.append(&bad.into()), Err(Error::Schema { .. })));
+    c.append(&data(
         json!({"type": "data", "kind": "user", "data": {"age": 3}, "_instance": "i"}),
     ))
     .unwrap();
@@ -332,7 +343,7 @@ fn r25_instance_append_uses_global_schema_over_layered_view() {
 fn r25_append_with_invalid_schema_is_refused() {
     let mut c = Context::new();
     let err = c
-        .append(msg(
+        .append(&data(
             json!({"type": "data", "data": 1, "schema": {"minimum": "zero"}}),
         ))
         .unwrap_err();
@@ -403,14 +414,14 @@ fn r5_layered_view_cache_follows_global_appends_and_rollbacks() {
         {"type": "state", "data": {"x": 1}, "_instance": "x"},
     ]));
     assert_eq!(view(&c, "state", Some("x")), Some(json!({"g": 1, "x": 1})));
-    c.append(msg(json!({"type": "state", "data": {"g": 2}})))
+    c.append(&data(json!({"type": "state", "data": {"g": 2}})))
         .unwrap();
     assert_eq!(
         view(&c, "state", Some("x")),
         Some(json!({"g": 2, "x": 1})),
         "a global append is seen"
     );
-    c.append(msg(
+    c.append(&data(
         json!({"type": "state", "data": {"y": 1}, "_instance": "x"}),
     ))
     .unwrap();
@@ -426,7 +437,7 @@ fn r5_layered_view_cache_follows_global_appends_and_rollbacks() {
     let bad = msg(
         json!({"type": "state", "data": {"g": 1}, "_outputPath": "†state.g", "_outputMethod": "push", "_instance": "x"}),
     );
-    assert!(c.append_all(vec![global.into(), bad.into()]).is_err());
+    assert!(c.append_all(&[global.into(), bad.into()]).is_err());
     assert_eq!(
         view(&c, "state", Some("x")),
         Some(json!({"g": 2, "x": 1, "y": 1})),

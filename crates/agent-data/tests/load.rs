@@ -16,7 +16,7 @@ fn jsonl(text: &str) -> Result<agent_data::Loaded, Error> {
 
 fn normalised(input: Value) -> Vec<Value> {
     let ctx = load(&json!([input]).to_string()).unwrap();
-    ctx.messages().iter().map(Message::to_value).collect()
+    ctx.messages().map(|m| m.to_value()).collect()
 }
 
 fn fault(input: Value) -> (usize, MessageFault) {
@@ -33,7 +33,6 @@ fn r1_text_message_role_defaults_to_user() {
             .unwrap();
     let roles: Vec<_> = ctx
         .messages()
-        .iter()
         .map(|m| match m {
             Message::Text(t) => (t.role().to_owned(), t.text().to_owned()),
             other => panic!("{other:?}"),
@@ -140,7 +139,7 @@ fn r1_no_type_with_data_is_data_message() {
 fn r1_other_types_are_opaque_and_verbatim() {
     let plan = json!({"type": "plan", "steps": [{"_tool": "x"}], "n": 1.5, "_meta": null});
     let ctx = load(&json!([plan]).to_string()).unwrap();
-    assert!(matches!(ctx.messages()[0], Message::Opaque(_)));
+    assert!(matches!(ctx.message(0), Some(Message::Opaque(_))));
     assert_eq!(ctx.to_json(), json!([plan]));
 }
 
@@ -390,4 +389,102 @@ fn a_20_mb_generated_context_loads() {
     let view = ctx.view(&Kind::new("state").unwrap(), None).unwrap();
     assert_eq!(view.as_object().unwrap().len(), 1000);
     assert_eq!(view["k999"]["n"], json!(last_k999.unwrap()));
+}
+
+#[test]
+fn r3_message_json_is_the_normalised_message_and_to_jsonl_joins_them() {
+    let ctx = load(
+        r#"[{"role": "assistant", "content": "hi"},
+            {"type": "input", "text": "summarise", "_instance": "①"},
+            {"type": "plan", "steps": [1, 2]}]"#,
+    )
+    .unwrap();
+    let expected = [
+        json!({"type": "text", "role": "assistant", "text": "hi"}),
+        json!({"type": "data", "kind": "input", "data": {"text": "summarise"}, "_instance": "①"}),
+        json!({"type": "plan", "steps": [1, 2]}),
+    ];
+    for (i, want) in expected.iter().enumerate() {
+        let text = ctx.message_json(i).unwrap();
+        assert_eq!(&serde_json::from_str::<Value>(text).unwrap(), want);
+        assert_eq!(&ctx.message(i).unwrap().to_value(), want);
+    }
+    assert_eq!(ctx.message(3), None);
+    assert_eq!(ctx.message_json(3), None);
+    let lines: Vec<&str> = (0..3).map(|i| ctx.message_json(i).unwrap()).collect();
+    assert_eq!(ctx.to_jsonl(), format!("{}\n", lines.join("\n")));
+}
+
+#[test]
+fn r4_message_identity_names_the_layer_of_data_messages_only() {
+    let ctx = load(
+        r#"[{"type": "text", "text": "go"},
+            {"type": "state", "data": {"a": 1}, "_instance": "x"},
+            {"type": "data", "data": {"b": 1}}]"#,
+    )
+    .unwrap();
+    assert_eq!(ctx.message_identity(0), None);
+    assert_eq!(
+        ctx.message_identity(1).map(ToString::to_string),
+        Some("state@x".to_owned())
+    );
+    assert_eq!(
+        ctx.message_identity(2).map(ToString::to_string),
+        Some("data".to_owned())
+    );
+    assert_eq!(ctx.message_identity(3), None);
+}
+
+/// `depth` arrays nested inside each other, around `0`.
+fn nested_value(depth: usize) -> Value {
+    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner]))
+}
+
+#[test]
+fn r33_append_and_load_share_the_depth_limit() {
+    // The message object is one level, so `data` may nest MAX_DEPTH - 1 more.
+    let kind = Kind::new("data").unwrap();
+    let fits = Message::from(agent_data::DataMessage::new(
+        kind.clone(),
+        nested_value(agent_data::MAX_DEPTH - 1),
+    ));
+    let deep = Message::from(agent_data::DataMessage::new(
+        kind,
+        nested_value(agent_data::MAX_DEPTH),
+    ));
+    let mut ctx = Context::new();
+    ctx.append(&fits).unwrap();
+    let before = ctx.to_jsonl();
+    match ctx.append(&deep) {
+        Err(Error::Message {
+            index: 1,
+            fault: MessageFault::TooDeep { limit: 128 },
+            ..
+        }) => {}
+        other => panic!("expected TooDeep, got {other:?}"),
+    }
+    assert_eq!(ctx.to_jsonl(), before, "a refused append changes nothing");
+    // Loading draws the line in the same place.
+    let line = |m: &Message| format!("{}\n", m.to_value());
+    assert!(Context::load(line(&fits).as_bytes(), Format::Jsonl).is_ok());
+    assert!(matches!(
+        Context::load(line(&deep).as_bytes(), Format::Jsonl),
+        Err(Error::TooDeep { .. })
+    ));
+}
+
+#[test]
+fn r33_append_refuses_a_deep_value_built_in_memory_without_overflowing() {
+    // Far deeper than any parser accepts: only an in-memory value gets here.
+    let kind = Kind::new("data").unwrap();
+    let mut deep = json!(0);
+    for _ in 0..100_000 {
+        deep = Value::Array(vec![deep]);
+    }
+    let message = Message::from(agent_data::DataMessage::new(kind, deep));
+    let mut ctx = Context::new();
+    assert!(ctx.append(&message).is_err());
+    assert!(ctx.is_empty());
+    // Dropping a value this deep recurses; leak it as the hostile suite does.
+    std::mem::forget(message);
 }

@@ -102,7 +102,7 @@ fn naive_write(cur: Option<Value>, segs: &[Segment], m: Method, v: Value) -> Res
 /// indexes of skipped writes.
 fn naive_fold(
     start: Option<Value>,
-    messages: &[(usize, &DataMessage)],
+    messages: &[(usize, DataMessage)],
 ) -> (Option<Value>, Vec<usize>) {
     let mut view = start;
     let mut skipped = Vec::new();
@@ -125,11 +125,13 @@ fn naive_view(
     kind: &Kind,
     instance: Option<&Instance>,
 ) -> (Option<Value>, Vec<usize>) {
-    let of = |x: Option<&Instance>| -> Vec<(usize, &DataMessage)> {
+    let of = |x: Option<&Instance>| -> Vec<(usize, DataMessage)> {
         ctx.messages()
-            .iter()
             .enumerate()
-            .filter_map(|(i, m)| m.as_data().map(|d| (i, d)))
+            .filter_map(|(i, m)| match m {
+                Message::Data(d) => Some((i, d)),
+                _ => None,
+            })
             .filter(|(_, d)| d.kind() == kind && d.instance() == x)
             .collect()
     };
@@ -296,7 +298,7 @@ proptest! {
     fn r13_validated_appends_fold_without_diagnostics(messages in log(32)) {
         let mut ctx = Context::new();
         for m in messages {
-            let _ = ctx.append(m);
+            let _ = ctx.append(&m.into());
         }
         prop_assert!(ctx.diagnostics().is_empty(), "{:?}", ctx.diagnostics());
         // The incrementally maintained views equal a fresh fold of the log.
@@ -311,7 +313,7 @@ proptest! {
         let before_views = views(&ctx);
         let before_json = ctx.to_json();
         let (kind, instance) = (extra.kind().clone(), extra.instance().cloned());
-        match ctx.append(extra) {
+        match ctx.append(&extra.into()) {
             Err(_) => prop_assert_eq!(ctx.to_json(), before_json, "a refused append changes nothing"),
             Ok(_) => {
                 for ((k, x), (old, new)) in every_read().iter().zip(before_views.iter().zip(views(&ctx))) {
@@ -322,6 +324,51 @@ proptest! {
                         prop_assert_eq!(old, &new, "read {:?}@{:?} changed", k, x);
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn r3_stored_messages_read_back_as_given(messages in log(24)) {
+        // The context keeps messages as text; reading one parses it again.
+        let given: Vec<Value> = messages.iter().map(|m| Message::from(m.clone()).to_value()).collect();
+        let ctx = to_context(messages);
+        let read: Vec<Value> = ctx.messages().map(|m| m.to_value()).collect();
+        prop_assert_eq!(&read, &given);
+        for (i, value) in given.iter().enumerate() {
+            let text = ctx.message_json(i).unwrap();
+            prop_assert_eq!(&serde_json::from_str::<Value>(text).unwrap(), value);
+        }
+        let lines: Vec<Value> = ctx.to_jsonl().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        prop_assert_eq!(&lines, &given);
+    }
+
+    #[test]
+    fn r12_compacting_changes_no_view(messages in log(24)) {
+        let mut ctx = to_context(messages);
+        let before = (views(&ctx), ctx.to_jsonl(), ctx.diagnostics());
+        ctx.compact();
+        prop_assert_eq!(before, (views(&ctx), ctx.to_jsonl(), ctx.diagnostics()));
+    }
+
+    #[test]
+    fn r13_append_all_matches_appending_one_by_one(messages in log(16), batch in log(6)) {
+        // A batch lands exactly as its messages appended one at a time, or
+        // (when one of them is refused) not at all.
+        let batch: Vec<Message> = batch.into_iter().map(Message::from).collect();
+        let mut all = to_context(messages);
+        let mut single = all.clone();
+        let before = all.to_jsonl();
+        let singles: Result<Vec<usize>, _> = batch.iter().map(|m| single.append(m)).collect();
+        match all.append_all(&batch) {
+            Ok(_) => {
+                prop_assert!(singles.is_ok());
+                prop_assert_eq!(all.to_jsonl(), single.to_jsonl());
+                prop_assert_eq!(views(&all), views(&single));
+            }
+            Err(_) => {
+                prop_assert!(singles.is_err());
+                prop_assert_eq!(all.to_jsonl(), before);
             }
         }
     }

@@ -47,7 +47,7 @@ pub fn assign_inputs(context: &mut Context, inputs: Vec<Value>) -> Result<Vec<In
                 })
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    context.append_all(messages)?;
+    context.append_all(&messages)?;
     Ok(ids)
 }
 
@@ -57,15 +57,14 @@ pub fn split(context: &Context) -> Result<IndexMap<Instance, Context>> {
     context
         .instances()
         .map(|x| {
-            let messages = context
-                .messages()
-                .iter()
-                .filter(|m| {
-                    m.as_data()
-                        .and_then(DataMessage::instance)
+            let messages = (0..context.len())
+                .filter(|&i| {
+                    context
+                        .message_identity(i)
+                        .and_then(|id| id.instance.as_ref())
                         .is_none_or(|own| own == x)
                 })
-                .cloned()
+                .filter_map(|i| context.message(i))
                 .collect();
             Ok((x.clone(), Context::from_messages(messages)?))
         })
@@ -163,7 +162,7 @@ pub fn apply_batch(
             let copied: Vec<(usize, Result<Vec<Message>>)> = committed
                 .into_par_iter()
                 .map(|(key, outcome)| match outcome {
-                    Ok(range) => (key, Ok(appended.messages()[range].to_vec())),
+                    Ok(range) => (key, Ok(range.filter_map(|i| appended.message(i)).collect())),
                     Err(e) => (key, Err(Error::Output(agent_output::Error::Append(e)))),
                 })
                 .collect();

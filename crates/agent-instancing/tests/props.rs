@@ -109,7 +109,6 @@ fn every_view(ctx: &Context, instance: Option<&Instance>) -> Vec<Option<Value>> 
 
 fn layer_bytes(ctx: &Context, instance: &str) -> String {
     ctx.messages()
-        .iter()
         .filter(|m| m.fields().get("_instance") == Some(&json!(instance)))
         .map(|m| m.to_value().to_string())
         .collect::<Vec<_>>()

@@ -50,6 +50,6 @@ pub fn apply(
     if messages.is_empty() {
         return Ok(messages);
     }
-    let range = context.append_all(messages)?;
-    Ok(context.messages()[range].to_vec())
+    context.append_all(&messages)?;
+    Ok(messages)
 }

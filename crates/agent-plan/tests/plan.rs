@@ -134,7 +134,7 @@ fn run_executes_in_dependency_order_and_reports() {
         Some(&json!(7))
     );
     // The appended message records the call as given, unresolved (R20).
-    let last = ctx.messages().last().unwrap().to_value();
+    let last = ctx.messages().next_back().unwrap().to_value();
     assert_eq!(last["_call"]["value"], json!("†state.profile"));
 }
 
@@ -229,10 +229,9 @@ fn appended_messages_land_in_plan_order_within_a_wave() {
             .unwrap()
             .run(&mut ctx, &activities(), &clock());
         assert!(report.all_done());
-        let order: Vec<&str> = ctx
+        let order: Vec<String> = ctx
             .messages()
-            .iter()
-            .map(|m| m.fields()["_instance"].as_str().unwrap())
+            .map(|m| m.fields()["_instance"].as_str().unwrap().to_owned())
             .collect();
         let expected: Vec<String> = (0..20).map(|i| format!("#{i}")).collect();
         assert_eq!(order, expected);

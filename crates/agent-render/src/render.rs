@@ -106,29 +106,36 @@ impl Renderer {
             .collect();
         let mut next = firsts.iter().peekable();
         let mut out = Vec::with_capacity(context.len());
-        for (index, message) in context.messages().iter().enumerate() {
-            match message {
-                Message::Text(text) => out.push(ChatMessage::new(text.role(), text.text())),
-                Message::Opaque(fields) => {
+        for index in 0..context.len() {
+            let first = next.next_if(|(i, _)| *i == index).map(|(_, id)| *id);
+            if mode == Mode::Merged && context.message_identity(index).is_some() {
+                // Merged mode shows a layer once, at its first message, from
+                // its folded view: the message itself need not be parsed.
+                if let Some(identity) = first {
+                    out.push(ChatMessage::new("user", layer_block(context, identity)));
+                }
+                continue;
+            }
+            match context.message(index) {
+                Some(Message::Text(text)) => out.push(ChatMessage::new(text.role(), text.text())),
+                Some(Message::Opaque(fields)) => {
                     let type_name = fields
                         .get("type")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
                     let chat = match self.opaque.get(type_name) {
-                        Some(renderer) => renderer.render(fields),
-                        None => GenericBlock.render(fields),
+                        Some(renderer) => renderer.render(&fields),
+                        None => GenericBlock.render(&fields),
                     };
                     out.extend(chat);
                 }
-                Message::Data(data) => {
-                    let first = next.next_if(|(i, _)| *i == index).map(|(_, id)| *id);
-                    let block = match (mode, first) {
-                        (Mode::Merged, Some(identity)) => Some(layer_block(context, identity)),
-                        (Mode::Merged, None) => None,
-                        (Mode::Append, first) => Some(write_block(data, first.is_some())),
-                    };
-                    out.extend(block.map(|text| ChatMessage::new("user", text)));
+                Some(Message::Data(data)) => {
+                    out.push(ChatMessage::new(
+                        "user",
+                        write_block(&data, first.is_some()),
+                    ));
                 }
+                None => {}
             }
         }
         out

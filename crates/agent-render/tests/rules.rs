@@ -185,12 +185,12 @@ fn r30_append_mode_one_block_per_write_with_path_and_method() {
 fn r30_append_mode_earlier_output_is_byte_stable() {
     let mut c = ctx(json!([{"type": "text", "text": "go"}, {"type": "state", "data": {"a": 1}}]));
     let before = texts(&c, Mode::Append);
-    c.append(
+    c.append(&agent_data::Message::from(
         agent_data::DataMessage::from_value(
             json!({"type": "state", "data": {"a": 2}, "_outputPath": "†state.a"}),
         )
         .unwrap(),
-    )
+    ))
     .unwrap();
     let after = texts(&c, Mode::Append);
     assert_eq!(&after[..before.len()], &before[..]);

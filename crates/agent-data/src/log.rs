@@ -1,0 +1,196 @@
+//! The message log, stored compactly.
+//!
+//! A long-running agent's context holds hundreds of thousands of messages,
+//! and every read goes through the folded views, not the messages. So each
+//! normalised message is kept as its compact JSON text (one JSONL line),
+//! back to back in one buffer, and parsed again only when asked for. A
+//! parsed `serde_json::Map` costs about fifteen times its text.
+
+use crate::{MAX_DEPTH, Message};
+use serde::ser::{Error as _, SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Normalised messages as JSONL text, with each one's layer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Log {
+    /// Every message's compact JSON followed by `\n`: the context as JSONL.
+    /// Only `serde_json` output and whole earlier slices go in, so it is UTF-8.
+    jsonl: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Where the message's line ends in `jsonl` (after its `\n`).
+    end: usize,
+    /// Index of its layer in the context's layer map; `NO_LAYER` for a
+    /// text or opaque message.
+    layer: u32,
+}
+
+const NO_LAYER: u32 = u32::MAX;
+
+impl Log {
+    /// Number of messages.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Writes a message's fields after the last message, not yet part of
+    /// the log: [`Log::seal`] makes it the next message, [`Log::discard`]
+    /// forgets it. Refuses (writing nothing) a message nested deeper than
+    /// [`MAX_DEPTH`], counting the message object as one level — checked
+    /// while serialising, so a message is walked once.
+    pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, TooDeep> {
+        let start = self.jsonl.len();
+        let object = Fields {
+            fields,
+            depth: MAX_DEPTH - 1,
+        };
+        if object
+            .serialize(&mut serde_json::Serializer::new(&mut self.jsonl))
+            .is_err()
+        {
+            self.jsonl.truncate(start);
+            return Err(TooDeep);
+        }
+        self.jsonl.push(b'\n');
+        Ok(Written { start })
+    }
+
+    /// Makes the written message the next one; `layer` is its layer's
+    /// index, for a data message.
+    pub(crate) fn seal(&mut self, written: Written, layer: Option<usize>) {
+        debug_assert_eq!(written.start, self.start(self.len()));
+        self.entries.push(Entry {
+            end: self.jsonl.len(),
+            // A context with four billion layers is out of reach of memory.
+            layer: layer
+                .and_then(|l| u32::try_from(l).ok())
+                .unwrap_or(NO_LAYER),
+        });
+    }
+
+    /// Forgets a written message that will not be sealed.
+    pub(crate) fn discard(&mut self, written: Written) {
+        self.jsonl.truncate(written.start);
+    }
+
+    /// Forgets every message from `len` on.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len);
+        self.jsonl.truncate(self.start(len));
+    }
+
+    fn start(&self, index: usize) -> usize {
+        match index.checked_sub(1) {
+            Some(previous) => self.entries.get(previous).map_or(0, |e| e.end),
+            None => 0,
+        }
+    }
+
+    /// The compact JSON bytes of message `index`, without its newline.
+    fn bytes(&self, index: usize) -> Option<&[u8]> {
+        let end = self.entries.get(index)?.end;
+        self.jsonl.get(self.start(index)..end - 1)
+    }
+
+    /// The compact JSON text of message `index`.
+    pub(crate) fn json(&self, index: usize) -> Option<&str> {
+        std::str::from_utf8(self.bytes(index)?).ok()
+    }
+
+    /// The layer index of message `index`, if it is a data message.
+    pub(crate) fn layer(&self, index: usize) -> Option<usize> {
+        let layer = self.entries.get(index)?.layer;
+        (layer != NO_LAYER).then_some(layer as usize)
+    }
+
+    /// Message `index` as a JSON value.
+    pub(crate) fn value(&self, index: usize) -> Option<Value> {
+        let mut de = serde_json::Deserializer::from_slice(self.bytes(index)?);
+        // Stored messages were depth-checked before they were stored.
+        de.disable_recursion_limit();
+        Value::deserialize(&mut de).ok()
+    }
+
+    /// Message `index`, parsed and normalised again (stored messages are
+    /// normalised, so this reproduces the message that was stored).
+    pub(crate) fn message(&self, index: usize) -> Option<Message> {
+        let mut messages = Message::from_value(self.value(index)?).ok()?;
+        (messages.len() == 1).then(|| messages.pop()).flatten()
+    }
+
+    /// The whole log as JSONL text.
+    pub(crate) fn jsonl(&self) -> &[u8] {
+        &self.jsonl
+    }
+}
+
+/// A message written after the log's end, waiting for [`Log::seal`].
+#[derive(Debug)]
+#[must_use]
+pub(crate) struct Written {
+    start: usize,
+}
+
+/// A message nested deeper than [`MAX_DEPTH`].
+#[derive(Debug)]
+pub(crate) struct TooDeep;
+
+/// A message's fields, serialised with each value limited to `depth` levels.
+struct Fields<'a> {
+    fields: &'a Map<String, Value>,
+    depth: usize,
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (key, value) in self.fields {
+            map.serialize_entry(
+                key,
+                &Limited {
+                    value,
+                    depth: self.depth,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+/// A value serialised only if it nests at most `depth` levels: the bound
+/// also bounds this recursion.
+struct Limited<'a> {
+    value: &'a Value,
+    depth: usize,
+}
+
+impl Serialize for Limited<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let container = matches!(self.value, Value::Array(_) | Value::Object(_));
+        let Some(depth) = self.depth.checked_sub(usize::from(container)) else {
+            return Err(S::Error::custom("nested too deep"));
+        };
+        let inner = |value| Limited { value, depth };
+        match self.value {
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&inner(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(fields) => {
+                let mut map = serializer.serialize_map(Some(fields.len()))?;
+                for (key, value) in fields {
+                    map.serialize_entry(key, &inner(value))?;
+                }
+                map.end()
+            }
+            scalar => scalar.serialize(serializer),
+        }
+    }
+}
