@@ -303,7 +303,7 @@ impl Context {
     /// after validation. The schema was compiled by the caller.
     pub(crate) fn push_unchecked(
         &mut self,
-        message: Message,
+        message: Cow<'_, Message>,
         schema: Option<Arc<Compiled>>,
     ) -> Result<(), MessageFault> {
         let written = self
@@ -312,7 +312,7 @@ impl Context {
             .map_err(|_| MessageFault::TooDeep {
                 limit: crate::MAX_DEPTH,
             })?;
-        self.push_written(Cow::Owned(message), schema, written);
+        self.push_written(message, schema, written);
         Ok(())
     }
 

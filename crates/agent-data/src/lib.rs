@@ -50,7 +50,7 @@ pub use error::{Error, MessageFault, Result};
 pub use load::{Format, Loaded, MAX_DEPTH, Warning, within_depth};
 pub use message::{DataMessage, Message, TextMessage};
 pub use schema::{Schema, SchemaViolation};
-pub use stage::Staged;
+pub use stage::{Committed, Staged};
 
 /// The name of a JSON value's type, for error messages.
 pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {

@@ -46,15 +46,6 @@ fn is_container(value: &Value) -> bool {
     matches!(value, Value::Array(_) | Value::Object(_))
 }
 
-/// True when a message's fields nest at most [`MAX_DEPTH`] deep, counting
-/// the message object itself as one level.
-pub(crate) fn message_within_depth(message: &Message) -> bool {
-    message
-        .fields()
-        .values()
-        .all(|value| within_depth(value, MAX_DEPTH - 1))
-}
-
 /// The two file forms of a context (R1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -184,7 +175,7 @@ impl Context {
         let schema = self
             .compile_schema(&message)
             .map_err(|fault| Error::Message { index, line, fault })?;
-        self.push_unchecked(message, schema)
+        self.push_unchecked(std::borrow::Cow::Owned(message), schema)
             .map_err(|fault| Error::Message { index, line, fault })
     }
 

@@ -44,19 +44,20 @@ impl Log {
     /// while serialising, so a message is walked once.
     pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, TooDeep> {
         let start = self.jsonl.len();
-        let object = Fields {
-            fields,
-            depth: MAX_DEPTH - 1,
-        };
-        if object
-            .serialize(&mut serde_json::Serializer::new(&mut self.jsonl))
-            .is_err()
-        {
+        if serialise_into(&mut self.jsonl, fields).is_err() {
             self.jsonl.truncate(start);
             return Err(TooDeep);
         }
         self.jsonl.push(b'\n');
         Ok(Written { start })
+    }
+
+    /// [`Log::write`] for a message serialised beforehand by [`serialise`].
+    pub(crate) fn write_serialised(&mut self, line: &Line) -> Written {
+        let start = self.jsonl.len();
+        self.jsonl.extend_from_slice(&line.0);
+        self.jsonl.push(b'\n');
+        Written { start }
     }
 
     /// Makes the written message the next one; `layer` is its layer's
@@ -126,6 +127,28 @@ impl Log {
     pub(crate) fn jsonl(&self) -> &[u8] {
         &self.jsonl
     }
+}
+
+/// A message's compact JSON, serialised ahead of appending it (staging
+/// serialises in parallel; the commit only copies bytes).
+#[derive(Debug, Clone)]
+pub(crate) struct Line(Vec<u8>);
+
+/// Serialises a message's fields as [`Log::write`] would.
+pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, TooDeep> {
+    let mut bytes = Vec::with_capacity(128);
+    serialise_into(&mut bytes, fields)?;
+    Ok(Line(bytes))
+}
+
+fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), TooDeep> {
+    let object = Fields {
+        fields,
+        depth: MAX_DEPTH - 1,
+    };
+    object
+        .serialize(&mut serde_json::Serializer::new(out))
+        .map_err(|_| TooDeep)
 }
 
 /// A message written after the log's end, waiting for [`Log::seal`].

@@ -8,13 +8,25 @@
 //! every layer a validation read is still as long as it was, and refuses
 //! (changing nothing) if not.
 
+use crate::log::Line;
 use crate::schema::Compiled;
 use crate::{Context, Error, Identity, Message, MessageFault, Result};
 use agent_core::{Instance, Kind, check_write, write};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
+
+/// One committed item of staged writes: where its messages landed, and the
+/// messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    /// Context indexes of the item's messages.
+    pub range: Range<usize>,
+    /// The messages, in order.
+    pub messages: Vec<Message>,
+}
 
 /// One instance's writes, validated by [`Context::stage`], waiting for
 /// [`Context::commit`].
@@ -26,7 +38,10 @@ pub struct Staged {
     items: Vec<(usize, ItemOutcome)>,
 }
 
-type ItemOutcome = std::result::Result<Vec<(Message, Option<Arc<Compiled>>)>, (usize, Error)>;
+type ItemOutcome = std::result::Result<Vec<Accepted>, (usize, Error)>;
+
+/// A staged message with its schema, compiled, and its JSON line.
+type Accepted = (Message, Option<Arc<Compiled>>, Line);
 
 /// What validation works on: the layered view per kind and the schema the
 /// staged writes themselves declared.
@@ -48,11 +63,18 @@ impl Context {
         let mut read = Vec::new();
         let mut outcomes = Vec::with_capacity(items.len());
         for (key, messages) in items {
-            let mut trial = scratch.clone();
-            let outcome = self.stage_item(instance, messages, &mut trial, &mut read);
-            if outcome.is_ok() {
-                scratch = trial;
-            }
+            // A refused single write leaves the scratch views as they were,
+            // so only items of several writes need a copy to fall back to.
+            let outcome = if messages.len() == 1 {
+                self.stage_item(instance, messages, &mut scratch, &mut read)
+            } else {
+                let mut trial = scratch.clone();
+                let outcome = self.stage_item(instance, messages, &mut trial, &mut read);
+                if outcome.is_ok() {
+                    scratch = trial;
+                }
+                outcome
+            };
             outcomes.push((key, outcome));
         }
         Staged {
@@ -72,7 +94,9 @@ impl Context {
         let mut accepted = Vec::with_capacity(messages.len());
         for (offset, message) in messages.into_iter().enumerate() {
             let fail = |error| Err((offset, error));
-            if !crate::load::message_within_depth(&message) {
+            // Serialised here, concurrently, so the commit only copies bytes;
+            // this also enforces the depth limit before anything recursive.
+            let Ok(line) = crate::log::serialise(message.fields()) else {
                 let fault = MessageFault::TooDeep {
                     limit: crate::MAX_DEPTH,
                 };
@@ -81,7 +105,7 @@ impl Context {
                     line: None,
                     fault,
                 });
-            }
+            };
             let data = match &message {
                 Message::Data(d) if d.instance() == Some(instance) => d,
                 _ => {
@@ -140,20 +164,25 @@ impl Context {
             ) {
                 return fail(type_error(e));
             }
+            let schema = own_schema
+                .clone()
+                .or_else(|| scratch.schemas.get(&kind).cloned())
+                .or_else(|| self.compiled_schema(&kind, Some(instance)));
+            // A refused write leaves `view` as it was: without a schema the
+            // write cannot fail after `check_write`; with one, it is tried
+            // on a copy first.
+            let mut next = schema.as_ref().map(|_| view.clone());
+            let target = next.as_mut().unwrap_or(view);
             if let Err(e) = write(
-                view,
+                target,
                 data.destination(),
                 data.method(),
                 data.value().clone(),
             ) {
                 return fail(type_error(e));
             }
-            let schema = own_schema
-                .clone()
-                .or_else(|| scratch.schemas.get(&kind).cloned())
-                .or_else(|| self.compiled_schema(&kind, Some(instance)));
-            if let (Some(schema), Some(view)) = (schema, view.as_ref()) {
-                let violations = schema.violations(view, false);
+            if let (Some(schema), Some(Some(next_view))) = (schema, next.as_ref()) {
+                let violations = schema.violations(next_view, false);
                 if !violations.is_empty() {
                     return fail(Error::Schema {
                         index: offset,
@@ -162,22 +191,27 @@ impl Context {
                     });
                 }
             }
+            if let Some(next) = next {
+                *view = next;
+            }
             if let Some(compiled) = &own_schema {
                 scratch.schemas.insert(kind, Arc::clone(compiled));
             }
-            accepted.push((message, own_schema));
+            accepted.push((message, own_schema, line));
         }
         Ok(accepted)
     }
 
     /// Appends staged writes, all items of all batches in the order of their
     /// keys, and returns each item's result by key: the range of its
-    /// messages, or why it was refused (with the index its message would
-    /// have had, as if the items had been appended one by one).
+    /// messages and the messages themselves (handed back, so the caller
+    /// need not read them out of the context again), or why it was refused
+    /// (with the index its message would have had, as if the items had been
+    /// appended one by one).
     ///
     /// Fails with [`Error::Stale`], changing nothing, when a layer read
     /// during staging has grown since, or two batches stage the same instance.
-    pub fn commit(&mut self, staged: Vec<Staged>) -> Result<Vec<(usize, Result<Range<usize>>)>> {
+    pub fn commit(&mut self, staged: Vec<Staged>) -> Result<Vec<(usize, Result<Committed>)>> {
         for (i, batch) in staged.iter().enumerate() {
             let fresh = batch
                 .read
@@ -202,24 +236,20 @@ impl Context {
                 Ok(messages) => {
                     if let Some(x) = messages
                         .first()
-                        .and_then(|(m, _)| m.as_data())
+                        .and_then(|(m, _, _)| m.as_data())
                         .and_then(|d| d.instance())
                     {
                         self.instances.insert(x.clone());
                     }
-                    // Staging checked each message's depth, so none is refused here.
-                    let pushed: std::result::Result<(), MessageFault> = messages
-                        .into_iter()
-                        .try_for_each(|(message, schema)| self.push_unchecked(message, schema));
-                    let result = match pushed {
-                        Ok(()) => Ok(start..self.len()),
-                        Err(fault) => Err(Error::Message {
-                            index: self.len(),
-                            line: None,
-                            fault,
-                        }),
+                    for (message, schema, line) in &messages {
+                        let written = self.log.write_serialised(line);
+                        self.push_written(Cow::Borrowed(message), schema.clone(), written);
+                    }
+                    let committed = Committed {
+                        range: start..self.len(),
+                        messages: messages.into_iter().map(|(m, _, _)| m).collect(),
                     };
-                    results.push((key, result));
+                    results.push((key, Ok(committed)));
                 }
                 Err((offset, error)) => results.push((key, Err(error.at_index(start + offset)))),
             }

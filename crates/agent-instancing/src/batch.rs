@@ -158,16 +158,11 @@ pub fn apply_batch(
         .collect();
     match context.commit(staged) {
         Ok(committed) => {
-            let appended: &Context = context;
-            let copied: Vec<(usize, Result<Vec<Message>>)> = committed
-                .into_par_iter()
-                .map(|(key, outcome)| match outcome {
-                    Ok(range) => (key, Ok(range.filter_map(|i| appended.message(i)).collect())),
-                    Err(e) => (key, Err(Error::Output(agent_output::Error::Append(e)))),
-                })
-                .collect();
-            for (key, outcome) in copied {
-                results[key] = Some(outcome);
+            for (key, outcome) in committed {
+                results[key] = Some(match outcome {
+                    Ok(committed) => Ok(committed.messages),
+                    Err(e) => Err(Error::Output(agent_output::Error::Append(e))),
+                });
             }
             results
                 .into_iter()
