@@ -60,7 +60,7 @@ pub(crate) fn run() -> Result<(), String> {
             "ratio": ours_ns / baseline_ns,
         }));
     }
-    summary.push(memory()?);
+    summary.push(crate::probe("w1-memory", &[])?);
     let path = target.join("bench-summary.json");
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
     std::fs::write(&path, text + "\n")
@@ -96,27 +96,6 @@ fn median(target: &Path, id: &str) -> Result<f64, String> {
     estimates["median"]["point_estimate"]
         .as_f64()
         .ok_or_else(|| format!("{} has no median", path.display()))
-}
-
-/// Runs the W1 memory probe (a release binary) and returns its report.
-fn memory() -> Result<Value, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "agentctx-tests",
-            "--bin",
-            "w1-memory",
-        ])
-        .output()
-        .map_err(|e| format!("cannot run the memory probe: {e}"))?;
-    if !out.status.success() {
-        return Err("the memory probe failed".into());
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad memory probe output: {e}"))
 }
 
 fn print_table(summary: &[Value]) {

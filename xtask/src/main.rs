@@ -67,6 +67,32 @@ fn ci() -> Result<(), String> {
 }
 
 /// Runs `cargo ARGS` with extra environment, failing on a non-zero exit.
+/// Runs one of the measuring binaries of `agentctx-tests` (release build)
+/// with `args` and returns the JSON object it prints.
+pub(crate) fn probe(bin: &str, args: &[&std::ffi::OsStr]) -> Result<serde_json::Value, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "agentctx-tests",
+            "--bin",
+            bin,
+        ])
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {bin}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{bin} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad {bin} output: {e}"))
+}
+
 pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask: cargo {}", args.join(" "));

@@ -6,7 +6,6 @@
 //!    peak resident memory must stay within 2× the file size.
 
 use std::io::Write;
-use std::process::Command;
 
 pub(crate) fn run() -> Result<(), String> {
     crate::cargo(
@@ -26,32 +25,12 @@ pub(crate) fn run() -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let path = dir.join("one-gigabyte.jsonl");
     generate(&path, 1 << 30).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "agentctx-tests",
-            "--bin",
-            "load-memory",
-        ])
-        .arg(&path)
-        .output()
-        .map_err(|e| format!("cannot run load-memory: {e}"))?;
+    let report = crate::probe("load-memory", &[path.as_os_str()]);
     let _ = std::fs::remove_file(&path);
-    let report = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "load-memory failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let report = report?;
     println!("1 GB load: {report}");
-    let ratio = serde_json::from_str::<serde_json::Value>(&report)
-        .ok()
-        .and_then(|v| v["ratio"].as_f64())
+    let ratio = report["ratio"]
+        .as_f64()
         .ok_or("no ratio in the load-memory report")?;
     if ratio > 2.0 {
         return Err(format!(

@@ -57,6 +57,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
         }
         None => Box::new(SystemClock),
     };
+    let start = context.len();
     let appended = agent_output::apply(&mut context, &call, outcome, clock.as_ref())
         .map_err(Failure::invalid)?;
     if args.write && !appended.is_empty() {
@@ -64,7 +65,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
             Path::new(&args.context),
             format,
             &context,
-            &appended,
+            start..context.len(),
             &loaded.warnings,
         )
         .map_err(|e| Failure::invalid(format!("cannot write {}: {e}", args.context)))?;

@@ -114,14 +114,11 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     let start = context.len();
     let report = plan.run(&mut context, &activities, &SystemClock);
     if args.write && context.len() > start {
-        let appended: Vec<_> = (start..context.len())
-            .filter_map(|i| context.message(i))
-            .collect();
         agent_output::save_appended(
             std::path::Path::new(&args.context),
             format,
             &context,
-            &appended,
+            start..context.len(),
             &loaded.warnings,
         )
         .map_err(|e| Failure::invalid(format!("cannot write {}: {e}", args.context)))?;

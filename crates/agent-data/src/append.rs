@@ -2,7 +2,7 @@
 
 use crate::context::{IdentityRef, Layer};
 use crate::schema::Compiled;
-use crate::{Context, DataMessage, Error, Identity, MAX_DEPTH, Message, MessageFault, Result};
+use crate::{Context, DataMessage, Error, Identity, Message, Result};
 use agent_core::{check_write, write};
 use serde_json::Value;
 use std::ops::Range;
@@ -51,10 +51,8 @@ impl Context {
     /// on the first error, none is. Returns the new messages' index range.
     pub fn append_all(&mut self, batch: &[Message]) -> Result<Range<usize>> {
         let start = self.len();
-        if batch.len() == 1 {
-            for message in batch {
-                self.append_checked(message, None)?;
-            }
+        if let [message] = batch {
+            self.append_checked(message, None)?;
             return Ok(start..self.len());
         }
         let mut undo = Undo {
@@ -74,17 +72,16 @@ impl Context {
 
     fn append_checked(&mut self, message: &Message, undo: Option<&mut Undo>) -> Result<()> {
         let index = self.len();
-        let fault = |fault| Error::Message {
-            index,
-            line: None,
-            fault,
-        };
         // Writing it first checks its depth in the same pass, before
         // anything walks it recursively; it becomes a message only if valid.
         let written = self
             .log
             .write(message.fields())
-            .map_err(|_| fault(MessageFault::TooDeep { limit: MAX_DEPTH }))?;
+            .map_err(|fault| Error::Message {
+                index,
+                line: None,
+                fault,
+            })?;
         let checked = self.check_message(index, message, undo);
         match checked {
             Ok(schema) => {
@@ -114,13 +111,13 @@ impl Context {
             })?;
         if let Message::Data(data) = message {
             self.validate(index, data, schema.as_deref())?;
-            let at = self
-                .layers
-                .get_index_of(&IdentityRef::new(data.kind(), data.instance()));
-            if let (Some(undo), Some((at, layer))) = (
-                undo,
-                at.and_then(|at| Some((at, self.layers.get_index(at)?.1))),
-            ) {
+            let touched = undo.and_then(|undo| {
+                let (at, _, layer) = self
+                    .layers
+                    .get_full(&IdentityRef::new(data.kind(), data.instance()))?;
+                Some((undo, at, layer))
+            });
+            if let Some((undo, at, layer)) = touched {
                 if at < undo.layers && !undo.touched.iter().any(|(i, _)| *i == at) {
                     let before = Snapshot {
                         messages: layer.messages.len(),

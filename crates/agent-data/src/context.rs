@@ -280,13 +280,14 @@ impl Context {
             let Some(Message::Data(data)) = self.log.message(index) else {
                 continue;
             };
-            let identity = Identity {
+            // Needed only to report a skipped write.
+            let identity = diagnostics.is_some().then(|| Identity {
                 kind: data.kind().clone(),
                 instance: data.instance().cloned(),
-            };
+            });
             let (destination, method, value) = data.into_write();
             if let Err(error) = write(&mut view, &destination, method, value) {
-                if let Some(out) = diagnostics.as_deref_mut() {
+                if let (Some(out), Some(identity)) = (diagnostics.as_deref_mut(), identity) {
                     out.push(Diagnostic {
                         index,
                         identity,
@@ -303,16 +304,11 @@ impl Context {
     /// after validation. The schema was compiled by the caller.
     pub(crate) fn push_unchecked(
         &mut self,
-        message: Cow<'_, Message>,
+        message: Message,
         schema: Option<Arc<Compiled>>,
     ) -> Result<(), MessageFault> {
-        let written = self
-            .log
-            .write(message.fields())
-            .map_err(|_| MessageFault::TooDeep {
-                limit: crate::MAX_DEPTH,
-            })?;
-        self.push_written(message, schema, written);
+        let written = self.log.write(message.fields())?;
+        self.push_written(Cow::Owned(message), schema, written);
         Ok(())
     }
 
@@ -344,7 +340,7 @@ impl Context {
         }
         let at = self.layer_index(data.kind(), data.instance());
         self.log.seal(written, Some(at));
-        let Some((_, layer)) = self.layers.get_index_mut(at) else {
+        let Some((identity, layer)) = self.layers.get_index_mut(at) else {
             return;
         };
         layer.messages.push(index);
@@ -374,14 +370,11 @@ impl Context {
         // An instance layer's own fold is only what it renders; its R12
         // diagnostics come from folding over the global view (`check`).
         if let (Err(error), true) = (written, global) {
-            if let Some((identity, layer)) = self.layers.get_index_mut(at) {
-                let identity = identity.clone();
-                layer.diagnostics.push(Diagnostic {
-                    index,
-                    identity,
-                    error,
-                });
-            }
+            layer.diagnostics.push(Diagnostic {
+                index,
+                identity: identity.clone(),
+                error,
+            });
         }
     }
 
@@ -401,15 +394,12 @@ impl Context {
             .collect();
         for (layer, (view, layered)) in self.layers.values_mut().zip(copies) {
             layer.view = view;
-            layer.layered = OnceLock::new();
-            if let Some(layered) = layered {
-                let _ = layer.layered.set(layered);
-            }
+            layer.layered = layered.map_or_else(OnceLock::new, OnceLock::from);
         }
     }
 
     /// The index of a layer, created empty if it is new.
-    pub(crate) fn layer_index(&mut self, kind: &Kind, instance: Option<&Instance>) -> usize {
+    fn layer_index(&mut self, kind: &Kind, instance: Option<&Instance>) -> usize {
         match self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
             Some(at) => at,
             None => {

@@ -175,7 +175,7 @@ impl Context {
         let schema = self
             .compile_schema(&message)
             .map_err(|fault| Error::Message { index, line, fault })?;
-        self.push_unchecked(std::borrow::Cow::Owned(message), schema)
+        self.push_unchecked(message, schema)
             .map_err(|fault| Error::Message { index, line, fault })
     }
 

@@ -6,7 +6,7 @@
 //! back to back in one buffer, and parsed again only when asked for. A
 //! parsed `serde_json::Map` costs about fifteen times its text.
 
-use crate::{MAX_DEPTH, Message};
+use crate::{MAX_DEPTH, Message, MessageFault};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -42,11 +42,11 @@ impl Log {
     /// forgets it. Refuses (writing nothing) a message nested deeper than
     /// [`MAX_DEPTH`], counting the message object as one level — checked
     /// while serialising, so a message is walked once.
-    pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, TooDeep> {
+    pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, MessageFault> {
         let start = self.jsonl.len();
-        if serialise_into(&mut self.jsonl, fields).is_err() {
+        if let Err(fault) = serialise_into(&mut self.jsonl, fields) {
             self.jsonl.truncate(start);
-            return Err(TooDeep);
+            return Err(fault);
         }
         self.jsonl.push(b'\n');
         Ok(Written { start })
@@ -135,20 +135,22 @@ impl Log {
 pub(crate) struct Line(Vec<u8>);
 
 /// Serialises a message's fields as [`Log::write`] would.
-pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, TooDeep> {
+pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, MessageFault> {
     let mut bytes = Vec::with_capacity(128);
     serialise_into(&mut bytes, fields)?;
     Ok(Line(bytes))
 }
 
-fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), TooDeep> {
+/// Refuses ([`MessageFault::TooDeep`]) a message nested deeper than
+/// [`MAX_DEPTH`]; what was written before the refusal stays in `out`.
+fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), MessageFault> {
     let object = Fields {
         fields,
         depth: MAX_DEPTH - 1,
     };
     object
         .serialize(&mut serde_json::Serializer::new(out))
-        .map_err(|_| TooDeep)
+        .map_err(|_| MessageFault::TooDeep { limit: MAX_DEPTH })
 }
 
 /// A message written after the log's end, waiting for [`Log::seal`].
@@ -157,10 +159,6 @@ fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), 
 pub(crate) struct Written {
     start: usize,
 }
-
-/// A message nested deeper than [`MAX_DEPTH`].
-#[derive(Debug)]
-pub(crate) struct TooDeep;
 
 /// A message's fields, serialised with each value limited to `depth` levels.
 struct Fields<'a> {

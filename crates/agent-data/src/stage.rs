@@ -96,15 +96,15 @@ impl Context {
             let fail = |error| Err((offset, error));
             // Serialised here, concurrently, so the commit only copies bytes;
             // this also enforces the depth limit before anything recursive.
-            let Ok(line) = crate::log::serialise(message.fields()) else {
-                let fault = MessageFault::TooDeep {
-                    limit: crate::MAX_DEPTH,
-                };
-                return fail(Error::Message {
-                    index: offset,
-                    line: None,
-                    fault,
-                });
+            let line = match crate::log::serialise(message.fields()) {
+                Ok(line) => line,
+                Err(fault) => {
+                    return fail(Error::Message {
+                        index: offset,
+                        line: None,
+                        fault,
+                    });
+                }
             };
             let data = match &message {
                 Message::Data(d) if d.instance() == Some(instance) => d,

@@ -11,19 +11,21 @@
 //! file that fails to load, and an append that returned `Ok` survives a
 //! crash.
 
-use agent_data::{Context, Format, Message, Warning};
+use agent_data::{Context, Format, Warning};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::Path;
 
-/// Appends `appended` (already in `context`, which is the whole context
-/// after the append) to the file at `path` durably. `warnings` are those
-/// from loading the file; a torn last line among them is repaired.
+/// Appends the messages at `appended` (indexes in `context`, which is the
+/// whole context after the append) to the file at `path` durably.
+/// `warnings` are those from loading the file; a torn last line among them
+/// is repaired.
 pub fn save_appended(
     path: &Path,
     format: Format,
     context: &Context,
-    appended: &[Message],
+    appended: Range<usize>,
     warnings: &[Warning],
 ) -> io::Result<()> {
     match format {
@@ -32,16 +34,19 @@ pub fn save_appended(
                 Warning::TornLastLine { offset, .. } => Some(*offset as u64),
                 _ => None,
             });
-            append_jsonl(path, appended, torn)
+            // The context holds each message as its JSONL line already.
+            let lines: Vec<&str> = appended.filter_map(|i| context.message_json(i)).collect();
+            append_jsonl(path, &lines, torn)
         }
         Format::Json => write_json_atomically(path, context),
     }
 }
 
-/// Appends messages to a JSONL file in one write followed by `fsync`,
-/// first truncating the file to `truncate_at` (a torn last line) if given.
-pub fn append_jsonl(path: &Path, messages: &[Message], truncate_at: Option<u64>) -> io::Result<()> {
-    if messages.is_empty() && truncate_at.is_none() {
+/// Appends lines (compact JSON messages, without their newlines) to a JSONL
+/// file in one write followed by `fsync`, first truncating the file to
+/// `truncate_at` (a torn last line) if given.
+pub fn append_jsonl(path: &Path, lines: &[&str], truncate_at: Option<u64>) -> io::Result<()> {
+    if lines.is_empty() && truncate_at.is_none() {
         return Ok(());
     }
     let mut file = OpenOptions::new().read(true).write(true).open(path)?;
@@ -59,8 +64,8 @@ pub fn append_jsonl(path: &Path, messages: &[Message], truncate_at: Option<u64>)
         }
         file.seek(SeekFrom::End(0))?;
     }
-    for message in messages {
-        serde_json::to_writer(&mut buffer, &message.to_value())?;
+    for line in lines {
+        buffer.extend_from_slice(line.as_bytes());
         buffer.push(b'\n');
     }
     file.write_all(&buffer)?;
