@@ -1,0 +1,4 @@
+//! # agent-store
+//!
+//! Where contexts live (work in progress).
+#![forbid(unsafe_code)]
