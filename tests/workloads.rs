@@ -75,10 +75,10 @@ pub fn w1_reads(context: &Context, count: usize) -> Vec<Reference> {
                 .map_or(0, Vec::len);
             format!("†state.l{list}[{}]", rng.below(len.max(1) as u64))
         };
-        if let Ok(reference) = Reference::parse(&text) {
-            if context.read(&reference, None).is_some() {
-                reads.push(reference);
-            }
+        if let Ok(reference) = Reference::parse(&text)
+            && context.read(&reference, None).is_some()
+        {
+            reads.push(reference);
         }
     }
     reads

@@ -54,6 +54,13 @@ impl<'a> IdentityRef<'a> {
     }
 }
 
+impl IdentityRef<'_> {
+    /// True when this names `identity`.
+    pub(crate) fn equivalent_to(&self, identity: &Identity) -> bool {
+        self.equivalent(identity)
+    }
+}
+
 impl Equivalent<Identity> for IdentityRef<'_> {
     fn equivalent(&self, key: &Identity) -> bool {
         self.kind == key.kind.as_str()
@@ -286,14 +293,14 @@ impl Context {
                 instance: data.instance().cloned(),
             });
             let (destination, method, value) = data.into_write();
-            if let Err(error) = write(&mut view, &destination, method, value) {
-                if let (Some(out), Some(identity)) = (diagnostics.as_deref_mut(), identity) {
-                    out.push(Diagnostic {
-                        index,
-                        identity,
-                        error,
-                    });
-                }
+            if let Err(error) = write(&mut view, &destination, method, value)
+                && let (Some(out), Some(identity)) = (diagnostics.as_deref_mut(), identity)
+            {
+                out.push(Diagnostic {
+                    index,
+                    identity,
+                    error,
+                });
             }
         }
         view

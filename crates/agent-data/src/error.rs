@@ -168,6 +168,17 @@ pub enum Error {
         /// The instance of the stale batch.
         instance: String,
     },
+    /// A prepared batch whose context grew after it was validated; nothing
+    /// was appended (prepare it again).
+    #[error(
+        "a batch validated against {validated} messages cannot land: the context has {now} now"
+    )]
+    Changed {
+        /// The context's length when the batch was validated.
+        validated: usize,
+        /// Its length now.
+        now: usize,
+    },
     /// Reading a context file failed.
     #[error("cannot read {path}: {source}")]
     Io {

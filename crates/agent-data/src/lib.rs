@@ -33,7 +33,6 @@
 //! [`Context::message`] parses one again when it is needed.
 #![forbid(unsafe_code)]
 
-mod append;
 mod check;
 mod context;
 mod error;
@@ -41,6 +40,7 @@ mod load;
 mod log;
 mod message;
 mod normalise;
+mod prepare;
 mod schema;
 mod stage;
 
@@ -49,6 +49,7 @@ pub use context::{Context, Identity};
 pub use error::{Error, MessageFault, Result};
 pub use load::{Format, Loaded, MAX_DEPTH, Warning, within_depth};
 pub use message::{DataMessage, Message, TextMessage};
+pub use prepare::Prepared;
 pub use schema::{Schema, SchemaViolation};
 pub use stage::{Committed, Staged};
 

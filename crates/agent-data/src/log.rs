@@ -38,8 +38,7 @@ impl Log {
     }
 
     /// Writes a message's fields after the last message, not yet part of
-    /// the log: [`Log::seal`] makes it the next message, [`Log::discard`]
-    /// forgets it. Refuses (writing nothing) a message nested deeper than
+    /// the log: [`Log::seal`] makes it the next message. Refuses (writing nothing) a message nested deeper than
     /// [`MAX_DEPTH`], counting the message object as one level — checked
     /// while serialising, so a message is walked once.
     pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, MessageFault> {
@@ -71,17 +70,6 @@ impl Log {
                 .and_then(|l| u32::try_from(l).ok())
                 .unwrap_or(NO_LAYER),
         });
-    }
-
-    /// Forgets a written message that will not be sealed.
-    pub(crate) fn discard(&mut self, written: Written) {
-        self.jsonl.truncate(written.start);
-    }
-
-    /// Forgets every message from `len` on.
-    pub(crate) fn truncate(&mut self, len: usize) {
-        self.entries.truncate(len);
-        self.jsonl.truncate(self.start(len));
     }
 
     fn start(&self, index: usize) -> usize {
@@ -133,6 +121,13 @@ impl Log {
 /// serialises in parallel; the commit only copies bytes).
 #[derive(Debug, Clone)]
 pub(crate) struct Line(Vec<u8>);
+
+impl Line {
+    /// The line as text (serde_json writes UTF-8).
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
 
 /// Serialises a message's fields as [`Log::write`] would.
 pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, MessageFault> {

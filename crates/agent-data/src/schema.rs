@@ -115,6 +115,22 @@ impl SchemaCache {
         self.compiled.get(&schema.to_string()).map(Arc::clone)
     }
 
+    /// The compiled form of `schema`: cached, or compiled now without
+    /// caching it (validation borrows the context; landing caches it).
+    pub(crate) fn compile(&self, schema: &Value) -> Result<Arc<Compiled>, MessageFault> {
+        match self.lookup(schema) {
+            Some(compiled) => Ok(compiled),
+            None => SchemaCache::default().get(schema),
+        }
+    }
+
+    /// Caches a schema compiled by [`SchemaCache::compile`].
+    pub(crate) fn insert(&mut self, compiled: &Arc<Compiled>) {
+        self.compiled
+            .entry(compiled.schema().to_string())
+            .or_insert_with(|| Arc::clone(compiled));
+    }
+
     /// The compiled form of `schema`, compiling it on first sight.
     pub(crate) fn get(&mut self, schema: &Value) -> Result<Arc<Compiled>, MessageFault> {
         let key = schema.to_string();

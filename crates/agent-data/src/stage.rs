@@ -3,20 +3,16 @@
 //!
 //! Writes for instance X read only global layers and X's own (R5) and
 //! write only X's layers (R6), so writes for different instances can be
-//! validated concurrently against `&Context`. Because the log is
-//! append-only, the length of a layer is its version: `commit` checks that
-//! every layer a validation read is still as long as it was, and refuses
-//! (changing nothing) if not.
+//! validated concurrently against `&Context` — by the same engine as every
+//! other append (`prepare.rs`). Because the log is append-only, the length
+//! of a layer is its version: `commit` checks that every layer a validation
+//! read is still as long as it was, and refuses (changing nothing) if not.
 
-use crate::log::Line;
-use crate::schema::Compiled;
+use crate::prepare::{Entry, Scratch};
 use crate::{Context, Error, Identity, Message, MessageFault, Result};
-use agent_core::{Instance, Kind, check_write, write};
-use serde_json::Value;
+use agent_core::Instance;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// One committed item of staged writes: where its messages landed, and the
 /// messages.
@@ -34,22 +30,12 @@ pub struct Committed {
 pub struct Staged {
     instance: Instance,
     /// Layers read during validation, with their lengths then.
-    read: Vec<(Identity, usize)>,
+    reads: Vec<(Identity, usize)>,
     items: Vec<(usize, ItemOutcome)>,
 }
 
-type ItemOutcome = std::result::Result<Vec<Accepted>, (usize, Error)>;
-
-/// A staged message with its schema, compiled, and its JSON line.
-type Accepted = (Message, Option<Arc<Compiled>>, Line);
-
-/// What validation works on: the layered view per kind and the schema the
-/// staged writes themselves declared.
-#[derive(Clone, Default)]
-struct Scratch {
-    views: HashMap<Kind, Option<Value>>,
-    schemas: HashMap<Kind, Arc<Compiled>>,
-}
+/// An item's validated messages, or the offset of its refused message and why.
+type ItemOutcome = std::result::Result<Vec<Entry<'static>>, (usize, Error)>;
 
 impl Context {
     /// Validates items of writes for `instance` without changing the
@@ -59,147 +45,61 @@ impl Context {
     /// accepted earlier ones leave (R13, R25). A refused item is reported
     /// by [`Context::commit`] and the rest go on.
     pub fn stage(&self, instance: &Instance, items: Vec<(usize, Vec<Message>)>) -> Staged {
-        let mut scratch = Scratch::default();
-        let mut read = Vec::new();
-        let mut outcomes = Vec::with_capacity(items.len());
+        let mut scratch = Scratch::new(self, true);
+        let mut ranges = Vec::with_capacity(items.len());
         for (key, messages) in items {
-            // A refused single write leaves the scratch views as they were,
-            // so only items of several writes need a copy to fall back to.
-            let outcome = if messages.len() == 1 {
-                self.stage_item(instance, messages, &mut scratch, &mut read)
-            } else {
-                let mut trial = scratch.clone();
-                let outcome = self.stage_item(instance, messages, &mut trial, &mut read);
-                if outcome.is_ok() {
-                    scratch = trial;
-                }
-                outcome
-            };
-            outcomes.push((key, outcome));
-        }
-        Staged {
-            instance: instance.clone(),
-            read,
-            items: outcomes,
-        }
-    }
-
-    fn stage_item(
-        &self,
-        instance: &Instance,
-        messages: Vec<Message>,
-        scratch: &mut Scratch,
-        read: &mut Vec<(Identity, usize)>,
-    ) -> ItemOutcome {
-        let mut accepted = Vec::with_capacity(messages.len());
-        for (offset, message) in messages.into_iter().enumerate() {
-            let fail = |error| Err((offset, error));
-            // Serialised here, concurrently, so the commit only copies bytes;
-            // this also enforces the depth limit before anything recursive.
-            let line = match crate::log::serialise(message.fields()) {
-                Ok(line) => line,
-                Err(fault) => {
-                    return fail(Error::Message {
-                        index: offset,
-                        line: None,
-                        fault,
-                    });
-                }
-            };
-            let data = match &message {
-                Message::Data(d) if d.instance() == Some(instance) => d,
-                _ => {
+            let start = scratch.entries.len();
+            // A refused message leaves the scratch as it was, so only items
+            // of several messages need a copy to fall back to.
+            let saved = (messages.len() > 1).then(|| scratch.layers.clone());
+            let mut refused = None;
+            for (offset, message) in messages.into_iter().enumerate() {
+                if message.as_data().and_then(|d| d.instance()) != Some(instance) {
                     let fault = MessageFault::WrongInstance {
                         expected: instance.to_string(),
                     };
-                    return fail(Error::Message {
+                    let error = Error::Message {
                         index: offset,
                         line: None,
                         fault,
-                    });
+                    };
+                    refused = Some((offset, error));
+                    break;
                 }
-            };
-            let own_schema = match data.schema() {
-                Some(s) => match self
-                    .schemas
-                    .lookup(s)
-                    .map_or_else(|| crate::Schema::compile(s).map(|s| s.0), Ok)
-                {
-                    Ok(compiled) => Some(compiled),
-                    Err(fault) => {
-                        return fail(Error::Message {
-                            index: offset,
-                            line: None,
-                            fault,
-                        });
+                match scratch.check(Cow::Owned(message), offset, true) {
+                    Ok(entry) => scratch.entries.push(entry),
+                    Err(error) => {
+                        refused = Some((offset, error));
+                        break;
                     }
-                },
-                None => None,
-            };
-            let kind = data.kind().clone();
-            let identity = Identity {
-                kind: kind.clone(),
-                instance: Some(instance.clone()),
-            };
-            for id in [Identity::global(kind.clone()), identity.clone()] {
-                if !read.iter().any(|(seen, _)| *seen == id) {
-                    let len = self.layers.get(&id).map_or(0, |l| l.messages.len());
-                    read.push((id, len));
                 }
             }
-            let view = scratch
-                .views
-                .entry(kind.clone())
-                .or_insert_with(|| self.view(&kind, Some(instance)).cloned());
-            let type_error = |source| Error::TypeError {
-                index: offset,
-                identity: identity.clone(),
-                source,
-            };
-            if let Err(e) = check_write(
-                view.as_ref(),
-                data.destination(),
-                data.method(),
-                data.value(),
-            ) {
-                return fail(type_error(e));
-            }
-            let schema = own_schema
-                .clone()
-                .or_else(|| scratch.schemas.get(&kind).cloned())
-                .or_else(|| self.compiled_schema(&kind, Some(instance)));
-            // A refused write leaves `view` as it was: without a schema the
-            // write cannot fail after `check_write`; with one, it is tried
-            // on a copy first.
-            let mut next = schema.as_ref().map(|_| view.clone());
-            let target = next.as_mut().unwrap_or(view);
-            if let Err(e) = write(
-                target,
-                data.destination(),
-                data.method(),
-                data.value().clone(),
-            ) {
-                return fail(type_error(e));
-            }
-            if let (Some(schema), Some(Some(next_view))) = (schema, next.as_ref()) {
-                let violations = schema.violations(next_view, false);
-                if !violations.is_empty() {
-                    return fail(Error::Schema {
-                        index: offset,
-                        identity,
-                        violations,
-                    });
+            match refused {
+                None => ranges.push((key, Ok(start..scratch.entries.len()))),
+                Some(refusal) => {
+                    scratch.entries.truncate(start);
+                    if let Some(saved) = saved {
+                        scratch.layers = saved;
+                    }
+                    ranges.push((key, Err(refusal)));
                 }
             }
-            if let Some(next) = next {
-                *view = next;
-            }
-            if let Some(compiled) = &own_schema {
-                scratch.schemas.insert(kind, Arc::clone(compiled));
-            }
-            accepted.push((message, own_schema, line));
         }
-        Ok(accepted)
+        let reads = scratch.reads.take().unwrap_or_default();
+        // Accepted items' entries are consecutive, in item order.
+        let mut entries = scratch.entries.into_iter();
+        let items = ranges
+            .into_iter()
+            .map(|(key, range)| {
+                let outcome = range.map(|r| entries.by_ref().take(r.len()).collect());
+                (key, outcome)
+            })
+            .collect();
+        Staged {
+            instance: instance.clone(),
+            reads,
+            items,
+        }
     }
 
     /// Appends staged writes, all items of all batches in the order of their
@@ -214,7 +114,7 @@ impl Context {
     pub fn commit(&mut self, staged: Vec<Staged>) -> Result<Vec<(usize, Result<Committed>)>> {
         for (i, batch) in staged.iter().enumerate() {
             let fresh = batch
-                .read
+                .reads
                 .iter()
                 .all(|(id, len)| self.layers.get(id).map_or(0, |l| l.messages.len()) == *len);
             let unique = staged[..i]
@@ -233,21 +133,21 @@ impl Context {
         for (key, outcome) in items {
             let start = self.len();
             match outcome {
-                Ok(messages) => {
-                    if let Some(x) = messages
-                        .first()
-                        .and_then(|(m, _, _)| m.as_data())
-                        .and_then(|d| d.instance())
-                    {
-                        self.instances.insert(x.clone());
+                Ok(entries) => {
+                    for entry in &entries {
+                        self.land_one(
+                            Cow::Borrowed(entry.message.as_ref()),
+                            entry.schema.clone(),
+                            &entry.line,
+                        );
                     }
-                    for (message, schema, line) in &messages {
-                        let written = self.log.write_serialised(line);
-                        self.push_written(Cow::Borrowed(message), schema.clone(), written);
-                    }
+                    let messages = entries
+                        .into_iter()
+                        .map(|e| e.message.into_owned())
+                        .collect();
                     let committed = Committed {
                         range: start..self.len(),
-                        messages: messages.into_iter().map(|(m, _, _)| m).collect(),
+                        messages,
                     };
                     results.push((key, Ok(committed)));
                 }

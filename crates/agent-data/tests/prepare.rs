@@ -1,0 +1,73 @@
+//! Preparing a batch without changing the context, then landing it: the
+//! validation engine behind every append (R13, R25, R34b).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_data::{Context, Error, Message};
+use serde_json::json;
+
+fn message(value: serde_json::Value) -> Message {
+    Message::from_value(value).unwrap().remove(0)
+}
+
+fn push(n: i64) -> Message {
+    message(
+        json!({"type": "state", "data": {"items": n}, "_outputPath": "†state.items", "_outputMethod": "push"}),
+    )
+}
+
+#[test]
+fn r13_prepare_changes_nothing_and_lines_are_what_lands() {
+    let mut ctx = Context::from_json(r#"[{"type":"state","data":{"items":[]}}]"#).unwrap();
+    let batch = [push(1), push(2)];
+    let prepared = ctx.prepare(&batch).unwrap();
+    assert_eq!((ctx.len(), prepared.base(), prepared.len()), (1, 1, 2));
+    let lines: Vec<String> = prepared.lines().map(str::to_owned).collect();
+    let range = ctx.append_prepared(prepared).unwrap();
+    assert_eq!(range, 1..3);
+    assert_eq!(ctx.message_json(1), Some(lines[0].as_str()));
+    assert_eq!(ctx.message_json(2), Some(lines[1].as_str()));
+    assert_eq!(
+        ctx.read(&"†state.items".parse().unwrap(), None),
+        Some(&json!([1, 2]))
+    );
+}
+
+#[test]
+fn r34b_a_prepared_batch_does_not_land_on_a_grown_context() {
+    let ctx = Context::from_json(r#"[{"type":"state","data":{"items":[]}}]"#).unwrap();
+    let batch = [push(1)];
+    let prepared = ctx.prepare(&batch).unwrap();
+    let mut other = ctx.clone();
+    other.append(&push(9)).unwrap();
+    let error = other.append_prepared(prepared).unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Changed {
+            validated: 1,
+            now: 2
+        }
+    ));
+    assert_eq!(
+        error.to_string(),
+        "a batch validated against 1 messages cannot land: the context has 2 now"
+    );
+    assert_eq!(other.len(), 2);
+}
+
+#[test]
+fn r25_a_batch_is_checked_against_the_schema_its_own_messages_declare() {
+    let ctx = Context::from_json(r#"[{"type":"state","data":{"items":[]}}]"#).unwrap();
+    let schema = message(
+        json!({"type": "state", "data": {}, "schema": {"properties": {"items": {"maxItems": 1}}}}),
+    );
+    let batch = [schema, push(1), push(2)];
+    let error = ctx.prepare(&batch).unwrap_err();
+    assert!(matches!(error, Error::Schema { index: 3, .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("message 3 (¶state) refused: schema violated: at /items"),
+        "{error}"
+    );
+}
