@@ -4,9 +4,10 @@ use serde_json::Value;
 use std::process::Command;
 
 /// The layer order, bottom first (README, docs/architecture.md).
-pub(crate) const LAYERS: [&str; 8] = [
+pub(crate) const LAYERS: [&str; 9] = [
     "agent-core",
     "agent-data",
+    "agent-store",
     "agent-vars",
     "agent-output",
     "agent-instancing",

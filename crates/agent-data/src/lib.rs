@@ -47,7 +47,7 @@ mod stage;
 pub use check::{CheckMode, Diagnostic, Problem};
 pub use context::{Context, Identity};
 pub use error::{Error, MessageFault, Result};
-pub use load::{Format, Loaded, MAX_DEPTH, Warning, within_depth};
+pub use load::{Extended, Format, Loaded, MAX_DEPTH, Position, Warning, within_depth};
 pub use message::{DataMessage, Message, TextMessage};
 pub use prepare::Prepared;
 pub use schema::{Schema, SchemaViolation};

@@ -124,6 +124,15 @@ pub struct Loaded {
     pub context: Context,
     /// Warnings, in file order.
     pub warnings: Vec<Warning>,
+    /// Where the input read ends: for JSONL, after the last complete line
+    /// (a torn last line is not part of it) — where a store reads on from.
+    pub end: Position,
+    /// Top-level items read: JSON array elements, or JSONL message lines
+    /// (one item may normalise to several messages, R1).
+    pub items: usize,
+    /// JSONL: the last line read lacks its newline (it parsed, so it is a
+    /// message); the next append must start with one.
+    pub unterminated: bool,
 }
 
 impl Context {
@@ -204,6 +213,7 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
         });
     };
     let mut context = Context::new();
+    let count = items.len();
     for (index, item) in items.into_iter().enumerate() {
         context.push_value(item, index, None)?;
     }
@@ -211,15 +221,162 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
     Ok(Loaded {
         context,
         warnings: Vec::new(),
+        end: Position {
+            line: bytes.iter().filter(|b| **b == b'\n').count(),
+            offset: bytes.len(),
+        },
+        items: count,
+        unterminated: false,
     })
 }
 
 /// JSONL, read line by line: memory holds one line at a time besides the
 /// context being built (R34's torn last line is recognised at the end).
-fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
+fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
     let mut context = Context::new();
+    let start = Position::default();
+    let read = read_jsonl(reader, source, start, &mut |value, index, line| {
+        context.push_value(value, index, Some(line))
+    })?;
+    context.compact();
+    Ok(Loaded {
+        context,
+        warnings: read.warnings,
+        end: read.end,
+        items: read.items,
+        unterminated: read.unterminated,
+    })
+}
+
+/// Where a piece of JSONL starts in its file: what came before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Lines before it.
+    pub line: usize,
+    /// Bytes before it.
+    pub offset: usize,
+}
+
+/// What [`Context::extend_jsonl`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extended {
+    /// Where the complete lines read end: the position to read on from.
+    /// A torn last line (R34) is not part of it.
+    pub end: Position,
+    /// Warnings, in file order.
+    pub warnings: Vec<Warning>,
+    /// True when the last line read lacks its newline (it parsed, so it
+    /// is a message): the next append must start with one.
+    pub unterminated: bool,
+    /// Message lines read (a line may normalise to several messages, R1).
+    pub items: usize,
+}
+
+impl Context {
+    /// Loads a JSONL context streamed from `reader` (memory holds one line
+    /// at a time besides the context); `source` names it in I/O errors.
+    pub fn load_jsonl_reader(reader: impl BufRead, source: &str) -> Result<Loaded> {
+        load_jsonl(reader, source)
+    }
+
+    /// Loads the elements of a JSON array context after the first `skip`
+    /// onto the end of this context — what a store does when other writers
+    /// appended to a JSON array file. All or nothing, like
+    /// [`Context::extend_jsonl`]. Returns the number of elements in `bytes`.
+    pub fn extend_json(&mut self, bytes: &[u8], skip: usize) -> Result<usize> {
+        if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
+            return Err(Error::TooDeep {
+                limit: MAX_DEPTH,
+                offset,
+                line: None,
+            });
+        }
+        let value = parse(bytes, 0)?;
+        let Value::Array(items) = value else {
+            return Err(Error::NotAnArray {
+                found: json_type(&value),
+            });
+        };
+        let count = items.len();
+        let base = self.len();
+        let mut parsed = Vec::new();
+        for (index, item) in items.into_iter().enumerate().skip(skip) {
+            let mut normalised = Vec::with_capacity(1);
+            let at = |fault| Error::Message {
+                index,
+                line: None,
+                fault,
+            };
+            normalise(item, &mut normalised).map_err(at)?;
+            for message in normalised {
+                let schema = self.compile_schema(&message).map_err(at)?;
+                parsed.push((message, schema));
+            }
+        }
+        for (offset, (message, schema)) in parsed.into_iter().enumerate() {
+            self.push_unchecked(message, schema)
+                .map_err(|fault| Error::Message {
+                    index: base + offset,
+                    line: None,
+                    fault,
+                })?;
+        }
+        Ok(count)
+    }
+
+    /// Loads JSONL `tail` — the part of a file after `at`, where this
+    /// context's messages end — onto the end of the context: what a store
+    /// does when other writers appended. All or nothing: a bad line is an
+    /// error (naming its message index and file line) and the context is
+    /// unchanged. A torn last line (R34) is ignored with a warning.
+    pub fn extend_jsonl(&mut self, tail: &[u8], at: Position) -> Result<Extended> {
+        let mut parsed: Vec<(Message, Option<std::sync::Arc<crate::schema::Compiled>>)> =
+            Vec::new();
+        let base = self.len();
+        let read = read_jsonl(tail, "<tail>", at, &mut |value, index, line| {
+            let index = base + index;
+            let mut normalised = Vec::with_capacity(1);
+            normalise(value, &mut normalised).map_err(|fault| Error::Message {
+                index,
+                line: Some(line),
+                fault,
+            })?;
+            for message in normalised {
+                let schema = self
+                    .compile_schema(&message)
+                    .map_err(|fault| Error::Message {
+                        index,
+                        line: Some(line),
+                        fault,
+                    })?;
+                parsed.push((message, schema));
+            }
+            Ok(())
+        })?;
+        for (index, (message, schema)) in parsed.into_iter().enumerate() {
+            self.push_unchecked(message, schema)
+                .map_err(|fault| Error::Message {
+                    index: base + index,
+                    line: None,
+                    fault,
+                })?;
+        }
+        Ok(read)
+    }
+}
+
+/// Reads JSONL lines, handing each parsed value with its message index
+/// (from 0) and 1-based file line to `sink`.
+fn read_jsonl(
+    mut reader: impl BufRead,
+    source: &str,
+    at: Position,
+    sink: &mut dyn FnMut(Value, usize, usize) -> Result<()>,
+) -> Result<Extended> {
     let mut warnings = Vec::new();
-    let (mut index, mut offset, mut line) = (0, 0, 0);
+    let (mut index, mut offset, mut line) = (0, at.offset, at.line);
+    let mut end = at;
+    let (mut unterminated, mut torn) = (false, false);
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
@@ -242,6 +399,9 @@ fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
             &buffer[..]
         };
         if raw.iter().all(u8::is_ascii_whitespace) {
+            if terminated {
+                end = Position { line, offset };
+            }
             continue;
         }
         let parsed = match too_deep(raw, MAX_DEPTH) {
@@ -253,9 +413,14 @@ fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
             None => parse(raw, line - 1),
         };
         match parsed {
-            Ok(value) => context.push_value(value, index, Some(line))?,
+            Ok(value) => {
+                sink(value, index, line)?;
+                end = Position { line, offset };
+                unterminated = !terminated;
+            }
             // Only the last line can lack its newline.
             Err(Error::Json { .. }) if !terminated => {
+                torn = true;
                 warnings.push(Warning::TornLastLine {
                     line,
                     offset: start,
@@ -265,8 +430,12 @@ fn load_jsonl(mut reader: impl BufRead, source: &str) -> Result<Loaded> {
         }
         index += 1;
     }
-    context.compact();
-    Ok(Loaded { context, warnings })
+    Ok(Extended {
+        end,
+        warnings,
+        unterminated,
+        items: index - usize::from(torn),
+    })
 }
 
 /// Parses one JSON document; errors report lines shifted by `first_line`.

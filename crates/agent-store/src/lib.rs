@@ -1,4 +1,47 @@
 //! # agent-store
 //!
-//! Where contexts live (work in progress).
+//! Where contexts live, and the one write path to them. A context is an
+//! append-only log; this layer makes appending to a *stored* one safe when
+//! many processes do it at once (SPEC R34, R34b): every append is validated
+//! against the context as it is when the append lands, lands whole or not
+//! at all, and is never lost once acknowledged.
+//!
+//! - [`Store`]: the seam — load, catch up with what others appended,
+//!   compare-and-append at an expected length ([`Error::Conflict`]), and
+//!   [`Store::commit`], which retries on conflict.
+//! - [`FileStore`]: JSONL and JSON array files, with an advisory lock held
+//!   from reading the tail to the fsync.
+//!
+//! ```
+//! use agent_data::{Context, Message};
+//! use agent_store::{FileStore, Store};
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("c.jsonl");
+//! std::fs::write(&path, r#"{"type":"state","data":{"items":[]},"schema":{"properties":{"items":{"maxItems":1}}}}"#)?;
+//!
+//! let mut store = FileStore::open(&path)?;
+//! let mut context = store.load()?.context;
+//! let push = |n: i64| Message::from_value(json!({"type": "state", "data": {"items": n},
+//!     "_outputPath": "†state.items", "_outputMethod": "push"}));
+//! store.commit(&mut context, &push(1)?)?;
+//! // The schema allows one item: the second push is refused, and nothing is written.
+//! let refused = store.commit(&mut context, &push(2)?).unwrap_err();
+//! assert!(refused.to_string().contains("schema violated"));
+//! assert_eq!(FileStore::open(&path)?.load()?.context.len(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `docs/store.md` says what is atomic, what is linearizable, and what a
+//! program that is not agentctx must do to write a context file safely.
 #![forbid(unsafe_code)]
+
+mod error;
+mod file;
+mod files;
+mod store;
+
+pub use error::{Error, Result};
+pub use files::FileStore;
+pub use store::{MAX_ATTEMPTS, Store};

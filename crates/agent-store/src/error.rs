@@ -1,0 +1,76 @@
+//! The one error type of this crate.
+
+/// Everything that can go wrong reading or appending a stored context. Each
+/// names the context (a file path, or a URL without its password).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused a read, a write, a lock or an fsync.
+    #[error("cannot {action} {name}: {source}")]
+    Io {
+        /// What was being done (`read`, `append to`, `lock`, …).
+        action: &'static str,
+        /// The context.
+        name: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The stored messages do not load (bad JSON, a bad message, R1).
+    #[error("{name}: {source}")]
+    Load {
+        /// The context.
+        name: String,
+        /// What loading said.
+        source: Box<agent_data::Error>,
+    },
+    /// The append was refused: a type error or a schema violation against
+    /// the context as it is now (R13, R25), or a bad message. Nothing was
+    /// appended.
+    #[error("{0}")]
+    Refused(Box<agent_data::Error>),
+    /// Someone else appended first: the context no longer has the length
+    /// the append was validated against. Nothing was appended; catch up and
+    /// validate again ([`crate::Store::commit`] does).
+    #[error(
+        "{name}: another writer appended first (expected {expected} messages, found {current})"
+    )]
+    Conflict {
+        /// The context.
+        name: String,
+        /// The length the append expected.
+        expected: usize,
+        /// The length found.
+        current: usize,
+    },
+    /// Every attempt of a commit met a conflict.
+    #[error(
+        "{name}: gave up after {attempts} attempts: other writers kept appending first; nothing was appended"
+    )]
+    Contended {
+        /// The context.
+        name: String,
+        /// Attempts made.
+        attempts: usize,
+    },
+    /// The stored context is no longer the one this handle read: a file
+    /// truncated or replaced by a program that does not append.
+    #[error("{name} was {what} since it was read; load it again")]
+    Replaced {
+        /// The context.
+        name: String,
+        /// `truncated`, `replaced`, …
+        what: &'static str,
+    },
+    /// A stored context that cannot take an append as it is (a JSON file
+    /// that does not end in `]`, say).
+    #[error("{name}: {reason}")]
+    Malformed {
+        /// The context.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,374 @@
+//! Context files: JSONL or a JSON array, shared by any number of writers
+//! (R34, R34b).
+//!
+//! Every append holds an exclusive advisory lock (`flock`) from reading the
+//! file's tail to the fsync. JSONL gets the new lines in one `O_APPEND`
+//! write, then fsync; a write that fails is truncated away. A JSON array is
+//! rewritten through a fresh temporary file and a rename, with the new
+//! messages spliced in before the closing `]` so every byte before them is
+//! kept. Readers take a shared lock, so they never see an append half done.
+
+use crate::file::LockedFile;
+use crate::{Error, Result, Store};
+use agent_data::{Context, Format, Loaded, Position, Prepared};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A context stored in a file ([`Format::Jsonl`] or [`Format::Json`]).
+///
+/// ```
+/// use agent_data::{Context, Message};
+/// use agent_store::{FileStore, Store};
+/// use serde_json::json;
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut store = FileStore::open(dir.path().join("run.jsonl"))?;
+/// let mut context = Context::new();
+/// let push = Message::from_value(json!({"type": "state", "data": {"log": 1},
+///     "_outputPath": "†state.log", "_outputMethod": "push"}))?;
+/// store.commit(&mut context, &push)?; // creates the file
+///
+/// // Another handle (another process) appends; commit catches up first.
+/// let mut other = FileStore::open(dir.path().join("run.jsonl"))?;
+/// let mut theirs = other.load()?.context;
+/// other.commit(&mut theirs, &push)?;
+/// store.commit(&mut context, &push)?;
+/// assert_eq!(context.read(&"†state.log".parse()?, None), Some(&json!([1, 1, 1])));
+/// assert_eq!(store.load()?.context.len(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct FileStore {
+    path: PathBuf,
+    name: String,
+    format: Format,
+    seen: Seen,
+    lock: Option<LockedFile>,
+}
+
+/// How far this handle has read the file.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    /// Messages read (the context's length).
+    messages: usize,
+    /// Top-level items read: JSON elements or JSONL message lines.
+    items: usize,
+    /// Where what was read ends.
+    end: Position,
+    /// The last JSONL line read lacks its newline.
+    unterminated: bool,
+    /// (device, inode) of the file read; `None` before the first read.
+    file: Option<(u64, u64)>,
+}
+
+impl FileStore {
+    /// A store for the file at `path`; nothing is read yet. The format is
+    /// `.json` → array, `.jsonl` → JSONL, else the first non-blank byte
+    /// decides (`[`: array), and a missing file of another extension is
+    /// JSONL (SPEC §10).
+    pub fn open(path: impl AsRef<Path>) -> Result<FileStore> {
+        let path = path.as_ref().to_path_buf();
+        let name = path.display().to_string();
+        let format = match Format::detect_file(&path) {
+            Ok(format) => format,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Format::detect(Some(&path), b""),
+            Err(source) => {
+                return Err(Error::Io {
+                    action: "read",
+                    name,
+                    source,
+                });
+            }
+        };
+        Ok(FileStore {
+            path,
+            name,
+            format,
+            seen: Seen::default(),
+            lock: None,
+        })
+    }
+
+    /// The file's format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The file's path, as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self, action: &'static str) -> impl Fn(io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            action,
+            name: self.name.clone(),
+            source,
+        }
+    }
+
+    /// Reads what was appended after `self.seen` from `file` onto `context`.
+    fn read_tail(&mut self, file: &mut LockedFile, context: &mut Context) -> Result<()> {
+        let identity = file.identity().map_err(self.io("read"))?;
+        let len = file.len().map_err(self.io("read"))?;
+        let seen = self.seen;
+        let known = seen.file.is_none_or(|f| f == identity);
+        if known && len == seen.end.offset as u64 {
+            return Ok(());
+        }
+        match self.format {
+            Format::Jsonl => {
+                if !known {
+                    return Err(self.replaced("replaced"));
+                }
+                if len < seen.end.offset as u64 {
+                    return Err(self.replaced("truncated"));
+                }
+                let tail = file
+                    .read_from(seen.end.offset as u64)
+                    .map_err(self.io("read"))?;
+                let read = context
+                    .extend_jsonl(&tail, seen.end)
+                    .map_err(|source| self.load_error(source))?;
+                if !read.warnings.is_empty() && file.is_exclusive() {
+                    // A torn last line (R34): under the exclusive lock no
+                    // append is in flight, so it is a crashed writer's.
+                    file.truncate(read.end.offset as u64)
+                        .map_err(self.io("repair"))?;
+                }
+                if read.end != seen.end {
+                    self.seen.unterminated = read.unterminated;
+                }
+                self.seen.end = read.end;
+                self.seen.items += read.items;
+            }
+            Format::Json => {
+                let bytes = file.read_from(0).map_err(self.io("read"))?;
+                let count = if bytes.iter().all(u8::is_ascii_whitespace) {
+                    0
+                } else {
+                    context
+                        .extend_json(&bytes, seen.items)
+                        .map_err(|source| self.load_error(source))?
+                };
+                if count < seen.items {
+                    return Err(self.replaced("truncated"));
+                }
+                self.seen.items = count;
+                self.seen.end.offset = bytes.len();
+            }
+        }
+        self.seen.messages = context.len();
+        self.seen.file = Some(identity);
+        Ok(())
+    }
+
+    fn replaced(&self, what: &'static str) -> Error {
+        Error::Replaced {
+            name: self.name.clone(),
+            what,
+        }
+    }
+
+    fn load_error(&self, source: agent_data::Error) -> Error {
+        Error::Load {
+            name: self.name.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// Appends under the held lock `file`.
+    fn append_locked(&mut self, file: &mut LockedFile, prepared: &Prepared<'_>) -> Result<()> {
+        let identity = file.identity().map_err(self.io("read"))?;
+        let len = file.len().map_err(self.io("read"))?;
+        let grown =
+            self.seen.file.is_some_and(|f| f != identity) || len != self.seen.end.offset as u64;
+        if prepared.base() != self.seen.messages || grown {
+            return Err(Error::Conflict {
+                name: self.name.clone(),
+                expected: prepared.base(),
+                current: self.current(file)?,
+            });
+        }
+        let lines = prepared.len();
+        match self.format {
+            Format::Jsonl => {
+                let mut bytes = Vec::new();
+                if self.seen.unterminated {
+                    bytes.push(b'\n');
+                }
+                for line in prepared.lines() {
+                    bytes.extend_from_slice(line.as_bytes());
+                    bytes.push(b'\n');
+                }
+                let end = file.append(&bytes).map_err(self.io("append to"))?;
+                self.seen.end = Position {
+                    line: self.seen.end.line + lines,
+                    offset: usize::try_from(end).unwrap_or(usize::MAX),
+                };
+                self.seen.unterminated = false;
+            }
+            Format::Json => {
+                let old = file.read_from(0).map_err(self.io("read"))?;
+                let new = splice(&old, prepared.lines()).ok_or_else(|| Error::Malformed {
+                    name: self.name.clone(),
+                    reason: "a JSON context file must end with the `]` of its array".into(),
+                })?;
+                file.rewrite(&new).map_err(self.io("write"))?;
+                self.seen.end.offset = new.len();
+                self.seen.file = Some(file.identity().map_err(self.io("read"))?);
+            }
+        }
+        self.seen.items += lines;
+        self.seen.messages = prepared.base() + lines;
+        Ok(())
+    }
+
+    /// The number of messages the file holds now, for a conflict report.
+    fn current(&self, file: &mut LockedFile) -> Result<usize> {
+        let mut fresh = FileStore {
+            path: self.path.clone(),
+            name: self.name.clone(),
+            format: self.format,
+            seen: Seen::default(),
+            lock: None,
+        };
+        let mut context = Context::new();
+        fresh.read_tail(file, &mut context)?;
+        Ok(context.len())
+    }
+
+    /// Runs `f` with the held lock, or with a lock taken just for it.
+    fn with_lock<T>(
+        &mut self,
+        exclusive: bool,
+        f: impl FnOnce(&mut Self, &mut LockedFile) -> Result<T>,
+    ) -> Result<T> {
+        if let Some(mut file) = self.lock.take() {
+            let result = f(self, &mut file);
+            self.lock = Some(file);
+            return result;
+        }
+        let mut file = if exclusive {
+            LockedFile::open(&self.path, true).map_err(self.io("open for writing"))?
+        } else {
+            LockedFile::open_shared(&self.path).map_err(self.io("read"))?
+        };
+        f(self, &mut file)
+    }
+}
+
+/// `old` — a JSON array's text — with `lines` added as its last elements;
+/// every byte before them is kept. `None` when `old` does not end in `]`.
+fn splice<'a>(old: &[u8], lines: impl Iterator<Item = &'a str>) -> Option<Vec<u8>> {
+    let content = old.trim_ascii_end();
+    let mut out = Vec::with_capacity(old.len() + 256);
+    let mut empty = true;
+    if content.is_empty() {
+        out.push(b'[');
+    } else {
+        let body = content.strip_suffix(b"]")?.trim_ascii_end();
+        empty = body.trim_ascii() == b"[";
+        out.extend_from_slice(body);
+    }
+    for line in lines {
+        out.extend_from_slice(if empty { b"\n" } else { b",\n" });
+        out.extend_from_slice(line.as_bytes());
+        empty = false;
+    }
+    out.extend_from_slice(b"\n]\n");
+    Some(out)
+}
+
+impl Store for FileStore {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn load(&mut self) -> Result<Loaded> {
+        let format = self.format;
+        self.with_lock(false, |store, file| {
+            let loaded = match format {
+                Format::Jsonl => {
+                    let reader = file.reader_from(0).map_err(store.io("read"))?;
+                    Context::load_jsonl_reader(reader, &store.name)
+                }
+                Format::Json => {
+                    let bytes = file.read_from(0).map_err(store.io("read"))?;
+                    Context::load(&bytes, Format::Json)
+                }
+            }
+            .map_err(|source| store.load_error(source))?;
+            store.seen = Seen {
+                messages: loaded.context.len(),
+                items: loaded.items,
+                end: loaded.end,
+                unterminated: loaded.unterminated,
+                file: Some(file.identity().map_err(store.io("read"))?),
+            };
+            Ok(loaded)
+        })
+    }
+
+    fn catch_up(&mut self, context: &mut Context) -> Result<()> {
+        if context.len() != self.seen.messages {
+            return Err(Error::Malformed {
+                name: self.name.clone(),
+                reason: format!(
+                    "the context has {} messages, but {} were read from this store",
+                    context.len(),
+                    self.seen.messages
+                ),
+            });
+        }
+        match self.with_lock(false, |store, file| store.read_tail(file, context)) {
+            // Nothing to catch up with yet: the first append creates it.
+            Err(Error::Io { source, .. })
+                if source.kind() == io::ErrorKind::NotFound && self.seen.file.is_none() =>
+            {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
+        self.with_lock(true, |store, file| store.append_locked(file, prepared))
+    }
+
+    fn lock(&mut self) -> Result<()> {
+        if self.lock.is_none() {
+            let file = LockedFile::open(&self.path, true).map_err(self.io("open for writing"))?;
+            self.lock = Some(file);
+        }
+        Ok(())
+    }
+
+    fn unlock(&mut self) {
+        self.lock = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::splice;
+
+    #[test]
+    fn r34_splice_keeps_every_byte_before_the_new_elements() {
+        let lines = ["{\"n\":1}", "{\"n\":2}"];
+        let cases: [(&[u8], &str); 4] = [
+            (b"", "[\n{\"n\":1},\n{\"n\":2}\n]\n"),
+            (b"[ ]\n", "[\n{\"n\":1},\n{\"n\":2}\n]\n"),
+            (
+                b"[\n  {\"a\": 1.50}\n]",
+                "[\n  {\"a\": 1.50},\n{\"n\":1},\n{\"n\":2}\n]\n",
+            ),
+            (b"[{}]  \n\n", "[{},\n{\"n\":1},\n{\"n\":2}\n]\n"),
+        ];
+        for (old, new) in cases {
+            let spliced = splice(old, lines.into_iter()).unwrap_or_default();
+            assert_eq!(String::from_utf8_lossy(&spliced), new);
+        }
+        assert!(splice(b"[{}", lines.into_iter()).is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! The seam between the engine and where a context lives.
+
+use crate::{Error, Result};
+use agent_data::{Context, Loaded, Message, Prepared};
+use std::ops::Range;
+
+/// How many times [`Store::commit`] catches up and validates again after a
+/// conflict before it gives up.
+pub const MAX_ATTEMPTS: usize = 64;
+
+/// Where a context lives: a file ([`crate::FileStore`]), or a database.
+///
+/// A store hands out the context's messages — all of them, or the tail
+/// after the ones a caller has — and appends a validated batch *at an
+/// expected length* (compare-and-append): if another writer appended first
+/// it refuses with [`Error::Conflict`] and changes nothing. [`Store::commit`]
+/// builds the only write path callers need on top: catch up, validate
+/// against the context as it is now, append, retry on conflict.
+///
+/// A store handle remembers how far it has read, so it works with the one
+/// context it loaded (or a fresh empty one, to read from the start).
+pub trait Store {
+    /// The context's name for messages: a path, or a URL without password.
+    fn name(&self) -> &str;
+
+    /// Reads the whole context. A missing context is an error.
+    fn load(&mut self) -> Result<Loaded>;
+
+    /// Loads onto `context` — loaded from this store, or empty — the
+    /// messages other writers appended after it.
+    fn catch_up(&mut self, context: &mut Context) -> Result<()>;
+
+    /// Appends `prepared` if the context still has exactly
+    /// `prepared.base()` messages, durably and all or nothing; otherwise
+    /// [`Error::Conflict`], appending nothing. The first append creates a
+    /// missing context.
+    fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()>;
+
+    /// Starts exclusive access: until [`Store::unlock`], other writers'
+    /// appends wait (a file lock). A store without locks does nothing and
+    /// relies on compare-and-append.
+    fn lock(&mut self) -> Result<()>;
+
+    /// Ends exclusive access.
+    fn unlock(&mut self);
+
+    /// Appends `messages` to the stored context all or none, validated
+    /// against the context as it is when the append lands (R13, R25,
+    /// R34b): catches `context` up with what other writers appended,
+    /// validates, appends at that length, and on a conflict does it all
+    /// again (at most [`MAX_ATTEMPTS`] times). On success `context` holds
+    /// the new messages too and their index range is returned; on any error
+    /// nothing was appended (though `context` may have caught up).
+    fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
+        if messages.is_empty() {
+            return Ok(context.len()..context.len());
+        }
+        for attempt in 0..MAX_ATTEMPTS {
+            self.lock()?;
+            let result = commit_once(self, context, messages);
+            self.unlock();
+            match result {
+                Err(Error::Conflict { .. }) => backoff(attempt),
+                other => return other,
+            }
+        }
+        Err(Error::Contended {
+            name: self.name().to_owned(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+}
+
+fn commit_once<S: Store + ?Sized>(
+    store: &mut S,
+    context: &mut Context,
+    messages: &[Message],
+) -> Result<Range<usize>> {
+    store.catch_up(context)?;
+    let prepared = context.prepare(messages).map_err(|e| Error::Refused(Box::new(e)))?;
+    store.append_at(&prepared)?;
+    context.append_prepared(prepared).map_err(|e| Error::Refused(Box::new(e)))
+}
+
+/// Waits a little longer after each conflict, so writers that keep
+/// colliding spread out.
+fn backoff(attempt: usize) {
+    let micros = 50u64 << attempt.min(10);
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+}
