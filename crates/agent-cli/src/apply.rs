@@ -1,9 +1,8 @@
 //! `agentctx apply`: write a call's result (R19–R23), optionally durably (R34).
 
 use crate::Failure;
-use crate::input::{json_arg, load_context_file};
+use crate::input::{json_arg, load_context, open_stored};
 use agent_output::{Clock, FixedClock, Outcome, SystemClock};
-use std::path::Path;
 
 /// The arguments of `agentctx apply`.
 #[derive(clap::Args)]
@@ -31,7 +30,8 @@ pub(crate) struct ApplyArgs {
     /// Check the call against this tool schema first (JSON or @path, R23).
     #[arg(long)]
     tool_schema: Option<String>,
-    /// Also append the messages to CONTEXT, durably (R34).
+    /// Also append the messages to CONTEXT: durably, all or none, validated
+    /// against the file as it is when they land (other writers' included).
     #[arg(long)]
     write: bool,
 }
@@ -41,8 +41,6 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     if args.write && args.context == "-" {
         return Err(Failure::usage("--write needs a CONTEXT file, not stdin"));
     }
-    let (loaded, format) = load_context_file(&args.context)?;
-    let mut context = loaded.context;
     let call = json_arg("CALL", &args.call)?;
     let outcome = outcome(&args)?;
     if let Some(schema) = &args.tool_schema {
@@ -57,19 +55,16 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
         }
         None => Box::new(SystemClock),
     };
-    let start = context.len();
-    let appended = agent_output::apply(&mut context, &call, outcome, clock.as_ref())
-        .map_err(Failure::invalid)?;
-    if args.write && !appended.is_empty() {
-        agent_output::save_appended(
-            Path::new(&args.context),
-            format,
-            &context,
-            start..context.len(),
-            &loaded.warnings,
-        )
-        .map_err(|e| Failure::invalid(format!("cannot write {}: {e}", args.context)))?;
+    // With --write, the append is a commit: validated against the file as it
+    // is when the append lands, other writers' appends included (R34b).
+    let appended = if args.write {
+        let mut stored = open_stored(&args.context, false)?;
+        agent_output::apply(&mut stored, &call, outcome, clock.as_ref())
+    } else {
+        let mut context = load_context(&args.context)?;
+        agent_output::apply(&mut context, &call, outcome, clock.as_ref())
     }
+    .map_err(Failure::invalid)?;
     Ok(appended
         .iter()
         .map(|m| format!("{}\n", m.to_value()))

@@ -1,38 +1,54 @@
 //! Reading CONTEXT arguments and printing values.
 
 use crate::Failure;
-use agent_data::{Context, Format, Loaded};
+use agent_data::{Context, Format};
+use agent_store::{FileStore, Store, Stored};
 use serde_json::Value;
 use std::io::Read;
 
 /// Loads CONTEXT: a file path, or `-` for stdin (SPEC §10). Load warnings
 /// (a torn last line, R34) go to stderr.
 pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
-    load_context_file(arg).map(|(loaded, _)| loaded.context)
-}
-
-/// Like [`load_context`], also returning the format and the warnings, for
-/// commands that write the file back.
-pub(crate) fn load_context_file(arg: &str) -> Result<(Loaded, Format), Failure> {
-    let (loaded, format) = if arg == "-" {
+    if arg == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
             .read_to_end(&mut bytes)
             .map_err(|e| Failure::invalid(format!("cannot read stdin: {e}")))?;
-        let format = Format::detect(None, &bytes);
-        (Context::load(&bytes, format), format)
-    } else {
-        // Files go through the library, which streams JSONL line by line.
-        let path = std::path::Path::new(arg);
-        let format = Format::detect_file(path)
-            .map_err(|e| Failure::invalid(format!("cannot read {arg}: {e}")))?;
-        (Context::load_file(path), format)
-    };
-    let loaded = loaded.map_err(Failure::invalid)?;
-    for warning in &loaded.warnings {
+        let loaded =
+            Context::load(&bytes, Format::detect(None, &bytes)).map_err(Failure::invalid)?;
+        warn(arg, &loaded.warnings);
+        return Ok(loaded.context);
+    }
+    let loaded = file_store(arg)?.load().map_err(Failure::invalid)?;
+    warn(arg, &loaded.warnings);
+    Ok(loaded.context)
+}
+
+/// CONTEXT opened for durable appends (`--write`): every append is a commit
+/// (R34, R34b). `missing_ok`: a missing file starts empty and the first
+/// append creates it.
+pub(crate) fn open_stored(arg: &str, missing_ok: bool) -> Result<Stored<FileStore>, Failure> {
+    if arg == "-" {
+        return Err(Failure::usage("writing needs a CONTEXT file, not stdin"));
+    }
+    let store = file_store(arg)?;
+    if missing_ok && !store.path().exists() {
+        return Ok(Stored::create(store));
+    }
+    let stored = Stored::open(store).map_err(Failure::invalid)?;
+    warn(arg, stored.warnings());
+    Ok(stored)
+}
+
+/// The store for a CONTEXT file argument.
+pub(crate) fn file_store(arg: &str) -> Result<FileStore, Failure> {
+    FileStore::open(arg).map_err(Failure::invalid)
+}
+
+fn warn(arg: &str, warnings: &[agent_data::Warning]) {
+    for warning in warnings {
         eprintln!("warning: {arg}: {warning}");
     }
-    Ok((loaded, format))
 }
 
 /// A value as one line of compact JSON, or pretty JSON.

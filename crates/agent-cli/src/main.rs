@@ -8,6 +8,7 @@ mod apply;
 mod commands;
 mod input;
 mod run;
+mod write;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -68,6 +69,23 @@ enum Command {
     /// Write a call's result through its `_outputPath` (R19–R23) and print
     /// the appended messages as JSONL.
     Apply(apply::ApplyArgs),
+    /// Append messages to CONTEXT: validated against it as it is when they
+    /// land, all or none, durably; a missing CONTEXT is created.
+    Append {
+        /// Context file.
+        context: String,
+        /// A JSON message object, a JSON array of them, or @file holding a
+        /// JSON array or JSONL.
+        messages: String,
+    },
+    /// Copy every message of FROM into TO, which must be missing or empty;
+    /// every field, key order and number arrives as it was.
+    Copy {
+        /// The context to read.
+        from: String,
+        /// The context to write: missing or empty.
+        to: String,
+    },
     /// Print what the model sees, as a provider payload (R28–R31).
     Render {
         /// Context file, or - for stdin.
@@ -177,6 +195,8 @@ fn main() -> ExitCode {
             pretty,
         } => commands::render(&context, &provider, &mode, tokens, pretty),
         Command::Instances { context } => commands::instances(&context),
+        Command::Append { context, messages } => write::append(&context, &messages),
+        Command::Copy { from, to } => write::copy(&from, &to),
         Command::Check { context, complete } => commands::check(&context, complete),
     };
     match result {

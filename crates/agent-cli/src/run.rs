@@ -1,7 +1,7 @@
 //! `agentctx run` and `agentctx demo`: plans executed with activities.
 
 use crate::Failure;
-use crate::input::{json_arg, load_context_file};
+use crate::input::{json_arg, load_context, open_stored};
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Activity, Output, Plan, Report, Status};
@@ -67,7 +67,8 @@ pub(crate) struct RunArgs {
     /// Validate the plan and print its waves; run nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Append the results to CONTEXT durably (R34).
+    /// Append each result to CONTEXT durably as it is written, validated
+    /// against the file as it is then (other writers' appends included).
     #[arg(long)]
     write: bool,
     /// Pretty-print the JSON.
@@ -82,8 +83,6 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     if args.write && args.context == "-" {
         return Err(Failure::usage("--write needs a CONTEXT file, not stdin"));
     }
-    let (loaded, format) = load_context_file(&args.context)?;
-    let mut context = loaded.context;
     let calls = match json_arg("PLAN", &args.plan)? {
         Value::Array(calls) => calls,
         other => {
@@ -94,6 +93,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     };
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     if args.dry_run {
+        load_context(&args.context)?;
         return Ok(crate::input::print_value(
             &json!({"waves": plan.waves()}),
             args.pretty,
@@ -111,18 +111,17 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
             },
         );
     }
-    let start = context.len();
-    let report = plan.run(&mut context, &activities, &SystemClock);
-    if args.write && context.len() > start {
-        agent_output::save_appended(
-            std::path::Path::new(&args.context),
-            format,
-            &context,
-            start..context.len(),
-            &loaded.warnings,
+    // With --write, each call's result is committed as it is written, so it
+    // is validated against the file as it is then (R34b).
+    let report = if args.write {
+        plan.run(
+            &mut open_stored(&args.context, false)?,
+            &activities,
+            &SystemClock,
         )
-        .map_err(|e| Failure::invalid(format!("cannot write {}: {e}", args.context)))?;
-    }
+    } else {
+        plan.run(&mut load_context(&args.context)?, &activities, &SystemClock)
+    };
     finish(&report, args.pretty)
 }
 

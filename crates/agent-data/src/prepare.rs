@@ -92,6 +92,40 @@ impl Context {
         })
     }
 
+    /// Prepares `batch` for landing as loading would take it, without the
+    /// append-time checks (R13, R25): only the depth limit (R33) and valid
+    /// schemas are required, and a write that is a type error is skipped by
+    /// the fold and reported as a diagnostic (R12), as when the messages
+    /// were first loaded. For copying a context from one store to another,
+    /// where every message must arrive as it was (R3) — not for new writes.
+    pub fn prepare_copy<'m>(&self, batch: &'m [Message]) -> Result<Prepared<'m>> {
+        let entries = batch
+            .iter()
+            .enumerate()
+            .map(|(offset, message)| {
+                let fault = |fault| Error::Message {
+                    index: self.len() + offset,
+                    line: None,
+                    fault,
+                };
+                let line = serialise(message.fields()).map_err(fault)?;
+                let schema = match message.as_data().and_then(DataMessage::schema) {
+                    Some(schema) => Some(self.schemas.compile(schema).map_err(fault)?),
+                    None => None,
+                };
+                Ok(Entry {
+                    message: Cow::Borrowed(message),
+                    schema,
+                    line,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Prepared {
+            entries,
+            base: self.len(),
+        })
+    }
+
     /// Lands a batch prepared against this context; returns its index range.
     /// Fails with [`Error::Changed`], changing nothing, when the context has
     /// grown since the batch was prepared (prepare it again).

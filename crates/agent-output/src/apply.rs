@@ -1,7 +1,8 @@
 //! Validating and appending a call's result (R20, R23).
 
 use crate::{Clock, Error, Outcome, Result, messages_for};
-use agent_data::{CheckMode, Context, Message, Schema};
+use agent_data::{CheckMode, Message, Schema};
+use agent_store::Append;
 use serde_json::Value;
 
 /// Checks a call — `_outputPath` included — against its tool's schema (R23).
@@ -23,10 +24,12 @@ pub fn check_tool_schema(call: &Value, tool_schema: &Value) -> Result<()> {
     }
 }
 
-/// Writes `outcome` of `call` into `context` (R20–R22): builds the
+/// Writes `outcome` of `call` into `target` (R20–R22): builds the
 /// messages, validates them all against the current views (R13) and schemas
 /// (R25), and appends them together or not at all. Returns the appended
-/// messages (none for a call without `_outputPath`, R21).
+/// messages (none for a call without `_outputPath`, R21). `target` is a
+/// [`Context`](agent_data::Context) in memory, or a stored context
+/// ([`agent_store::Stored`]) whose append is a durable commit.
 ///
 /// ```
 /// use agent_data::Context;
@@ -41,7 +44,7 @@ pub fn check_tool_schema(call: &Value, tool_schema: &Value) -> Result<()> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn apply(
-    context: &mut Context,
+    target: &mut (impl Append + ?Sized),
     call: &Value,
     outcome: Outcome,
     clock: &dyn Clock,
@@ -50,6 +53,6 @@ pub fn apply(
     if messages.is_empty() {
         return Ok(messages);
     }
-    context.append_all(&messages)?;
+    target.append_all(&messages)?;
     Ok(messages)
 }

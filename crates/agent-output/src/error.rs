@@ -68,6 +68,18 @@ pub enum Error {
     /// The append was refused (type error R13, schema R25, …); nothing was appended.
     #[error(transparent)]
     Append(#[from] agent_data::Error),
+    /// The store failed (I/O, a full disk, contention); nothing was appended.
+    #[error(transparent)]
+    Store(agent_store::Error),
+}
+
+impl From<agent_store::Error> for Error {
+    fn from(error: agent_store::Error) -> Self {
+        match error {
+            agent_store::Error::Refused(refused) => Error::Append(*refused),
+            other => Error::Store(other),
+        }
+    }
 }
 
 fn list(violations: &[SchemaViolation]) -> String {

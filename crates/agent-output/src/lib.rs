@@ -11,7 +11,10 @@
 //!   stamped by an injectable [`Clock`].
 //! - [`apply`]: validate everything, then append all messages of one result
 //!   together or none (R13, R25); [`check_tool_schema`] for R23.
-//! - [`save_appended`]: make an append durable in the context file (R34).
+//!
+//! Durable writes are not this layer's business: [`apply`] appends to any
+//! [`agent_store::Append`] — a context in memory, or a stored context whose
+//! append is a commit (agent-store).
 //!
 //! ```
 //! use agent_data::Context;
@@ -39,11 +42,9 @@ mod clock;
 mod error;
 mod outcome;
 mod output_path;
-mod persist;
 
 pub use apply::{apply, check_tool_schema};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Result};
 pub use outcome::{Outcome, messages_for, output_method, output_path};
 pub use output_path::OutputPath;
-pub use persist::{append_jsonl, save_appended, write_json_atomically};

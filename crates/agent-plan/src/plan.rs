@@ -4,6 +4,7 @@ use crate::graph::{self, Access};
 use crate::{Activities, Output, Result};
 use agent_data::Context;
 use agent_output::{Clock, Outcome};
+use agent_store::Append;
 use agent_vars::Resolution;
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -139,9 +140,14 @@ impl Plan {
     /// concurrently; outcomes are written through agent-output in plan order
     /// (so appended messages are deterministic); repeat until nothing is
     /// ready.
+    ///
+    /// `target` is a [`Context`] in memory, or a stored context
+    /// ([`agent_store::Stored`]): then each result is committed as it is
+    /// written — validated against the stored context as it is then, other
+    /// writers' appends included — and later calls read what it holds.
     pub fn run(
         &self,
-        context: &mut Context,
+        target: &mut (impl Append + ?Sized),
         activities: &Activities,
         clock: &(dyn Clock + Sync),
     ) -> Report {
@@ -177,7 +183,7 @@ impl Plan {
                 }
                 break;
             }
-            let shared: &Context = context;
+            let shared: &Context = target.context();
             let ran: Vec<(usize, std::result::Result<Outcome, Status>)> = ready
                 .par_iter()
                 .map(|&call| (call, self.run_call(call, shared, activities)))
@@ -187,7 +193,7 @@ impl Plan {
                 status[call] = Some(match outcome {
                     Err(status) => status,
                     Ok(outcome) => {
-                        match agent_output::apply(context, &self.calls[call], outcome, clock) {
+                        match agent_output::apply(target, &self.calls[call], outcome, clock) {
                             Ok(appended) => Status::Done {
                                 appended: appended.len(),
                             },

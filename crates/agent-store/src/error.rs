@@ -61,6 +61,14 @@ pub enum Error {
         /// `truncated`, `replaced`, …
         what: &'static str,
     },
+    /// `copy` into a context that already has messages.
+    #[error("{name} is not empty ({messages} messages): copy only into a missing or empty context")]
+    NotEmpty {
+        /// The context.
+        name: String,
+        /// How many messages it has.
+        messages: usize,
+    },
     /// A stored context that cannot take an append as it is (a JSON file
     /// that does not end in `]`, say).
     #[error("{name}: {reason}")]

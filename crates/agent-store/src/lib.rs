@@ -11,6 +11,10 @@
 //!   [`Store::commit`], which retries on conflict.
 //! - [`FileStore`]: JSONL and JSON array files, with an advisory lock held
 //!   from reading the tail to the fsync.
+//! - [`Append`]: what writers above this layer take — a [`Context`] in
+//!   memory, or a [`Stored`] context whose every append is a commit.
+//!
+//! [`Context`]: agent_data::Context
 //!
 //! ```
 //! use agent_data::{Context, Message};
@@ -37,11 +41,13 @@
 //! program that is not agentctx must do to write a context file safely.
 #![forbid(unsafe_code)]
 
+mod append;
 mod error;
 mod file;
 mod files;
 mod store;
 
+pub use append::{Append, Stored};
 pub use error::{Error, Result};
 pub use files::FileStore;
-pub use store::{MAX_ATTEMPTS, Store};
+pub use store::{MAX_ATTEMPTS, Store, copy};

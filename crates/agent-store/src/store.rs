@@ -77,9 +77,13 @@ fn commit_once<S: Store + ?Sized>(
     messages: &[Message],
 ) -> Result<Range<usize>> {
     store.catch_up(context)?;
-    let prepared = context.prepare(messages).map_err(|e| Error::Refused(Box::new(e)))?;
+    let prepared = context
+        .prepare(messages)
+        .map_err(|e| Error::Refused(Box::new(e)))?;
     store.append_at(&prepared)?;
-    context.append_prepared(prepared).map_err(|e| Error::Refused(Box::new(e)))
+    context
+        .append_prepared(prepared)
+        .map_err(|e| Error::Refused(Box::new(e)))
 }
 
 /// Waits a little longer after each conflict, so writers that keep
@@ -87,4 +91,30 @@ fn commit_once<S: Store + ?Sized>(
 fn backoff(attempt: usize) {
     let micros = 50u64 << attempt.min(10);
     std::thread::sleep(std::time::Duration::from_micros(micros));
+}
+
+/// Copies every message of `from` into `to`, which must be missing or
+/// empty: the messages arrive as they are stored (R3: every field, key
+/// order and number kept), in one append. Returns how many were copied.
+pub fn copy(from: &mut dyn Store, to: &mut dyn Store) -> Result<usize> {
+    let source = from.load()?.context;
+    let messages: Vec<Message> = source.messages().collect();
+    let mut target = Context::new();
+    to.lock()?;
+    let result = (|| {
+        to.catch_up(&mut target)?;
+        if !target.is_empty() {
+            return Err(Error::NotEmpty {
+                name: to.name().to_owned(),
+                messages: target.len(),
+            });
+        }
+        let prepared = target
+            .prepare_copy(&messages)
+            .map_err(|e| Error::Refused(Box::new(e)))?;
+        to.append_at(&prepared)?;
+        Ok(prepared.len())
+    })();
+    to.unlock();
+    result
 }

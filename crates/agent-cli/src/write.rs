@@ -1,0 +1,56 @@
+//! `agentctx append` and `agentctx copy`: writing messages into a stored
+//! context (SPEC §10).
+
+use crate::Failure;
+use crate::input::{file_store, open_stored};
+use agent_data::{Context, Format, Message};
+use agent_store::Append;
+use serde_json::Value;
+
+/// `agentctx append CONTEXT MESSAGES`: MESSAGES is a JSON object, a JSON
+/// array of them, or `@file` holding a JSON array or JSONL. They are
+/// validated against the context as it is when they land (R13, R25) and
+/// appended all or none, durably; a missing CONTEXT is created.
+pub(crate) fn append(context: &str, messages: &str) -> Result<String, Failure> {
+    let messages = parse_messages(messages)?;
+    let mut stored = open_stored(context, true)?;
+    stored.append_all(&messages).map_err(Failure::invalid)?;
+    Ok(String::new())
+}
+
+/// The messages of a MESSAGES argument, normalised (R1).
+fn parse_messages(arg: &str) -> Result<Vec<Message>, Failure> {
+    let (bytes, format) = match arg.strip_prefix('@') {
+        Some(path) => {
+            let bytes = std::fs::read(path)
+                .map_err(|e| Failure::invalid(format!("cannot read MESSAGES from {path}: {e}")))?;
+            let format = Format::detect(Some(std::path::Path::new(path)), &bytes);
+            (bytes, format)
+        }
+        None => {
+            let value: Value = serde_json::from_str(arg)
+                .map_err(|e| Failure::invalid(format!("MESSAGES is not valid JSON: {e}")))?;
+            let array = match value {
+                Value::Array(_) => value,
+                other => Value::Array(vec![other]),
+            };
+            (array.to_string().into_bytes(), Format::Json)
+        }
+    };
+    // Loading applies R1 to every message, all or nothing, with indexes.
+    let loaded =
+        Context::load(&bytes, format).map_err(|e| Failure::invalid(format!("MESSAGES: {e}")))?;
+    if let Some(warning) = loaded.warnings.first() {
+        return Err(Failure::invalid(format!("MESSAGES: {warning}")));
+    }
+    Ok(loaded.context.messages().collect())
+}
+
+/// `agentctx copy FROM TO`: every message of FROM into TO, which must be
+/// missing or empty (R3 holds).
+pub(crate) fn copy(from: &str, to: &str) -> Result<String, Failure> {
+    let mut source = file_store(from)?;
+    let mut target = file_store(to)?;
+    agent_store::copy(&mut source, &mut target).map_err(Failure::invalid)?;
+    Ok(String::new())
+}

@@ -1,0 +1,101 @@
+//! [`Append`]: the narrow seam writers above this layer take, so the same
+//! code appends to a context in memory or, durably, to a stored one.
+
+use crate::{Error, Result, Store};
+use agent_data::{Context, Loaded, Message, Warning};
+use std::ops::Range;
+
+/// Somewhere validated messages can be appended: a [`Context`] in memory,
+/// or a [`Stored`] context through [`Store::commit`].
+pub trait Append {
+    /// The context as this appender knows it, for reads.
+    fn context(&self) -> &Context;
+
+    /// Appends `messages` all or none, each validated against the views as
+    /// the earlier ones leave them (R13, R25). Returns their index range.
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>>;
+}
+
+impl Append for Context {
+    fn context(&self) -> &Context {
+        self
+    }
+
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
+        Context::append_all(self, messages).map_err(|e| Error::Refused(Box::new(e)))
+    }
+}
+
+/// A stored context open for appending: its store and the context as last
+/// read. Every append goes through [`Store::commit`], so it is validated
+/// against — and lands on — the context as it is in the store then, other
+/// writers' appends included; [`Stored::context`] includes them afterwards.
+///
+/// ```
+/// use agent_data::Message;
+/// use agent_store::{Append, FileStore, Stored};
+/// use serde_json::json;
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("c.jsonl"), "{\"type\":\"state\",\"data\":{\"n\":0}}\n")?;
+/// let mut stored = Stored::open(FileStore::open(dir.path().join("c.jsonl"))?)?;
+/// let set = Message::from_value(json!({"type": "state", "data": {"n": 1}, "_outputPath": "†state.n"}))?;
+/// stored.append_all(&set)?;
+/// assert_eq!(stored.context().read(&"†state.n".parse()?, None), Some(&json!(1)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Stored<S: Store> {
+    store: S,
+    context: Context,
+    warnings: Vec<Warning>,
+}
+
+impl<S: Store> Stored<S> {
+    /// Loads the context from `store`.
+    pub fn open(mut store: S) -> Result<Self> {
+        let Loaded {
+            context, warnings, ..
+        } = store.load()?;
+        Ok(Stored {
+            store,
+            context,
+            warnings,
+        })
+    }
+
+    /// A context that may not exist yet: starts empty, and the first append
+    /// creates it.
+    pub fn create(store: S) -> Self {
+        Stored {
+            store,
+            context: Context::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// What loading warned about (a torn last line, R34).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Loads what other writers appended since this handle last read.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.store.catch_up(&mut self.context)
+    }
+}
+
+impl<S: Store> Append for Stored<S> {
+    fn context(&self) -> &Context {
+        &self.context
+    }
+
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
+        self.store.commit(&mut self.context, messages)
+    }
+}
