@@ -7,10 +7,12 @@
 use agent_core::{Method, Path, write};
 use agent_data::{Context, DataMessage, Message};
 use agent_render::{Mode, Renderer};
+use agent_store::{FileStore, Store};
 use agentctx_tests::workloads::{self, kind};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use std::hint::black_box;
+use std::io::Write;
 
 const MESSAGES: usize = 100_000;
 const READS: usize = 10_000;
@@ -134,9 +136,40 @@ fn w4(c: &mut Criterion) {
     });
 }
 
+/// S1: one durable JSONL append through the store (lock, tail check,
+/// validate, one `O_APPEND` write, fsync, unlock) against a raw `write` +
+/// `fdatasync` of the same line on an open file — what any durable append
+/// costs at least.
+fn s1(c: &mut Criterion) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("s1.jsonl");
+    std::fs::write(&path, "{\"type\":\"state\",\"data\":{\"n\":0}}\n").unwrap();
+    let set: Vec<Message> = Message::from_value(serde_json::json!({"type": "state",
+        "data": {"n": 1}, "_outputPath": "†state.n"}))
+    .unwrap();
+    let mut store = FileStore::open(&path).unwrap();
+    let mut ctx = store.load().unwrap().context;
+    c.bench_function("S1-append-ours", |b| {
+        b.iter(|| store.commit(&mut ctx, black_box(&set)).unwrap())
+    });
+    let raw_path = dir.path().join("raw.jsonl");
+    let mut raw = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&raw_path)
+        .unwrap();
+    let line = format!("{}\n", ctx.message_json(1).unwrap());
+    c.bench_function("S1-append-raw", |b| {
+        b.iter(|| {
+            raw.write_all(black_box(line.as_bytes())).unwrap();
+            raw.sync_data().unwrap();
+        })
+    });
+}
+
 criterion_group! {
     name = suite;
     config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(5)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = w1, w2, w3, w4
+    targets = w1, w2, w3, w4, s1
 }
 criterion_main!(suite);

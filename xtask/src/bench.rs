@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// (workload, our criterion id, baseline name, baseline criterion id)
-const PAIRS: [(&str, &str, &str, &str); 6] = [
+const PAIRS: [(&str, &str, &str, &str); 7] = [
     (
         "W1-read-vs-pointer",
         "W1-read-ours",
@@ -43,7 +43,16 @@ const PAIRS: [(&str, &str, &str, &str); 6] = [
         "serde_json::from_str of each line",
         "W4-load-serde",
     ),
+    (
+        "S1-file-append-vs-raw",
+        "S1-append-ours",
+        "write + fdatasync of the same line on an open file",
+        "S1-append-raw",
+    ),
 ];
+
+/// Appends each writer process makes in the concurrent-writers run.
+const APPENDS_PER_WRITER: usize = 200;
 
 pub(crate) fn run() -> Result<(), String> {
     crate::cargo(&["bench", "-p", "agentctx-tests", "--bench", "suite"], &[])?;
@@ -61,6 +70,9 @@ pub(crate) fn run() -> Result<(), String> {
         }));
     }
     summary.push(crate::probe("w1-memory", &[])?);
+    for writers in [1, 2, 4, 8] {
+        summary.push(concurrent_writers(&target, writers)?);
+    }
     let path = target.join("bench-summary.json");
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
     std::fs::write(&path, text + "\n")
@@ -68,6 +80,66 @@ pub(crate) fn run() -> Result<(), String> {
     print_table(&summary);
     eprintln!("xtask: wrote {}", path.display());
     Ok(())
+}
+
+/// Starts `writers` processes at once, each committing
+/// [`APPENDS_PER_WRITER`] durable pushes to one JSONL file, and reports
+/// appends per second over the whole run (wall clock); checks that every
+/// append is in the file.
+fn concurrent_writers(target: &Path, writers: usize) -> Result<Value, String> {
+    crate::cargo(
+        &[
+            "build",
+            "--release",
+            "-p",
+            "agentctx-tests",
+            "--bin",
+            "store-writers",
+        ],
+        &[],
+    )?;
+    let bin = target.join("release").join("store-writers");
+    let dir = target.join("bench-writers");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join(format!("writers-{writers}.jsonl"));
+    std::fs::write(&file, "{\"type\":\"state\",\"data\":{\"log\":[]}}\n")
+        .map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    let children: Vec<std::process::Child> = (0..writers)
+        .map(|w| {
+            Command::new(&bin)
+                .arg(&file)
+                .arg(APPENDS_PER_WRITER.to_string())
+                .arg(w.to_string())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", bin.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    for mut child in children {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("a store-writers process failed ({status})"));
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    let appends = writers * APPENDS_PER_WRITER;
+    if text.lines().count() != appends + 1 {
+        return Err(format!(
+            "{writers} writers: expected {} lines in {}, found {}",
+            appends + 1,
+            file.display(),
+            text.lines().count()
+        ));
+    }
+    Ok(json!({
+        "workload": format!("S1-writers-{writers}"),
+        "writers": writers,
+        "appends": appends,
+        "seconds": seconds,
+        "appends_per_second": appends as f64 / seconds,
+    }))
 }
 
 fn target_dir() -> Result<std::path::PathBuf, String> {
@@ -104,6 +176,17 @@ fn print_table(summary: &[Value]) {
         "workload", "ours", "baseline", "ratio"
     );
     for row in summary {
+        if let Some(rate) = row["appends_per_second"].as_f64() {
+            println!(
+                "{:<32} {:>14} {:>14} {:>8}  durable appends/s, {} writer process(es) on one JSONL file",
+                row["workload"].as_str().unwrap_or_default(),
+                format!("{rate:.0}/s"),
+                format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
+                "",
+                row["writers"]
+            );
+            continue;
+        }
         match row["ours_ns"].as_f64() {
             Some(ours) => println!(
                 "{:<32} {:>14} {:>14} {:>8.3}  {}",
