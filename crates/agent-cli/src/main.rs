@@ -81,7 +81,7 @@ enum Command {
     /// Copy every message of FROM into TO, which must be missing or empty;
     /// every field, key order and number arrives as it was.
     Copy {
-        /// The context to read.
+        /// The context to read, or - for stdin.
         from: String,
         /// The context to write: missing or empty.
         to: String,
@@ -156,6 +156,13 @@ impl Failure {
     }
 }
 
+/// Prints to stdout; a reader that went away (`| head`) is not an error.
+fn stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -201,11 +208,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(output) => {
-            print!("{output}");
+            stdout(&output);
             ExitCode::SUCCESS
         }
         Err(failure) => {
-            print!("{}", failure.stdout);
+            stdout(&failure.stdout);
             eprintln!("error: {}", failure.message);
             ExitCode::from(failure.code)
         }

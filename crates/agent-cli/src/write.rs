@@ -2,7 +2,7 @@
 //! context (SPEC §10).
 
 use crate::Failure;
-use crate::input::{file_store, open_stored};
+use crate::input::{file_store, load_context, open_stored};
 use agent_data::{Context, Format, Message};
 use agent_store::Append;
 use serde_json::Value;
@@ -49,8 +49,15 @@ fn parse_messages(arg: &str) -> Result<Vec<Message>, Failure> {
 /// `agentctx copy FROM TO`: every message of FROM into TO, which must be
 /// missing or empty (R3 holds).
 pub(crate) fn copy(from: &str, to: &str) -> Result<String, Failure> {
-    let mut source = file_store(from)?;
+    if to == "-" {
+        return Err(Failure::usage("copy needs a TO file, not stdout"));
+    }
     let mut target = file_store(to)?;
-    agent_store::copy(&mut source, &mut target).map_err(Failure::invalid)?;
+    let copied = if from == "-" {
+        agent_store::copy_context(&load_context(from)?, &mut target)
+    } else {
+        agent_store::copy(&mut file_store(from)?, &mut target)
+    };
+    copied.map_err(Failure::invalid)?;
     Ok(String::new())
 }

@@ -399,9 +399,10 @@ fn read_jsonl(
             &buffer[..]
         };
         if raw.iter().all(u8::is_ascii_whitespace) {
-            if terminated {
-                end = Position { line, offset };
-            }
+            // Blank, even without its newline: read past it; the next
+            // append starts on a new line.
+            end = Position { line, offset };
+            unterminated = !terminated;
             continue;
         }
         let parsed = match too_deep(raw, MAX_DEPTH) {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// How many times an open starts over because the file was replaced while it waited
 /// for the lock. Each retry means another writer finished a rewrite, so reaching this
 /// means something rewrites the file in a tight loop.
-const MAX_TRIES: usize = 100;
+const MAX_TRIES: usize = 100_000;
 
 /// Buffer size for streaming reads: large files are read in few system calls.
 const READ_BUF: usize = 64 * 1024;
@@ -97,7 +97,6 @@ impl LockedFile {
     }
 
     /// The real file this handle has locked (symlinks resolved).
-    #[cfg(test)]
     pub(crate) fn target(&self) -> &Path {
         &self.target
     }
@@ -128,6 +127,18 @@ impl LockedFile {
             file: &self.file,
             pos: offset,
         }
+        .read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    /// The bytes from `start` to `end` (fewer if the file is shorter).
+    pub(crate) fn read_range(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        AtReader {
+            file: &self.file,
+            pos: start,
+        }
+        .take(end.saturating_sub(start))
         .read_to_end(&mut out)?;
         Ok(out)
     }

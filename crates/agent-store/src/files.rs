@@ -9,6 +9,7 @@
 //! kept. Readers take a shared lock, so they never see an append half done.
 
 use crate::file::LockedFile;
+use crate::recovery;
 use crate::{Error, Result, Store};
 use agent_data::{Context, Format, Loaded, Position, Prepared};
 use std::io;
@@ -46,7 +47,8 @@ pub struct FileStore {
     lock: Option<LockedFile>,
 }
 
-/// How far this handle has read the file.
+/// How far this handle has read the file, and how to tell it is still the
+/// file it read.
 #[derive(Debug, Clone, Copy, Default)]
 struct Seen {
     /// Messages read (the context's length).
@@ -59,6 +61,13 @@ struct Seen {
     unterminated: bool,
     /// (device, inode) of the file read; `None` before the first read.
     file: Option<(u64, u64)>,
+    /// JSONL: (start, checksum) of the bytes just before `end`.
+    tail: Option<(u64, u64)>,
+    /// JSON: checksum of the whole file read.
+    whole: u64,
+    /// JSON: length and checksum of the file read up to (not including)
+    /// its closing `]` and the blanks before it — what every append keeps.
+    prefix: (usize, u64),
 }
 
 impl FileStore {
@@ -107,60 +116,112 @@ impl FileStore {
         }
     }
 
-    /// Reads what was appended after `self.seen` from `file` onto `context`.
+    /// Reads what was appended after `self.seen` from `file` onto `context`;
+    /// fails if the file is no longer the one read (truncated or replaced).
     fn read_tail(&mut self, file: &mut LockedFile, context: &mut Context) -> Result<()> {
-        let identity = file.identity().map_err(self.io("read"))?;
-        let len = file.len().map_err(self.io("read"))?;
-        let seen = self.seen;
-        let known = seen.file.is_none_or(|f| f == identity);
-        if known && len == seen.end.offset as u64 {
-            return Ok(());
+        if file.is_exclusive() {
+            let cut = recovery::recover(file).map_err(self.io("repair"))?;
+            if cut.is_some_and(|len| len < self.seen.end.offset as u64) {
+                return Err(self.replaced("cut back (an interrupted append was undone)"));
+            }
         }
+        let identity = file.identity().map_err(self.io("read"))?;
         match self.format {
-            Format::Jsonl => {
-                if !known {
-                    return Err(self.replaced("replaced"));
-                }
-                if len < seen.end.offset as u64 {
-                    return Err(self.replaced("truncated"));
-                }
-                let tail = file
-                    .read_from(seen.end.offset as u64)
-                    .map_err(self.io("read"))?;
-                let read = context
-                    .extend_jsonl(&tail, seen.end)
-                    .map_err(|source| self.load_error(source))?;
-                if !read.warnings.is_empty() && file.is_exclusive() {
-                    // A torn last line (R34): under the exclusive lock no
-                    // append is in flight, so it is a crashed writer's.
-                    file.truncate(read.end.offset as u64)
-                        .map_err(self.io("repair"))?;
-                }
-                if read.end != seen.end {
-                    self.seen.unterminated = read.unterminated;
-                }
-                self.seen.end = read.end;
-                self.seen.items += read.items;
-            }
-            Format::Json => {
-                let bytes = file.read_from(0).map_err(self.io("read"))?;
-                let count = if bytes.iter().all(u8::is_ascii_whitespace) {
-                    0
-                } else {
-                    context
-                        .extend_json(&bytes, seen.items)
-                        .map_err(|source| self.load_error(source))?
-                };
-                if count < seen.items {
-                    return Err(self.replaced("truncated"));
-                }
-                self.seen.items = count;
-                self.seen.end.offset = bytes.len();
-            }
+            Format::Jsonl => self.read_jsonl_tail(file, context, identity)?,
+            Format::Json => self.read_json(file, context)?,
         }
         self.seen.messages = context.len();
         self.seen.file = Some(identity);
         Ok(())
+    }
+
+    fn read_jsonl_tail(
+        &mut self,
+        file: &mut LockedFile,
+        context: &mut Context,
+        identity: (u64, u64),
+    ) -> Result<()> {
+        let seen = self.seen;
+        let len = file.len().map_err(self.io("read"))?;
+        if seen.file.is_some_and(|f| f != identity) {
+            return Err(self.replaced("replaced"));
+        }
+        if len < seen.end.offset as u64 {
+            return Err(self.replaced("truncated"));
+        }
+        if let Some((start, sum)) = seen.tail {
+            let now =
+                recovery::fingerprint(file, seen.end.offset as u64).map_err(self.io("read"))?;
+            if now != (start, sum) {
+                return Err(self.replaced("rewritten"));
+            }
+        }
+        if len > seen.end.offset as u64 {
+            let tail = file
+                .read_from(seen.end.offset as u64)
+                .map_err(self.io("read"))?;
+            let read = context
+                .extend_jsonl(&tail, seen.end)
+                .map_err(|source| self.load_error(source))?;
+            if !read.warnings.is_empty() && file.is_exclusive() {
+                // A torn last line (R34): under the exclusive lock no
+                // append is in flight, so it is a crashed writer's.
+                file.truncate(read.end.offset as u64)
+                    .map_err(self.io("repair"))?;
+            }
+            if read.end != seen.end {
+                self.seen.unterminated = read.unterminated;
+            }
+            self.seen.end = read.end;
+            self.seen.items += read.items;
+        }
+        self.remember_tail(file)
+    }
+
+    /// Remembers the bytes before the end read, to notice a rewrite later.
+    fn remember_tail(&mut self, file: &LockedFile) -> Result<()> {
+        let end = self.seen.end.offset as u64;
+        self.seen.tail = Some(recovery::fingerprint(file, end).map_err(self.io("read"))?);
+        Ok(())
+    }
+
+    fn read_json(&mut self, file: &mut LockedFile, context: &mut Context) -> Result<()> {
+        let seen = self.seen;
+        let bytes = file.read_from(0).map_err(self.io("read"))?;
+        let whole = recovery::checksum(&bytes);
+        if seen.file.is_some() && whole == seen.whole && bytes.len() == seen.end.offset {
+            return Ok(());
+        }
+        // Appends keep every byte before the closing `]`: anything else is
+        // another file.
+        let (prefix_len, prefix_sum) = seen.prefix;
+        let kept = bytes
+            .get(..prefix_len)
+            .is_some_and(|prefix| recovery::checksum(prefix) == prefix_sum);
+        if seen.file.is_some() && !kept {
+            return Err(self.replaced("replaced"));
+        }
+        let count = if bytes.trim_ascii().is_empty() {
+            0
+        } else {
+            context
+                .extend_json(&bytes, seen.items)
+                .map_err(|source| self.load_error(source))?
+        };
+        if count < seen.items {
+            return Err(self.replaced("truncated"));
+        }
+        self.seen.items = count;
+        self.remember_json(&bytes);
+        Ok(())
+    }
+
+    /// Remembers a JSON file's checksums after reading or writing `bytes`.
+    fn remember_json(&mut self, bytes: &[u8]) {
+        self.seen.end.offset = bytes.len();
+        self.seen.whole = recovery::checksum(bytes);
+        let body = json_body(bytes);
+        self.seen.prefix = (body.len(), recovery::checksum(body));
     }
 
     fn replaced(&self, what: &'static str) -> Error {
@@ -181,9 +242,20 @@ impl FileStore {
     fn append_locked(&mut self, file: &mut LockedFile, prepared: &Prepared<'_>) -> Result<()> {
         let identity = file.identity().map_err(self.io("read"))?;
         let len = file.len().map_err(self.io("read"))?;
-        let grown =
+        let mut changed =
             self.seen.file.is_some_and(|f| f != identity) || len != self.seen.end.offset as u64;
-        if prepared.base() != self.seen.messages || grown {
+        if let (false, Format::Jsonl, Some(tail)) = (changed, self.format, self.seen.tail) {
+            let now = recovery::fingerprint(file, len).map_err(self.io("read"))?;
+            changed = now != tail;
+        }
+        let old = match self.format {
+            Format::Json => file.read_from(0).map_err(self.io("read"))?,
+            Format::Jsonl => Vec::new(),
+        };
+        if self.format == Format::Json && self.seen.file.is_some() {
+            changed |= recovery::checksum(&old) != self.seen.whole;
+        }
+        if prepared.base() != self.seen.messages || changed {
             return Err(Error::Conflict {
                 name: self.name.clone(),
                 expected: prepared.base(),
@@ -201,21 +273,32 @@ impl FileStore {
                     bytes.extend_from_slice(line.as_bytes());
                     bytes.push(b'\n');
                 }
-                let end = file.append(&bytes).map_err(self.io("append to"))?;
+                // One write of several lines is not atomic against a crash:
+                // record the batch so the next writer can undo it.
+                let recorded = lines > 1
+                    && recovery::record(file.target(), len, &bytes)
+                        .map_err(self.io("append to"))?;
+                let appended = file.append(&bytes);
+                if recorded {
+                    // Landed whole: a record left behind is harmless. Failed
+                    // (and truncated back): it must not come back.
+                    let _ = recovery::clear(file.target(), appended.is_err());
+                }
+                let end = appended.map_err(self.io("append to"))?;
                 self.seen.end = Position {
                     line: self.seen.end.line + lines,
                     offset: usize::try_from(end).unwrap_or(usize::MAX),
                 };
                 self.seen.unterminated = false;
+                self.remember_tail(file)?;
             }
             Format::Json => {
-                let old = file.read_from(0).map_err(self.io("read"))?;
                 let new = splice(&old, prepared.lines()).ok_or_else(|| Error::Malformed {
                     name: self.name.clone(),
                     reason: "a JSON context file must end with the `]` of its array".into(),
                 })?;
                 file.rewrite(&new).map_err(self.io("write"))?;
-                self.seen.end.offset = new.len();
+                self.remember_json(&new);
                 self.seen.file = Some(file.identity().map_err(self.io("read"))?);
             }
         }
@@ -234,7 +317,10 @@ impl FileStore {
             lock: None,
         };
         let mut context = Context::new();
-        fresh.read_tail(file, &mut context)?;
+        match self.format {
+            Format::Jsonl => fresh.read_jsonl_tail(file, &mut context, (0, 0))?,
+            Format::Json => fresh.read_json(file, &mut context)?,
+        }
         Ok(context.len())
     }
 
@@ -256,6 +342,28 @@ impl FileStore {
         };
         f(self, &mut file)
     }
+
+    /// Undoes an interrupted multi-message append before reading, if one
+    /// is recorded and the file can be written (a reader without write
+    /// permission reads the file as it is).
+    fn recover_before_load(&mut self) -> Result<()> {
+        if self.lock.is_some() || !recovery::pending(&self.path) {
+            return Ok(());
+        }
+        if let Ok(mut file) = LockedFile::open(&self.path, false) {
+            recovery::recover(&mut file).map_err(self.io("repair"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON array file's bytes up to its closing `]`, blanks before it
+/// trimmed: the part every append keeps. All of it when there is no `]`.
+fn json_body(bytes: &[u8]) -> &[u8] {
+    let content = bytes.trim_ascii_end();
+    content
+        .strip_suffix(b"]")
+        .map_or(content, <[u8]>::trim_ascii_end)
 }
 
 /// `old` — a JSON array's text — with `lines` added as its last elements;
@@ -286,16 +394,24 @@ impl Store for FileStore {
     }
 
     fn load(&mut self) -> Result<Loaded> {
+        self.recover_before_load()?;
         let format = self.format;
         self.with_lock(false, |store, file| {
+            let mut json = Vec::new();
             let loaded = match format {
                 Format::Jsonl => {
                     let reader = file.reader_from(0).map_err(store.io("read"))?;
                     Context::load_jsonl_reader(reader, &store.name)
                 }
                 Format::Json => {
-                    let bytes = file.read_from(0).map_err(store.io("read"))?;
-                    Context::load(&bytes, Format::Json)
+                    json = file.read_from(0).map_err(store.io("read"))?;
+                    // An empty file is an empty context, as for JSONL (D23).
+                    let bytes: &[u8] = if json.trim_ascii().is_empty() {
+                        b"[]"
+                    } else {
+                        &json
+                    };
+                    Context::load(bytes, Format::Json)
                 }
             }
             .map_err(|source| store.load_error(source))?;
@@ -305,7 +421,12 @@ impl Store for FileStore {
                 end: loaded.end,
                 unterminated: loaded.unterminated,
                 file: Some(file.identity().map_err(store.io("read"))?),
+                ..Seen::default()
             };
+            match format {
+                Format::Jsonl => store.remember_tail(file)?,
+                Format::Json => store.remember_json(&json),
+            }
             Ok(loaded)
         })
     }
@@ -333,13 +454,31 @@ impl Store for FileStore {
     }
 
     fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
-        self.with_lock(true, |store, file| store.append_locked(file, prepared))
+        self.with_lock(true, |store, file| {
+            let result = store.append_locked(file, prepared);
+            // A file this append created (it was missing) must not outlive
+            // a failed append: nothing is written, not even an empty file.
+            if result.is_err() && store.seen.file.is_none() && file.len().is_ok_and(|l| l == 0) {
+                let _ = std::fs::remove_file(file.target());
+            }
+            result
+        })
     }
 
     fn lock(&mut self) -> Result<()> {
         if self.lock.is_none() {
-            let file = LockedFile::open(&self.path, true).map_err(self.io("open for writing"))?;
-            self.lock = Some(file);
+            match LockedFile::open(&self.path, false) {
+                Ok(file) => self.lock = Some(file),
+                // Missing: the append creates it, under a lock of its own.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(Error::Io {
+                        action: "open for writing",
+                        name: self.name.clone(),
+                        source,
+                    });
+                }
+            }
         }
         Ok(())
     }

@@ -45,9 +45,10 @@ mod append;
 mod error;
 mod file;
 mod files;
+mod recovery;
 mod store;
 
 pub use append::{Append, Stored};
 pub use error::{Error, Result};
 pub use files::FileStore;
-pub use store::{MAX_ATTEMPTS, Store, copy};
+pub use store::{MAX_ATTEMPTS, Store, copy, copy_context};

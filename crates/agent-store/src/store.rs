@@ -97,7 +97,11 @@ fn backoff(attempt: usize) {
 /// empty: the messages arrive as they are stored (R3: every field, key
 /// order and number kept), in one append. Returns how many were copied.
 pub fn copy(from: &mut dyn Store, to: &mut dyn Store) -> Result<usize> {
-    let source = from.load()?.context;
+    copy_context(&from.load()?.context, to)
+}
+
+/// [`copy`] from a context already in memory (read from stdin, say).
+pub fn copy_context(source: &Context, to: &mut dyn Store) -> Result<usize> {
     let messages: Vec<Message> = source.messages().collect();
     let mut target = Context::new();
     to.lock()?;
