@@ -72,6 +72,11 @@ impl Log {
         });
     }
 
+    /// Forgets a written message that will not be sealed.
+    pub(crate) fn discard(&mut self, written: Written) {
+        self.jsonl.truncate(written.start);
+    }
+
     fn start(&self, index: usize) -> usize {
         match index.checked_sub(1) {
             Some(previous) => self.entries.get(previous).map_or(0, |e| e.end),

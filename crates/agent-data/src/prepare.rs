@@ -146,8 +146,30 @@ impl Context {
     /// its JSON text and the value it writes in the view; the caller keeps
     /// `message`.
     pub fn append(&mut self, message: &Message) -> Result<usize> {
-        let prepared = self.prepare(std::slice::from_ref(message))?;
-        Ok(self.append_prepared(prepared)?.start)
+        let index = self.len();
+        // The same checks as `prepare`, but the message is serialised straight
+        // into the log (unsealed, so it is not part of the context yet).
+        let written = self
+            .log
+            .write(message.fields())
+            .map_err(|fault| Error::Message {
+                index,
+                line: None,
+                fault,
+            })?;
+        match Scratch::new(self, false).check_message(message, index, false) {
+            Ok(schema) => {
+                if let Some(schema) = &schema {
+                    self.schemas.insert(schema);
+                }
+                self.push_written(Cow::Borrowed(message), schema, written);
+                Ok(index)
+            }
+            Err(error) => {
+                self.log.discard(written);
+                Err(error)
+            }
+        }
     }
 
     /// Appends several messages atomically: each is validated against the
@@ -236,18 +258,41 @@ impl<'c, 'm> Scratch<'c, 'm> {
         // Serialising enforces the depth limit (R33) before anything below
         // walks the value recursively.
         let line = serialise(message.fields()).map_err(fault)?;
-        let schema = match message.as_data().and_then(DataMessage::schema) {
-            Some(schema) => Some(self.context.schemas.compile(schema).map_err(fault)?),
-            None => None,
-        };
-        if let Message::Data(data) = message.as_ref() {
-            self.validate(data, schema.as_ref(), index, more)?;
-        }
+        let schema = self.check_message(message.as_ref(), index, more)?;
         Ok(Entry {
             message,
             schema,
             line,
         })
+    }
+
+    /// [`Scratch::check`] for a message already serialised (so within the
+    /// depth limit): compiles its schema and validates its write.
+    pub(crate) fn check_message(
+        &mut self,
+        message: &Message,
+        index: usize,
+        more: bool,
+    ) -> Result<Option<Arc<Compiled>>> {
+        let schema = match message.as_data().and_then(DataMessage::schema) {
+            Some(schema) => {
+                Some(
+                    self.context
+                        .schemas
+                        .compile(schema)
+                        .map_err(|fault| Error::Message {
+                            index,
+                            line: None,
+                            fault,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        if let Message::Data(data) = message {
+            self.validate(data, schema.as_ref(), index, more)?;
+        }
+        Ok(schema)
     }
 
     /// R13, R25 and D4 for one data message; on success records its write.
@@ -372,6 +417,10 @@ impl<'c, 'm> Scratch<'c, 'm> {
     }
 
     fn pending(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Pending> {
+        if self.layers.is_empty() {
+            // The common case, a batch of one: no hashing.
+            return None;
+        }
         self.layers.get(&IdentityRef::new(kind, instance))
     }
 

@@ -133,14 +133,18 @@ impl LockedFile {
 
     /// The bytes from `start` to `end` (fewer if the file is shorter).
     pub(crate) fn read_range(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        AtReader {
-            file: &self.file,
-            pos: start,
-        }
-        .take(end.saturating_sub(start))
-        .read_to_end(&mut out)?;
+        // One `pread` of the exact size: `read_to_end` would probe in small reads.
+        let end = end.min(self.len()?);
+        let size = usize::try_from(end.saturating_sub(start)).unwrap_or(0);
+        let mut out = vec![0; size];
+        self.file.read_exact_at(&mut out, start)?;
         Ok(out)
+    }
+
+    /// (device, inode) and length in bytes, from one `fstat`.
+    pub(crate) fn stat(&self) -> io::Result<((u64, u64), u64)> {
+        let held = self.file.metadata()?;
+        Ok(((held.dev(), held.ino()), held.len()))
     }
 
     /// A buffered reader from `offset` to the end, for loading big files without

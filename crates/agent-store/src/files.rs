@@ -45,6 +45,9 @@ pub struct FileStore {
     format: Format,
     seen: Seen,
     lock: Option<LockedFile>,
+    /// The held lock has been held since `seen` was checked against the
+    /// file: nothing can have changed it.
+    verified: bool,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -61,8 +64,8 @@ struct Seen {
     unterminated: bool,
     /// (device, inode) of the file read; `None` before the first read.
     file: Option<(u64, u64)>,
-    /// JSONL: (start, checksum) of the bytes just before `end`.
-    tail: Option<(u64, u64)>,
+    /// JSONL: the bytes just before `end`.
+    tail: Option<recovery::Tail>,
     /// JSON: checksum of the whole file read.
     whole: u64,
     /// JSON: length and checksum of the file read up to (not including)
@@ -95,6 +98,7 @@ impl FileStore {
             format,
             seen: Seen::default(),
             lock: None,
+            verified: false,
         })
     }
 
@@ -125,13 +129,18 @@ impl FileStore {
                 return Err(self.replaced("cut back (an interrupted append was undone)"));
             }
         }
-        let identity = file.identity().map_err(self.io("read"))?;
+        let (identity, len) = file.stat().map_err(self.io("read"))?;
         match self.format {
-            Format::Jsonl => self.read_jsonl_tail(file, context, identity)?,
+            Format::Jsonl => self.read_jsonl_tail(file, context, identity, len)?,
             Format::Json => self.read_json(file, context)?,
         }
         self.seen.messages = context.len();
         self.seen.file = Some(identity);
+        if file.is_exclusive() {
+            // Checked under the held lock: until it is released, nothing
+            // but this handle changes the file.
+            self.verified = true;
+        }
         Ok(())
     }
 
@@ -140,19 +149,19 @@ impl FileStore {
         file: &mut LockedFile,
         context: &mut Context,
         identity: (u64, u64),
+        len: u64,
     ) -> Result<()> {
         let seen = self.seen;
-        let len = file.len().map_err(self.io("read"))?;
         if seen.file.is_some_and(|f| f != identity) {
             return Err(self.replaced("replaced"));
         }
         if len < seen.end.offset as u64 {
             return Err(self.replaced("truncated"));
         }
-        if let Some((start, sum)) = seen.tail {
+        if let Some(tail) = seen.tail {
             let now =
                 recovery::fingerprint(file, seen.end.offset as u64).map_err(self.io("read"))?;
-            if now != (start, sum) {
+            if now != tail {
                 return Err(self.replaced("rewritten"));
             }
         }
@@ -290,7 +299,10 @@ impl FileStore {
                     offset: usize::try_from(end).unwrap_or(usize::MAX),
                 };
                 self.seen.unterminated = false;
-                self.remember_tail(file)?;
+                self.seen.tail = Some(
+                    recovery::fingerprint_after(self.seen.tail, &bytes, end, file)
+                        .map_err(self.io("read"))?,
+                );
             }
             Format::Json => {
                 let new = splice(&old, prepared.lines()).ok_or_else(|| Error::Malformed {
@@ -315,10 +327,12 @@ impl FileStore {
             format: self.format,
             seen: Seen::default(),
             lock: None,
+            verified: false,
         };
         let mut context = Context::new();
+        let len = file.len().map_err(self.io("read"))?;
         match self.format {
-            Format::Jsonl => fresh.read_jsonl_tail(file, &mut context, (0, 0))?,
+            Format::Jsonl => fresh.read_jsonl_tail(file, &mut context, (0, 0), len)?,
             Format::Json => fresh.read_json(file, &mut context)?,
         }
         Ok(context.len())
@@ -485,6 +499,7 @@ impl Store for FileStore {
 
     fn unlock(&mut self) {
         self.lock = None;
+        self.verified = false;
     }
 }
 

@@ -24,13 +24,53 @@ pub(crate) fn checksum(bytes: &[u8]) -> u64 {
 
 /// How many bytes before the end of what a handle read it remembers, to
 /// notice a file rewritten in place under it.
-const TAIL: u64 = 256;
+const TAIL: usize = 256;
 
-/// A fingerprint of the `TAIL` bytes before `end`: (start, checksum).
-pub(crate) fn fingerprint(file: &LockedFile, end: u64) -> io::Result<(u64, u64)> {
-    let start = end.saturating_sub(TAIL);
-    let bytes = file.read_range(start, end)?;
-    Ok((start, checksum(&bytes)))
+/// The last bytes (at most [`TAIL`]) before a position in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tail {
+    start: u64,
+    len: usize,
+    bytes: [u8; TAIL],
+}
+
+impl Tail {
+    fn new(start: u64, from: &[u8]) -> Tail {
+        let mut bytes = [0; TAIL];
+        let len = from.len().min(TAIL);
+        bytes[..len].copy_from_slice(&from[from.len() - len..]);
+        Tail {
+            start: start + (from.len() - len) as u64,
+            len,
+            bytes,
+        }
+    }
+}
+
+/// The last bytes before `end` in `file`.
+pub(crate) fn fingerprint(file: &LockedFile, end: u64) -> io::Result<Tail> {
+    let start = end.saturating_sub(TAIL as u64);
+    Ok(Tail::new(start, &file.read_range(start, end)?))
+}
+
+/// The last bytes before `end` after `appended` was appended right after
+/// `previous` — from memory when it can be, else read from `file`.
+pub(crate) fn fingerprint_after(
+    previous: Option<Tail>,
+    appended: &[u8],
+    end: u64,
+    file: &LockedFile,
+) -> io::Result<Tail> {
+    let start = end - appended.len() as u64;
+    match previous {
+        _ if appended.len() >= TAIL => Ok(Tail::new(start, appended)),
+        Some(tail) if tail.start + tail.len as u64 == start => {
+            let mut joined = tail.bytes[..tail.len].to_vec();
+            joined.extend_from_slice(appended);
+            Ok(Tail::new(tail.start, &joined))
+        }
+        _ => fingerprint(file, end),
+    }
 }
 
 /// The sidecar that records a batch in flight: `.NAME.pending` beside the
