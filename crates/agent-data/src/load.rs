@@ -197,7 +197,8 @@ impl Context {
     }
 }
 
-fn load_json(bytes: &[u8]) -> Result<Loaded> {
+/// The elements of a JSON array context, depth-checked (R33) before parsing.
+fn parse_array(bytes: &[u8]) -> Result<Vec<Value>> {
     // The outer array is one level; each message may nest MAX_DEPTH more.
     if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
         return Err(Error::TooDeep {
@@ -206,12 +207,16 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
             line: None,
         });
     }
-    let value = parse(bytes, 0)?;
-    let Value::Array(items) = value else {
-        return Err(Error::NotAnArray {
+    match parse(bytes, 0)? {
+        Value::Array(items) => Ok(items),
+        value => Err(Error::NotAnArray {
             found: json_type(&value),
-        });
-    };
+        }),
+    }
+}
+
+fn load_json(bytes: &[u8]) -> Result<Loaded> {
+    let items = parse_array(bytes)?;
     let mut context = Context::new();
     let count = items.len();
     for (index, item) in items.into_iter().enumerate() {
@@ -284,19 +289,7 @@ impl Context {
     /// appended to a JSON array file. All or nothing, like
     /// [`Context::extend_jsonl`]. Returns the number of elements in `bytes`.
     pub fn extend_json(&mut self, bytes: &[u8], skip: usize) -> Result<usize> {
-        if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
-            return Err(Error::TooDeep {
-                limit: MAX_DEPTH,
-                offset,
-                line: None,
-            });
-        }
-        let value = parse(bytes, 0)?;
-        let Value::Array(items) = value else {
-            return Err(Error::NotAnArray {
-                found: json_type(&value),
-            });
-        };
+        let items = parse_array(bytes)?;
         let count = items.len();
         let base = self.len();
         let mut parsed = Vec::new();
