@@ -309,6 +309,7 @@ impl FileStore {
                     name: self.name.clone(),
                     reason: "a JSON context file must end with the `]` of its array".into(),
                 })?;
+                recovery::sweep_temps(file.target());
                 file.rewrite(&new).map_err(self.io("write"))?;
                 self.remember_json(&new);
                 self.seen.file = Some(file.identity().map_err(self.io("read"))?);

@@ -186,3 +186,34 @@ pub(crate) fn recover(file: &mut LockedFile) -> io::Result<Option<u64>> {
     clear(&target, true)?;
     Ok(cut)
 }
+
+/// Under the exclusive lock: removes temporary files a writer killed during
+/// a JSON rewrite left beside `target` (`.NAME.XXXXXX.tmp`, regular files
+/// only). A live writer holds the lock while its temporary file exists, so
+/// under the lock every such file is a dead writer's.
+pub(crate) fn sweep_temps(target: &Path) {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let random = file_name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".tmp"));
+        // tempfile's names: six random alphanumerics.
+        let ours =
+            random.is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
+        if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}

@@ -171,3 +171,19 @@ fn r34b_a_whole_batch_lands_and_its_record_is_removed() {
         "the record is removed once the batch landed"
     );
 }
+
+#[test]
+fn r34_a_dead_writers_temporary_file_is_swept_by_the_next_json_append() {
+    let dir = dir("sweep");
+    let path = dir.join("c.json");
+    std::fs::write(&path, "[{\"type\":\"state\",\"data\":{\"log\":[]}}]").unwrap();
+    let stale = dir.join(".c.json.Ab12Cd.tmp");
+    std::fs::write(&stale, "[half a rewrite").unwrap();
+    let other = dir.join(".c.json.keep.tmp");
+    std::fs::write(&other, "not ours").unwrap();
+    let mut stored = Stored::open(FileStore::open(&path).unwrap()).unwrap();
+    stored.append_all(&[push(1)]).unwrap();
+    assert!(!stale.exists(), "the dead writer's temporary file is gone");
+    assert!(other.exists(), "a file not named like ours is kept");
+    assert_eq!(log(&path), json!([1]));
+}
