@@ -249,11 +249,13 @@ impl FileStore {
 
     /// Appends under the held lock `file`.
     fn append_locked(&mut self, file: &mut LockedFile, prepared: &Prepared<'_>) -> Result<()> {
-        let identity = file.identity().map_err(self.io("read"))?;
-        let len = file.len().map_err(self.io("read"))?;
+        let (identity, len) = file.stat().map_err(self.io("read"))?;
         let mut changed =
             self.seen.file.is_some_and(|f| f != identity) || len != self.seen.end.offset as u64;
-        if let (false, Format::Jsonl, Some(tail)) = (changed, self.format, self.seen.tail) {
+        // Content checks are needed only when the lock was not held since
+        // the catch-up checked the file (an `append_at` on its own).
+        let check = !changed && !self.verified;
+        if let (true, Format::Jsonl, Some(tail)) = (check, self.format, self.seen.tail) {
             let now = recovery::fingerprint(file, len).map_err(self.io("read"))?;
             changed = now != tail;
         }
@@ -261,8 +263,8 @@ impl FileStore {
             Format::Json => file.read_from(0).map_err(self.io("read"))?,
             Format::Jsonl => Vec::new(),
         };
-        if self.format == Format::Json && self.seen.file.is_some() {
-            changed |= recovery::checksum(&old) != self.seen.whole;
+        if check && self.format == Format::Json && self.seen.file.is_some() {
+            changed = recovery::checksum(&old) != self.seen.whole;
         }
         if prepared.base() != self.seen.messages || changed {
             return Err(Error::Conflict {
