@@ -189,13 +189,51 @@ impl Context {
     }
 
     fn push_value(&mut self, value: Value, index: usize, line: Option<usize>) -> Result<()> {
+        let mut checked = Vec::with_capacity(1);
+        self.check_value(value, index, line, &mut checked)?;
+        self.push_checked(checked)
+    }
+
+    /// Normalises one input value (R1) and compiles each resulting
+    /// message's schema (R25) into `out`, adding nothing yet. Extending a
+    /// context checks a whole tail this way first, so a bad message leaves
+    /// the context unchanged.
+    fn check_value(
+        &mut self,
+        value: Value,
+        index: usize,
+        line: Option<usize>,
+        out: &mut Vec<Checked>,
+    ) -> Result<()> {
+        let at = |fault| Error::Message { index, line, fault };
         let mut normalised = Vec::with_capacity(1);
-        normalise(value, &mut normalised).map_err(|fault| Error::Message { index, line, fault })?;
-        normalised
+        normalise(value, &mut normalised).map_err(at)?;
+        for message in normalised {
+            let schema = self.compile_schema(&message).map_err(at)?;
+            out.push((message, schema, index, line));
+        }
+        Ok(())
+    }
+
+    /// Adds messages checked by [`Context::check_value`].
+    fn push_checked(&mut self, checked: Vec<Checked>) -> Result<()> {
+        checked
             .into_iter()
-            .try_for_each(|message| self.push_loaded(message, index, line))
+            .try_for_each(|(message, schema, index, line)| {
+                self.push_unchecked(message, schema)
+                    .map_err(|fault| Error::Message { index, line, fault })
+            })
     }
 }
+
+/// A message normalised and its schema compiled, with where it came from
+/// (message index, file line) for errors.
+type Checked = (
+    Message,
+    Option<std::sync::Arc<crate::schema::Compiled>>,
+    usize,
+    Option<usize>,
+);
 
 /// The elements of a JSON array context, depth-checked (R33) before parsing.
 fn parse_array(bytes: &[u8]) -> Result<Vec<Value>> {
@@ -291,29 +329,11 @@ impl Context {
     pub fn extend_json(&mut self, bytes: &[u8], skip: usize) -> Result<usize> {
         let items = parse_array(bytes)?;
         let count = items.len();
-        let base = self.len();
-        let mut parsed = Vec::new();
+        let mut checked = Vec::new();
         for (index, item) in items.into_iter().enumerate().skip(skip) {
-            let mut normalised = Vec::with_capacity(1);
-            let at = |fault| Error::Message {
-                index,
-                line: None,
-                fault,
-            };
-            normalise(item, &mut normalised).map_err(at)?;
-            for message in normalised {
-                let schema = self.compile_schema(&message).map_err(at)?;
-                parsed.push((message, schema));
-            }
+            self.check_value(item, index, None, &mut checked)?;
         }
-        for (offset, (message, schema)) in parsed.into_iter().enumerate() {
-            self.push_unchecked(message, schema)
-                .map_err(|fault| Error::Message {
-                    index: base + offset,
-                    line: None,
-                    fault,
-                })?;
-        }
+        self.push_checked(checked)?;
         Ok(count)
     }
 
@@ -323,37 +343,12 @@ impl Context {
     /// error (naming its message index and file line) and the context is
     /// unchanged. A torn last line (R34) is ignored with a warning.
     pub fn extend_jsonl(&mut self, tail: &[u8], at: Position) -> Result<Extended> {
-        let mut parsed: Vec<(Message, Option<std::sync::Arc<crate::schema::Compiled>>)> =
-            Vec::new();
+        let mut checked = Vec::new();
         let base = self.len();
         let read = read_jsonl(tail, "<tail>", at, &mut |value, index, line| {
-            let index = base + index;
-            let mut normalised = Vec::with_capacity(1);
-            normalise(value, &mut normalised).map_err(|fault| Error::Message {
-                index,
-                line: Some(line),
-                fault,
-            })?;
-            for message in normalised {
-                let schema = self
-                    .compile_schema(&message)
-                    .map_err(|fault| Error::Message {
-                        index,
-                        line: Some(line),
-                        fault,
-                    })?;
-                parsed.push((message, schema));
-            }
-            Ok(())
+            self.check_value(value, base + index, Some(line), &mut checked)
         })?;
-        for (index, (message, schema)) in parsed.into_iter().enumerate() {
-            self.push_unchecked(message, schema)
-                .map_err(|fault| Error::Message {
-                    index: base + index,
-                    line: None,
-                    fault,
-                })?;
-        }
+        self.push_checked(checked)?;
         Ok(read)
     }
 }
