@@ -78,6 +78,25 @@ impl fmt::Display for Identity {
     }
 }
 
+/// The index of `(kind, instance)` in `map`, inserted with a default value
+/// if it is new; the identity is cloned only then.
+pub(crate) fn index_or_insert<T: Default>(
+    map: &mut IndexMap<Identity, T>,
+    kind: &Kind,
+    instance: Option<&Instance>,
+) -> usize {
+    match map.get_index_of(&IdentityRef::new(kind, instance)) {
+        Some(at) => at,
+        None => {
+            let identity = Identity {
+                kind: kind.clone(),
+                instance: instance.cloned(),
+            };
+            map.insert_full(identity, T::default()).0
+        }
+    }
+}
+
 /// All data messages of one identity (R4).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Layer {
@@ -407,16 +426,7 @@ impl Context {
 
     /// The index of a layer, created empty if it is new.
     fn layer_index(&mut self, kind: &Kind, instance: Option<&Instance>) -> usize {
-        match self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
-            Some(at) => at,
-            None => {
-                let identity = Identity {
-                    kind: kind.clone(),
-                    instance: instance.cloned(),
-                };
-                self.layers.insert_full(identity, Layer::default()).0
-            }
-        }
+        index_or_insert(&mut self.layers, kind, instance)
     }
 
     /// Compiles the message's own schema, if it has one (R25).

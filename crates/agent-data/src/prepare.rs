@@ -12,7 +12,7 @@
 //! Validation of a batch works on a scratch copy of only the layers the batch
 //! writes: each message is checked against the views the earlier ones leave.
 
-use crate::context::IdentityRef;
+use crate::context::{IdentityRef, index_or_insert};
 use crate::log::{Line, serialise};
 use crate::schema::Compiled;
 use crate::{Context, DataMessage, Diagnostic, Error, Identity, Message, Result};
@@ -103,16 +103,13 @@ impl Context {
             .iter()
             .enumerate()
             .map(|(offset, message)| {
-                let fault = |fault| Error::Message {
-                    index: self.len() + offset,
+                let index = self.len() + offset;
+                let line = serialise(message.fields()).map_err(|fault| Error::Message {
+                    index,
                     line: None,
                     fault,
-                };
-                let line = serialise(message.fields()).map_err(fault)?;
-                let schema = match message.as_data().and_then(DataMessage::schema) {
-                    Some(schema) => Some(self.schemas.compile(schema).map_err(fault)?),
-                    None => None,
-                };
+                })?;
+                let schema = own_schema(self, message, index)?;
                 Ok(Entry {
                     message: Cow::Borrowed(message),
                     schema,
@@ -209,6 +206,22 @@ impl Context {
     }
 }
 
+/// The schema `message` declares, compiled (cached, or compiled now without
+/// caching it: validation borrows the context; landing caches it). `index`
+/// names the message in errors.
+fn own_schema(context: &Context, message: &Message, index: usize) -> Result<Option<Arc<Compiled>>> {
+    message
+        .as_data()
+        .and_then(DataMessage::schema)
+        .map(|schema| context.schemas.compile(schema))
+        .transpose()
+        .map_err(|fault| Error::Message {
+            index,
+            line: None,
+            fault,
+        })
+}
+
 /// The batch's effect on one layer, as validation goes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pending {
@@ -274,21 +287,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         index: usize,
         more: bool,
     ) -> Result<Option<Arc<Compiled>>> {
-        let schema = match message.as_data().and_then(DataMessage::schema) {
-            Some(schema) => {
-                Some(
-                    self.context
-                        .schemas
-                        .compile(schema)
-                        .map_err(|fault| Error::Message {
-                            index,
-                            line: None,
-                            fault,
-                        })?,
-                )
-            }
-            None => None,
-        };
+        let schema = own_schema(self.context, message, index)?;
         if let Message::Data(data) = message {
             self.validate(data, schema.as_ref(), index, more)?;
         }
@@ -403,16 +402,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     }
 
     fn pending_mut(&mut self, kind: &Kind, instance: Option<&Instance>) -> &mut Pending {
-        let at = match self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
-            Some(at) => at,
-            None => {
-                let identity = Identity {
-                    kind: kind.clone(),
-                    instance: instance.cloned(),
-                };
-                self.layers.insert_full(identity, Pending::default()).0
-            }
-        };
+        let at = index_or_insert(&mut self.layers, kind, instance);
         &mut self.layers[at]
     }
 
