@@ -78,6 +78,55 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The context does not exist (a missing file, or no such context in
+    /// the database). Reading it is an error; the first append creates it.
+    #[error("{name}: no such context")]
+    Missing {
+        /// The context.
+        name: String,
+    },
+    /// A PostgreSQL address that cannot be used: not a URL, no `context`
+    /// parameter, a bad context name.
+    #[error("{address}: {reason}")]
+    Address {
+        /// The address, without its password.
+        address: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The database refused, or could not be reached. Nothing was appended.
+    #[error("cannot {action} {name}: {reason}")]
+    Database {
+        /// What was being done (`connect to`, `read`, `append to`, …).
+        action: &'static str,
+        /// The context's URL, without its password.
+        name: String,
+        /// What the server or the client said.
+        reason: String,
+    },
+    /// The connection was lost while an append was committing, and the
+    /// context afterwards begins with exactly that batch: it may be this
+    /// append, or another writer's identical one. Check before retrying.
+    #[error(
+        "{name}: the connection was lost while appending ({reason}); the append may have landed"
+    )]
+    InDoubt {
+        /// The context.
+        name: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// True when the error says the context does not exist.
+    pub fn is_missing(&self) -> bool {
+        match self {
+            Error::Missing { .. } => true,
+            Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
 }
 
 /// Shorthand for results of this crate.

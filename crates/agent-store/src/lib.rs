@@ -45,10 +45,16 @@ mod append;
 mod error;
 mod file;
 mod files;
+#[cfg(feature = "postgres")]
+mod pg;
 mod recovery;
 mod store;
+mod url;
 
 pub use append::{Append, Stored};
 pub use error::{Error, Result};
 pub use files::FileStore;
-pub use store::{MAX_ATTEMPTS, Store, copy, copy_context};
+#[cfg(feature = "postgres")]
+pub use pg::{MAX_NAME_BYTES, PgStore, SCHEMA_VERSION};
+pub use store::{MAX_ATTEMPTS, Store, copy, copy_context, open};
+pub use url::{is_postgres_url, without_password};

@@ -93,6 +93,47 @@ fn backoff(attempt: usize) {
     std::thread::sleep(std::time::Duration::from_micros(micros));
 }
 
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn load(&mut self) -> Result<Loaded> {
+        (**self).load()
+    }
+    fn catch_up(&mut self, context: &mut Context) -> Result<()> {
+        (**self).catch_up(context)
+    }
+    fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
+        (**self).append_at(prepared)
+    }
+    fn lock(&mut self) -> Result<()> {
+        (**self).lock()
+    }
+    fn unlock(&mut self) {
+        (**self).unlock()
+    }
+    fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
+        (**self).commit(context, messages)
+    }
+}
+
+/// Opens the store an address names (SPEC §10): a `postgres://` or
+/// `postgresql://` URL is a context in PostgreSQL (with the `postgres`
+/// feature), anything else a file path.
+pub fn open(address: &str) -> Result<Box<dyn Store + Send>> {
+    if crate::is_postgres_url(address) {
+        #[cfg(feature = "postgres")]
+        return Ok(Box::new(crate::PgStore::open(address)?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(Error::Address {
+            address: crate::without_password(address),
+            reason: "this build has no PostgreSQL support (the `postgres` feature of agent-store)"
+                .into(),
+        });
+    }
+    Ok(Box::new(crate::FileStore::open(address)?))
+}
+
 /// Copies every message of `from` into `to`, which must be missing or
 /// empty: the messages arrive as they are stored (R3: every field, key
 /// order and number kept), in one append. Returns how many were copied.

@@ -1,0 +1,185 @@
+//! Reading a PostgreSQL CONTEXT address (SPEC §10): an ordinary connection
+//! URL whose `context` query parameter names the context.
+
+use crate::url::{scheme, without_password};
+use crate::{Error, Result};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The longest context name, in bytes (the table's CHECK agrees).
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// How long connecting may take when the URL does not say
+/// (`connect_timeout=SECONDS`): a server that does not answer is an error,
+/// not a hang.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long sent data may stay unacknowledged before the connection counts
+/// as dead, when the URL does not say (`tcp_user_timeout=SECONDS`).
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A parsed address: how to connect, which context, and the URL to show.
+#[derive(Debug, Clone)]
+pub(crate) struct Address {
+    pub(crate) config: postgres::Config,
+    pub(crate) context: String,
+    /// The URL without its password, for messages.
+    pub(crate) shown: String,
+}
+
+impl Address {
+    /// Parses `url`; every error names the URL without its password.
+    pub(crate) fn parse(url: &str) -> Result<Address> {
+        let shown = without_password(url);
+        let fail = |reason: String| Error::Address {
+            address: shown.clone(),
+            reason,
+        };
+        if scheme(url).is_none() {
+            return Err(fail(
+                "a PostgreSQL address starts with postgres:// or postgresql://".into(),
+            ));
+        }
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut context = None;
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if key == "context" {
+                if context.is_some() {
+                    return Err(fail("the context parameter is given twice".into()));
+                }
+                context = Some(percent_decode(value).map_err(&fail)?);
+            } else {
+                rest.push(pair);
+            }
+        }
+        let context = context.ok_or_else(|| {
+            fail("no context parameter: name the context with ?context=NAME".into())
+        })?;
+        check_name(&context).map_err(&fail)?;
+        let connection = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut config = postgres::Config::from_str(&connection).map_err(|e| {
+            fail(format!(
+                "not a valid connection URL: {}",
+                super::describe(&e)
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("agentctx");
+        }
+        Ok(Address {
+            config,
+            context,
+            shown,
+        })
+    }
+}
+
+/// A context name is 1 to [`MAX_NAME_BYTES`] bytes of UTF-8 without NUL.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the context name is empty".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "the context name is {} bytes long; at most {MAX_NAME_BYTES} are allowed",
+            name.len()
+        ));
+    }
+    if name.contains('\0') {
+        return Err("the context name contains a NUL character".into());
+    }
+    Ok(())
+}
+
+/// Decodes `%XX` escapes (a literal `+` stays a `+`, as libpq reads it).
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad percent escape in the context name at byte {i}"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "the context name is not UTF-8".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec10_address_names_the_context_and_keeps_the_connection_string() {
+        let address = Address::parse(
+            "postgresql://me:secret@db.example:6432/app?sslmode=disable&context=run%2F42",
+        )
+        .unwrap();
+        assert_eq!(address.context, "run/42");
+        assert_eq!(
+            address.shown,
+            "postgresql://me@db.example:6432/app?sslmode=disable&context=run%2F42"
+        );
+        assert_eq!(address.config.get_dbname(), Some("app"));
+        assert_eq!(address.config.get_ports(), &[6432]);
+        assert_eq!(address.config.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+    }
+
+    #[test]
+    fn spec10_bad_addresses_are_refused_without_showing_the_password() {
+        let long = format!("postgres://h/db?context={}", "x".repeat(MAX_NAME_BYTES + 1));
+        let cases = [
+            (
+                "postgres://u:pw@h/db",
+                "postgres://u@h/db: no context parameter: name the context with ?context=NAME",
+            ),
+            (
+                "postgres://u:pw@h/db?context=",
+                "postgres://u@h/db?context=: the context name is empty",
+            ),
+            (
+                "postgres://h/db?context=a&context=b",
+                "postgres://h/db?context=a&context=b: the context parameter is given twice",
+            ),
+            (
+                "postgres://h/db?context=%zz",
+                "postgres://h/db?context=%zz: bad percent escape in the context name at byte 0",
+            ),
+        ];
+        for (url, message) in cases {
+            let error = Address::parse(url).unwrap_err().to_string();
+            assert_eq!(error, message);
+            assert!(!error.contains("pw"));
+        }
+        let error = Address::parse(&long).unwrap_err().to_string();
+        assert!(error.ends_with("the context name is 257 bytes long; at most 256 are allowed"));
+        let error = Address::parse("postgres://u:pw@h:notaport/db?password=pw2&context=c")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("postgres://u@h:notaport/db?context=c: not a valid connection URL"),
+            "{error}"
+        );
+        assert!(!error.contains("pw"), "{error}");
+    }
+}

@@ -1,0 +1,376 @@
+//! Contexts in PostgreSQL, shared by processes on many machines (R34b).
+//!
+//! A context is a row of `agentctx_contexts` holding its length; its
+//! messages are rows of `agentctx_messages` keyed by `(context, seq)`. An
+//! append is one call of `agentctx_append` — one transaction — which locks
+//! the context's row and appends only if the context still has the length
+//! the batch was validated against (compare-and-append). Loading is one
+//! streamed query; catching up is one query for the rows after a length.
+
+mod address;
+mod rows;
+mod schema;
+
+use crate::{Error, Result, Store};
+use address::Address;
+use agent_data::{Context, Loaded, Position, Prepared};
+use postgres::error::SqlState;
+use postgres::{Client, NoTls};
+use rows::Lines;
+
+pub use address::MAX_NAME_BYTES;
+pub use schema::SCHEMA_VERSION;
+
+/// One query reads a context's lines in order: no row when the context does
+/// not exist, one row with a NULL line when it is empty.
+const LOAD: &str = "SELECT m.line::text FROM agentctx_contexts c \
+     LEFT JOIN agentctx_messages m ON m.context = c.id AND m.seq >= $2 \
+     WHERE c.name = $1 ORDER BY m.seq";
+
+/// A context stored in PostgreSQL, addressed by a URL whose `context`
+/// parameter names it (SPEC §10).
+///
+/// The store holds one connection, opened by [`PgStore::open`] and opened
+/// again when the server dropped it. It takes no lock: every append is a
+/// compare-and-append, and [`Store::commit`] retries when another writer
+/// appended first. An append whose outcome cannot be known — the connection
+/// died while it was committing, and the rows after the expected length
+/// are exactly this batch — is [`Error::InDoubt`]; when the context shows
+/// it did not land, the append is retried as after a conflict.
+///
+/// ```no_run
+/// use agent_data::Message;
+/// use agent_store::{PgStore, Store};
+/// use serde_json::json;
+///
+/// let mut store = PgStore::open("postgres://root@127.0.0.1:5432/test?context=docs-example")?;
+/// let mut context = agent_data::Context::new();
+/// store.catch_up(&mut context)?; // whatever is there already
+/// let push = Message::from_value(json!({"type": "state", "data": {"log": 1},
+///     "_outputPath": "†state.log", "_outputMethod": "push"}))?;
+/// store.commit(&mut context, &push)?; // the first append creates the context
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PgStore {
+    address: Address,
+    client: Option<Client>,
+    /// Rows (message lines) read or appended through this handle.
+    rows: usize,
+    /// Messages those rows hold (a line may normalise to several, R1).
+    messages: usize,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("name", &self.address.shown)
+            .field("connected", &self.client.is_some())
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Parses `url`, connects, and creates or upgrades the tables if needed
+    /// (one query when they are current). The context need not exist.
+    pub fn open(url: &str) -> Result<PgStore> {
+        let mut store = PgStore {
+            address: Address::parse(url)?,
+            client: None,
+            rows: 0,
+            messages: 0,
+        };
+        store.client()?;
+        Ok(store)
+    }
+
+    /// The context's name within the database.
+    pub fn context_name(&self) -> &str {
+        &self.address.context
+    }
+
+    /// The open connection, connecting (and migrating) first if there is
+    /// none or the server closed it.
+    pub fn client(&mut self) -> Result<&mut Client> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        let client = match self.client.take() {
+            Some(client) => client,
+            None => self.connect()?,
+        };
+        Ok(self.client.insert(client))
+    }
+
+    fn connect(&self) -> Result<Client> {
+        let mut client =
+            connect_within(&self.address.config).map_err(|reason| Error::Database {
+                action: "connect to",
+                name: self.address.shown.clone(),
+                reason,
+            })?;
+        schema::migrate(&mut client).map_err(|e| match e {
+            schema::SchemaError::Database(e) => self.database("set up the tables of", &e),
+            schema::SchemaError::Newer(version) => Error::Malformed {
+                name: self.address.shown.clone(),
+                reason: format!(
+                    "the database has agentctx schema version {version}; this agentctx knows \
+                     versions up to {SCHEMA_VERSION}: upgrade agentctx"
+                ),
+            },
+        })?;
+        Ok(client)
+    }
+
+    fn database(&self, action: &'static str, error: &postgres::Error) -> Error {
+        Error::Database {
+            action,
+            name: self.address.shown.clone(),
+            reason: describe(error),
+        }
+    }
+
+    /// Runs a read, forgetting a connection that broke so the next call
+    /// connects again.
+    fn read(&mut self, from: usize, into: &mut Vec<u8>) -> Result<Option<usize>> {
+        let name = self.address.context.clone();
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let client = self.client()?;
+        let result = Lines::read_all(client, LOAD, &name, from, into);
+        result.map_err(|e| {
+            let error = self.database("read", &e);
+            self.forget_if_broken();
+            error
+        })
+    }
+
+    fn forget_if_broken(&mut self) {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+    }
+
+    fn check_position(&self, messages: usize) -> Result<()> {
+        if messages == self.messages {
+            return Ok(());
+        }
+        Err(Error::Malformed {
+            name: self.address.shown.clone(),
+            reason: format!(
+                "the context has {messages} messages, but {} were read from this store",
+                self.messages
+            ),
+        })
+    }
+
+    /// After the connection failed during an append of `lines` at
+    /// `expected`: looks at what landed. Nothing (or someone else's rows)
+    /// → a conflict, which [`Store::commit`] retries; exactly these lines →
+    /// in doubt.
+    fn settle(&mut self, expected: usize, lines: &[&str], cause: &postgres::Error) -> Error {
+        let in_doubt = |store: &PgStore, why: String| Error::InDoubt {
+            name: store.address.shown.clone(),
+            reason: format!("{}; {why}", describe(cause)),
+        };
+        self.client = None;
+        let mut landed = Vec::new();
+        let found = match self.read(expected, &mut landed) {
+            Ok(found) => found,
+            Err(e) => return in_doubt(self, format!("then: {e}")),
+        };
+        let ours: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        match found {
+            Some(0) | None => Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: expected,
+            },
+            Some(n) if landed.starts_with(ours.as_bytes()) => in_doubt(
+                self,
+                format!(
+                    "the context now has {} more messages, beginning with exactly these",
+                    n
+                ),
+            ),
+            Some(n) => Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: expected + n,
+            },
+        }
+    }
+}
+
+impl Store for PgStore {
+    fn name(&self) -> &str {
+        &self.address.shown
+    }
+
+    fn load(&mut self) -> Result<Loaded> {
+        let name = self.address.context.clone();
+        let shown = self.address.shown.clone();
+        let client = self.client()?;
+        let (loaded, found) = match Lines::query(client, LOAD, &name, 0) {
+            Ok(mut lines) => {
+                let loaded = Context::load_jsonl_reader(&mut lines, &shown);
+                (Some(loaded), lines.finish())
+            }
+            Err(e) => (None, Err(e)),
+        };
+        let found = found.map_err(|e| {
+            let error = self.database("read", &e);
+            self.forget_if_broken();
+            error
+        })?;
+        let (Some(loaded), Some(_)) = (loaded, found) else {
+            return Err(Error::Missing { name: shown });
+        };
+        let loaded = loaded.map_err(|source| Error::Load {
+            name: shown,
+            source: Box::new(source),
+        })?;
+        self.rows = loaded.items;
+        self.messages = loaded.context.len();
+        Ok(loaded)
+    }
+
+    fn catch_up(&mut self, context: &mut Context) -> Result<()> {
+        self.check_position(context.len())?;
+        let mut tail = Vec::new();
+        match self.read(self.rows, &mut tail)? {
+            Some(_) => {}
+            // Not created yet: nothing to catch up with.
+            None if self.rows == 0 => return Ok(()),
+            None => {
+                return Err(Error::Replaced {
+                    name: self.address.shown.clone(),
+                    what: "deleted",
+                });
+            }
+        }
+        let at = Position {
+            line: self.rows,
+            offset: 0,
+        };
+        let extended = context
+            .extend_jsonl(&tail, at)
+            .map_err(|source| Error::Load {
+                name: self.address.shown.clone(),
+                source: Box::new(source),
+            })?;
+        self.rows += extended.items;
+        self.messages = context.len();
+        Ok(())
+    }
+
+    fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
+        self.check_position(prepared.base())?;
+        let lines: Vec<&str> = prepared.lines().collect();
+        let expected = self.rows;
+        let name = self.address.context.clone();
+        let at = i64::try_from(expected).unwrap_or(i64::MAX);
+        let client = self.client()?;
+        let found =
+            match client.query_one("SELECT agentctx_append($1, $2, $3)", &[&name, &at, &lines]) {
+                Ok(row) => row.try_get::<_, i64>(0),
+                Err(e) => Err(e),
+            };
+        match found {
+            Ok(found) if found == at => {
+                self.rows += lines.len();
+                self.messages += prepared.len();
+                Ok(())
+            }
+            Ok(-1) => Err(Error::Replaced {
+                name: self.address.shown.clone(),
+                what: "deleted",
+            }),
+            Ok(found) => Err(Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: usize::try_from(found).unwrap_or(usize::MAX),
+            }),
+            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
+            Err(e) => Err(self.database("append to", &e)),
+        }
+    }
+
+    /// Does nothing: appends are compare-and-append, so writers need no lock.
+    fn lock(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn unlock(&mut self) {}
+}
+
+/// Connects, giving up after the connect timeout even when the server
+/// accepts the connection and then says nothing (the client's own timeout
+/// covers only the TCP handshake). A connection that gives up is left to a
+/// thread that ends when the server answers or drops it.
+fn connect_within(config: &postgres::Config) -> Result<Client, String> {
+    let limit = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(std::time::Duration::from_secs(10));
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("agentctx-pg-connect".into())
+        .spawn(move || {
+            let _ = sender.send(config.connect(NoTls));
+        })
+        .map_err(|e| format!("cannot start connecting: {e}"))?;
+    match receiver.recv_timeout(limit) {
+        Ok(result) => result.map_err(|e| describe(&e)),
+        Err(_) => Err(format!(
+            "timeout waiting for server ({} s; set connect_timeout=SECONDS in the URL)",
+            limit.as_secs_f64()
+        )),
+    }
+}
+
+/// True when a failed append may have committed: the connection broke, or
+/// the server was shutting down or terminated the session (which can
+/// happen after the commit, before the reply).
+fn outcome_unknown(error: &postgres::Error) -> bool {
+    match error.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("57") || code.starts_with("08")
+        }
+        None => true,
+    }
+}
+
+/// A PostgreSQL error as one line: the server's message and SQLSTATE, or
+/// the client's error and its cause. Shape errors get a hint.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(": {detail}"));
+        }
+        let shape = [
+            SqlState::UNDEFINED_TABLE,
+            SqlState::UNDEFINED_COLUMN,
+            SqlState::UNDEFINED_FUNCTION,
+            SqlState::DATATYPE_MISMATCH,
+            SqlState::DUPLICATE_TABLE,
+            SqlState::DUPLICATE_FUNCTION,
+        ];
+        if shape.contains(db.code()) {
+            text.push_str(&format!(
+                "; the agentctx tables do not have the shape of schema version {SCHEMA_VERSION} \
+                 (see docs/store.md)"
+            ));
+        }
+        return text;
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,124 @@
+//! The tables, created on first use by versioned migrations (docs/store.md
+//! shows them). Migrations run in one transaction under an advisory lock,
+//! so any number of processes may start at once: the first applies them,
+//! the others wait for it and find them applied.
+
+use postgres::Client;
+use postgres::error::SqlState;
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
+
+/// Each migration: its version, what it does, and its SQL.
+const MIGRATIONS: [(i32, &str, &str); 1] = [(1, "contexts, messages, agentctx_append", V1)];
+
+/// Version 1. A context is a row holding its length; its messages are rows
+/// keyed by (context, seq), each one compact JSON line stored as `json`
+/// (kept byte for byte: key order and big numbers survive, unlike `jsonb`).
+/// `agentctx_append` is the compare-and-append: under the context row's
+/// lock, it appends only if the context still has the expected length.
+const V1: &str = r#"
+CREATE TABLE agentctx_contexts (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL UNIQUE CHECK (octet_length(name) BETWEEN 1 AND 256),
+    length bigint NOT NULL DEFAULT 0 CHECK (length >= 0),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE agentctx_messages (
+    context bigint NOT NULL REFERENCES agentctx_contexts (id),
+    seq bigint NOT NULL CHECK (seq >= 0),
+    line json NOT NULL,
+    PRIMARY KEY (context, seq)
+);
+CREATE FUNCTION agentctx_append(p_name text, p_expected bigint, p_lines text[])
+RETURNS bigint LANGUAGE plpgsql AS $body$
+DECLARE
+    v_id bigint;
+    v_length bigint;
+BEGIN
+    SELECT c.id, c.length INTO v_id, v_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        IF p_expected <> 0 THEN
+            RETURN -1;
+        END IF;
+        INSERT INTO agentctx_contexts (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+        SELECT c.id, c.length INTO v_id, v_length
+            FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    END IF;
+    IF v_length <> p_expected THEN
+        RETURN v_length;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line)
+        SELECT v_id, p_expected + t.ord - 1, t.line::json
+        FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = v_id;
+    RETURN p_expected;
+END
+$body$;
+"#;
+
+/// Why the schema cannot be used.
+pub(crate) enum SchemaError {
+    /// The server refused (or the connection failed).
+    Database(postgres::Error),
+    /// The database was migrated by a newer agentctx.
+    Newer(i32),
+}
+
+impl From<postgres::Error> for SchemaError {
+    fn from(error: postgres::Error) -> Self {
+        SchemaError::Database(error)
+    }
+}
+
+/// Brings the database to [`SCHEMA_VERSION`]: one query when it is there.
+pub(crate) fn migrate(client: &mut Client) -> Result<(), SchemaError> {
+    match applied(client) {
+        Ok(version) if version == SCHEMA_VERSION => return Ok(()),
+        Ok(version) if version > SCHEMA_VERSION => return Err(SchemaError::Newer(version)),
+        Ok(_) => {}
+        Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let mut transaction = client.transaction()?;
+    transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    transaction.batch_execute(
+        "CREATE TABLE IF NOT EXISTS agentctx_migrations (
+            version integer PRIMARY KEY,
+            description text NOT NULL,
+            applied_at timestamptz NOT NULL DEFAULT now()
+        )",
+    )?;
+    let version: i32 = transaction
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
+            &[],
+        )?
+        .get(0);
+    if version > SCHEMA_VERSION {
+        return Err(SchemaError::Newer(version));
+    }
+    for (number, description, sql) in MIGRATIONS {
+        if number > version {
+            transaction.batch_execute(sql)?;
+            transaction.execute(
+                "INSERT INTO agentctx_migrations (version, description) VALUES ($1, $2)",
+                &[&number, &description],
+            )?;
+        }
+    }
+    transaction.commit()?;
+    Ok(())
+}
+
+fn applied(client: &mut Client) -> Result<i32, postgres::Error> {
+    let row = client.query_one(
+        "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
+        &[],
+    )?;
+    row.try_get(0)
+}
