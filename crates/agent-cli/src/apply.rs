@@ -38,9 +38,6 @@ pub(crate) struct ApplyArgs {
 
 /// Applies the outcome and prints the appended messages as JSONL.
 pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
-    if args.write && args.context == "-" {
-        return Err(Failure::usage("--write needs a CONTEXT file, not stdin"));
-    }
     let call = json_arg("CALL", &args.call)?;
     let outcome = outcome(&args)?;
     if let Some(schema) = &args.tool_schema {

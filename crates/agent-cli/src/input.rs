@@ -2,12 +2,15 @@
 
 use crate::Failure;
 use agent_data::{Context, Format};
-use agent_store::{FileStore, Store, Stored};
+use agent_store::{Store, Stored};
 use serde_json::Value;
 use std::io::Read;
 
-/// Loads CONTEXT: a file path, or `-` for stdin (SPEC §10). Load warnings
-/// (a torn last line, R34) go to stderr.
+/// A stored context of any kind: a file, or (SPEC §10) a PostgreSQL URL.
+pub(crate) type AnyStore = Box<dyn Store + Send>;
+
+/// Loads CONTEXT: a file path, a PostgreSQL URL, or `-` for stdin (SPEC
+/// §10). Load warnings (a torn last line, R34) go to stderr.
 pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
     if arg == "-" {
         let mut bytes = Vec::new();
@@ -19,35 +22,40 @@ pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
         warn(arg, &loaded.warnings);
         return Ok(loaded.context);
     }
-    let loaded = file_store(arg)?.load().map_err(Failure::invalid)?;
-    warn(arg, &loaded.warnings);
+    let mut store = open_store(arg)?;
+    let loaded = store.load().map_err(Failure::invalid)?;
+    warn(store.name(), &loaded.warnings);
     Ok(loaded.context)
 }
 
 /// CONTEXT opened for durable appends (`--write`): every append is a commit
-/// (R34, R34b). `missing_ok`: a missing file starts empty and the first
+/// (R34, R34b). `missing_ok`: a missing context starts empty and the first
 /// append creates it.
-pub(crate) fn open_stored(arg: &str, missing_ok: bool) -> Result<Stored<FileStore>, Failure> {
+pub(crate) fn open_stored(arg: &str, missing_ok: bool) -> Result<Stored<AnyStore>, Failure> {
     if arg == "-" {
-        return Err(Failure::usage("writing needs a CONTEXT file, not stdin"));
+        return Err(Failure::usage(
+            "writing needs a CONTEXT file or PostgreSQL URL, not stdin",
+        ));
     }
-    let store = file_store(arg)?;
-    if missing_ok && !store.path().exists() {
-        return Ok(Stored::create(store));
+    let store = open_store(arg)?;
+    let stored = if missing_ok {
+        Stored::open_or_create(store)
+    } else {
+        Stored::open(store)
     }
-    let stored = Stored::open(store).map_err(Failure::invalid)?;
-    warn(arg, stored.warnings());
+    .map_err(Failure::invalid)?;
+    warn(stored.store().name(), stored.warnings());
     Ok(stored)
 }
 
-/// The store for a CONTEXT file argument.
-pub(crate) fn file_store(arg: &str) -> Result<FileStore, Failure> {
-    FileStore::open(arg).map_err(Failure::invalid)
+/// The store a CONTEXT argument names.
+pub(crate) fn open_store(arg: &str) -> Result<AnyStore, Failure> {
+    agent_store::open(arg).map_err(Failure::invalid)
 }
 
-fn warn(arg: &str, warnings: &[agent_data::Warning]) {
+fn warn(name: &str, warnings: &[agent_data::Warning]) {
     for warning in warnings {
-        eprintln!("warning: {arg}: {warning}");
+        eprintln!("warning: {name}: {warning}");
     }
 }
 

@@ -2,7 +2,7 @@
 //! context (SPEC §10).
 
 use crate::Failure;
-use crate::input::{file_store, load_context, open_stored};
+use crate::input::{load_context, open_store, open_stored};
 use agent_data::{Context, Format, Message};
 use agent_store::Append;
 use serde_json::Value;
@@ -50,13 +50,15 @@ fn parse_messages(arg: &str) -> Result<Vec<Message>, Failure> {
 /// missing or empty (R3 holds).
 pub(crate) fn copy(from: &str, to: &str) -> Result<String, Failure> {
     if to == "-" {
-        return Err(Failure::usage("copy needs a TO file, not stdout"));
+        return Err(Failure::usage(
+            "copy needs a TO file or PostgreSQL URL, not stdout",
+        ));
     }
-    let mut target = file_store(to)?;
+    let mut target = open_store(to)?;
     let copied = if from == "-" {
         agent_store::copy_context(&load_context(from)?, &mut target)
     } else {
-        agent_store::copy(&mut file_store(from)?, &mut target)
+        agent_store::copy(&mut open_store(from)?, &mut target)
     };
     copied.map_err(Failure::invalid)?;
     Ok(String::new())

@@ -476,7 +476,7 @@ fn apply_usage_errors_are_exit_2() {
     assert_eq!(run.code, 2);
     assert_eq!(
         run.stderr,
-        "error: --write needs a CONTEXT file, not stdin\n"
+        "error: writing needs a CONTEXT file or PostgreSQL URL, not stdin\n"
     );
 }
 

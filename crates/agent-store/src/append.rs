@@ -64,6 +64,22 @@ impl<S: Store> Stored<S> {
         })
     }
 
+    /// Loads the context from `store`, or starts empty if it does not exist
+    /// yet ([`Error::is_missing`]): the first append creates it.
+    pub fn open_or_create(mut store: S) -> Result<Self> {
+        match store.load() {
+            Ok(Loaded {
+                context, warnings, ..
+            }) => Ok(Stored {
+                store,
+                context,
+                warnings,
+            }),
+            Err(e) if e.is_missing() => Ok(Stored::create(store)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// A context that may not exist yet: starts empty, and the first append
     /// creates it.
     pub fn create(store: S) -> Self {
