@@ -110,6 +110,11 @@ impl PgStore {
                 reason,
             })?;
         schema::migrate(&mut client).map_err(|e| match e {
+            // The connection failing while the version is checked is still
+            // connecting; a refusal is about the tables.
+            schema::SchemaError::Database(e) if outcome_unknown(&e) => {
+                self.database("connect to", &e)
+            }
             schema::SchemaError::Database(e) => self.database("set up the tables of", &e),
             schema::SchemaError::Newer(version) => Error::Malformed {
                 name: self.address.shown.clone(),
