@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod database;
 mod layers;
 mod stress;
 
@@ -35,7 +36,10 @@ fn main() -> ExitCode {
 }
 
 fn ci() -> Result<(), String> {
-    let steps: [&[&str]; 6] = [
+    // Found or started before anything is built, so a missing server fails
+    // the run at once; a started cluster stops when `database` drops.
+    let database = database::provide()?;
+    let steps: [&[&str]; 7] = [
         &["fmt", "--all", "--", "--check"],
         &[
             "clippy",
@@ -47,6 +51,8 @@ fn ci() -> Result<(), String> {
             "warnings",
         ],
         &["test", "--workspace"],
+        // agent-store builds without its `postgres` feature too.
+        &["check", "-p", "agent-store", "--lib"],
         // Feature-gated code: the async activity trait.
         &["test", "-p", "agent-plan", "--features", "async"],
         // Benchmarks are compiled, not run: numbers come from `cargo xtask bench`.
@@ -54,10 +60,10 @@ fn ci() -> Result<(), String> {
         &["doc", "--workspace", "--no-deps"],
     ];
     for step in steps {
-        let env: &[(&str, &str)] = if step[0] == "doc" {
-            &[("RUSTDOCFLAGS", "-D warnings")]
-        } else {
-            &[]
+        let env: &[(&str, &str)] = match step[0] {
+            "doc" => &[("RUSTDOCFLAGS", "-D warnings")],
+            "test" => &[(database::VARIABLE, database.url.as_str())],
+            _ => &[],
         };
         cargo(step, env)?;
     }

@@ -1,0 +1,88 @@
+//! The PostgreSQL server the tests use (issue 14): `AGENTCTX_TEST_DATABASE_URL`
+//! when set, else `postgres://root@127.0.0.1:5432/test`; when nothing
+//! answers there and `initdb`/`pg_ctl` are installed, a throwaway cluster
+//! under `target/` for the run. Otherwise CI fails, saying what to provide:
+//! the PostgreSQL tests are never skipped.
+
+#[path = "../../tests/support/pg_cluster.rs"]
+mod pg_cluster;
+
+pub(crate) use pg_cluster::Cluster;
+
+/// The variable the tests read the server's URL from.
+pub(crate) const VARIABLE: &str = "AGENTCTX_TEST_DATABASE_URL";
+const DEFAULT: &str = "postgres://root@127.0.0.1:5432/test";
+
+/// A server for the tests: its URL, and the cluster to keep running (and
+/// stop when dropped) if one was started.
+pub(crate) struct Database {
+    pub(crate) url: String,
+    pub(crate) _cluster: Option<Cluster>,
+}
+
+/// Finds or starts the test server.
+pub(crate) fn provide() -> Result<Database, String> {
+    let given = std::env::var(VARIABLE).ok();
+    let url = given.clone().unwrap_or_else(|| DEFAULT.to_owned());
+    let why = match answers(&url) {
+        Ok(()) => {
+            eprintln!("xtask: PostgreSQL for the tests: {}", shown(&url));
+            return Ok(Database { url, _cluster: None });
+        }
+        Err(why) => why,
+    };
+    if given.is_some() {
+        return Err(format!(
+            "{VARIABLE}={} does not answer: {why}",
+            shown(&url)
+        ));
+    }
+    if pg_cluster::bin_dir().is_none() {
+        return Err(format!(
+            "the PostgreSQL tests need a server, and none answers at {DEFAULT} ({why}); \
+             initdb and pg_ctl are not installed to start one. Set {VARIABLE} to the URL of a \
+             server where the tests may create tables (postgres://USER[:PASSWORD]@HOST:PORT/DB), \
+             or install PostgreSQL (Debian: apt install postgresql)"
+        ));
+    }
+    eprintln!("xtask: no PostgreSQL at {DEFAULT} ({why}); starting a throwaway cluster");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pg-ci");
+    let cluster = Cluster::start(&root, None)
+        .map_err(|e| format!("cannot start a throwaway PostgreSQL cluster: {e}"))?;
+    let url = cluster.url();
+    answers(&url).map_err(|e| format!("the throwaway cluster does not answer: {e}"))?;
+    eprintln!("xtask: PostgreSQL for the tests: {url}");
+    Ok(Database {
+        url,
+        _cluster: Some(cluster),
+    })
+}
+
+/// Connects and runs `SELECT 1`.
+fn answers(url: &str) -> Result<(), String> {
+    let mut config: postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+    config.connect_timeout(std::time::Duration::from_secs(5));
+    let mut client = config.connect(postgres::NoTls).map_err(|e| {
+        let mut text = e.to_string();
+        if let Some(cause) = std::error::Error::source(&e) {
+            text.push_str(&format!(": {cause}"));
+        }
+        text
+    })?;
+    client
+        .simple_query("SELECT 1")
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// `url` without a password.
+fn shown(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, rest)), Some(_)) => {
+            let (user, host) = rest.rsplit_once('@').unwrap_or(("", rest));
+            let user = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
