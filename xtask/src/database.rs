@@ -27,15 +27,15 @@ pub(crate) fn provide() -> Result<Database, String> {
     let why = match answers(&url) {
         Ok(()) => {
             eprintln!("xtask: PostgreSQL for the tests: {}", shown(&url));
-            return Ok(Database { url, _cluster: None });
+            return Ok(Database {
+                url,
+                _cluster: None,
+            });
         }
         Err(why) => why,
     };
     if given.is_some() {
-        return Err(format!(
-            "{VARIABLE}={} does not answer: {why}",
-            shown(&url)
-        ));
+        return Err(format!("{VARIABLE}={} does not answer: {why}", shown(&url)));
     }
     if pg_cluster::bin_dir().is_none() {
         return Err(format!(
