@@ -405,3 +405,64 @@ fn spec10_a_server_that_does_not_answer_is_an_error_within_the_connect_timeout()
     );
     assert!(!error.contains("secret"));
 }
+
+#[test]
+fn r1_a_stored_line_holding_several_messages_keeps_rows_and_messages_apart() {
+    let url = fresh("several");
+    let name = url.rsplit_once("context=").unwrap().1.to_owned();
+    // Another program appends one row whose chat wrapper holds two messages.
+    let line = r#"{"role":"user","content":[{"type":"state","data":{"a":1}},{"type":"state","data":{"b":2}}]}"#;
+    let mut other = raw();
+    other
+        .execute("SELECT agentctx_append($1, 0, $2)", &[&name, &vec![line]])
+        .unwrap();
+    let mut first = open(&url);
+    let mut mine = first.load().unwrap().context;
+    assert_eq!(mine.len(), 2);
+    let mut second = open(&url);
+    let mut theirs = second.load().unwrap().context;
+    let set = |key: &str, n: i64| {
+        Message::from_value(json!({"type": "state", "data": {key: n}})).unwrap()
+    };
+    first.commit(&mut mine, &set("c", 3)).unwrap();
+    // The second handle catches up one row (one message) and lands after it.
+    second.commit(&mut theirs, &set("d", 4)).unwrap();
+    let stored: i64 = other
+        .query_one(
+            "SELECT length FROM agentctx_contexts WHERE name = $1",
+            &[&name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, 3, "rows: the wrapper, then one per commit");
+    let context = open(&url).load().unwrap().context;
+    assert_eq!(context.len(), 4);
+    assert_eq!(
+        context.read(&"†state".parse().unwrap(), None),
+        Some(&json!({"a": 1, "b": 2, "c": 3, "d": 4}))
+    );
+}
+
+#[test]
+fn r34b_a_postgres_context_deleted_under_a_writer_is_refused() {
+    let url = fresh("deleted");
+    let name = url.rsplit_once("context=").unwrap().1.to_owned();
+    let mut store = open(&url);
+    let mut context = Context::new();
+    store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+    raw()
+        .batch_execute(&format!(
+            "DELETE FROM agentctx_messages WHERE context = (SELECT id FROM agentctx_contexts WHERE name = '{name}'); \
+             DELETE FROM agentctx_contexts WHERE name = '{name}'"
+        ))
+        .unwrap();
+    let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{url} was deleted since it was read; load it again")
+    );
+    assert!(
+        open(&url).load().unwrap_err().is_missing(),
+        "nothing was written"
+    );
+}

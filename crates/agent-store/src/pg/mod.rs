@@ -21,11 +21,8 @@ use rows::Lines;
 pub use address::MAX_NAME_BYTES;
 pub use schema::SCHEMA_VERSION;
 
-/// One query reads a context's lines in order: no row when the context does
-/// not exist, one row with a NULL line when it is empty.
-const LOAD: &str = "SELECT m.line::text FROM agentctx_contexts c \
-     LEFT JOIN agentctx_messages m ON m.context = c.id AND m.seq >= $2 \
-     WHERE c.name = $1 ORDER BY m.seq";
+/// The context's id, when it exists.
+const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
 
 /// A context stored in PostgreSQL, addressed by a URL whose `context`
 /// parameter names it (SPEC §10).
@@ -54,6 +51,8 @@ const LOAD: &str = "SELECT m.line::text FROM agentctx_contexts c \
 pub struct PgStore {
     address: Address,
     client: Option<Client>,
+    /// The context's row id, once it is known to exist.
+    id: Option<i64>,
     /// Rows (message lines) read or appended through this handle.
     rows: usize,
     /// Messages those rows hold (a line may normalise to several, R1).
@@ -77,6 +76,7 @@ impl PgStore {
         let mut store = PgStore {
             address: Address::parse(url)?,
             client: None,
+            id: None,
             rows: 0,
             messages: 0,
         };
@@ -135,18 +135,37 @@ impl PgStore {
         }
     }
 
-    /// Runs a read, forgetting a connection that broke so the next call
-    /// connects again.
+    /// The context's id: `None` while it does not exist.
+    fn id(&mut self) -> Result<Option<i64>> {
+        if self.id.is_none() {
+            let name = self.address.context.clone();
+            let found = self.client()?.query_opt(FIND, &[&name]);
+            let row = found.map_err(|e| self.read_error(&e))?;
+            self.id = match row {
+                Some(row) => Some(row.try_get(0).map_err(|e| self.read_error(&e))?),
+                None => None,
+            };
+        }
+        Ok(self.id)
+    }
+
+    /// Reads the lines from `from` on into `into`: `None` when the context
+    /// does not exist, else how many.
     fn read(&mut self, from: usize, into: &mut Vec<u8>) -> Result<Option<usize>> {
-        let name = self.address.context.clone();
+        let Some(id) = self.id()? else {
+            return Ok(None);
+        };
         let from = i64::try_from(from).unwrap_or(i64::MAX);
-        let client = self.client()?;
-        let result = Lines::read_all(client, LOAD, &name, from, into);
-        result.map_err(|e| {
-            let error = self.database("read", &e);
-            self.forget_if_broken();
-            error
-        })
+        let result = Lines::read_all(self.client()?, id, from, into);
+        result.map(Some).map_err(|e| self.read_error(&e))
+    }
+
+    /// A failed read, forgetting a connection that broke so the next call
+    /// connects again.
+    fn read_error(&mut self, error: &postgres::Error) -> Error {
+        let error = self.database("read", error);
+        self.forget_if_broken();
+        error
     }
 
     fn forget_if_broken(&mut self) {
@@ -212,22 +231,20 @@ impl Store for PgStore {
     }
 
     fn load(&mut self) -> Result<Loaded> {
-        let name = self.address.context.clone();
         let shown = self.address.shown.clone();
-        let client = self.client()?;
-        let (loaded, found) = match Lines::query(client, LOAD, &name, 0) {
+        self.id = None;
+        let Some(id) = self.id()? else {
+            return Err(Error::Missing { name: shown });
+        };
+        let (loaded, read) = match Lines::query(self.client()?, id, 0) {
             Ok(mut lines) => {
                 let loaded = Context::load_jsonl_reader(&mut lines, &shown);
                 (Some(loaded), lines.finish())
             }
             Err(e) => (None, Err(e)),
         };
-        let found = found.map_err(|e| {
-            let error = self.database("read", &e);
-            self.forget_if_broken();
-            error
-        })?;
-        let (Some(loaded), Some(_)) = (loaded, found) else {
+        read.map_err(|e| self.read_error(&e))?;
+        let Some(loaded) = loaded else {
             return Err(Error::Missing { name: shown });
         };
         let loaded = loaded.map_err(|source| Error::Load {
@@ -286,10 +303,15 @@ impl Store for PgStore {
                 self.messages += prepared.len();
                 Ok(())
             }
-            Ok(-1) => Err(Error::Replaced {
-                name: self.address.shown.clone(),
-                what: "deleted",
-            }),
+            // The log only grows: shorter than it was means it was deleted
+            // (-1), or deleted and created again.
+            Ok(found) if found < at => {
+                self.id = None;
+                Err(Error::Replaced {
+                    name: self.address.shown.clone(),
+                    what: "deleted",
+                })
+            }
             Ok(found) => Err(Error::Conflict {
                 name: self.address.shown.clone(),
                 expected,

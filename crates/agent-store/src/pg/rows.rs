@@ -4,62 +4,60 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, RowIter};
 use std::io::{self, BufRead, Read};
 
+/// A context's lines from a position on, in order.
+const TAIL: &str =
+    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
+
 /// The lines of one context from `seq` on, as a [`BufRead`] of JSONL: the
 /// rows arrive as the server sends them, one line in memory at a time.
 pub(crate) struct Lines<'c> {
     rows: RowIter<'c>,
     line: Vec<u8>,
     at: usize,
-    /// Whether any row came: none means the context does not exist.
-    exists: bool,
-    /// Lines read (rows with a line; an empty context sends one NULL).
+    /// Lines read.
     count: usize,
     /// The error that ended the stream, kept so the caller gets it typed.
     failed: Option<postgres::Error>,
 }
 
 impl<'c> Lines<'c> {
-    /// Starts the query `sql` (parameters: the context's name, the first
-    /// seq) on `client`.
+    /// Starts reading the lines of context `id` from `seq` on, in order
+    /// (an index scan on the primary key: no sort).
     pub(crate) fn query(
         client: &'c mut Client,
-        sql: &str,
-        name: &str,
+        id: i64,
         from: i64,
     ) -> Result<Lines<'c>, postgres::Error> {
-        let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&name, &from];
-        let rows = client.query_raw(sql, params)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&id, &from];
+        let rows = client.query_raw(TAIL, params)?;
         Ok(Lines {
             rows,
             line: Vec::new(),
             at: 0,
-            exists: false,
             count: 0,
             failed: None,
         })
     }
 
-    /// Reads every line into `into`. Returns `None` when the context does
-    /// not exist, else how many lines were read.
+    /// Reads every line into `into`; returns how many were read.
     pub(crate) fn read_all(
         client: &mut Client,
-        sql: &str,
-        name: &str,
+        id: i64,
         from: i64,
         into: &mut Vec<u8>,
-    ) -> Result<Option<usize>, postgres::Error> {
-        let mut lines = Lines::query(client, sql, name, from)?;
+    ) -> Result<usize, postgres::Error> {
+        let mut lines = Lines::query(client, id, from)?;
         // Reading rows fails only on a database error, which `finish` returns.
         let _ = lines.read_to_end(into);
         lines.finish()
     }
 
-    /// Ends reading: the database error that stopped it, if any, else
-    /// `None` when the context does not exist, else the number of lines.
-    pub(crate) fn finish(self) -> Result<Option<usize>, postgres::Error> {
+    /// Ends reading: the database error that stopped it, if any, else the
+    /// number of lines read.
+    pub(crate) fn finish(self) -> Result<usize, postgres::Error> {
         match self.failed {
             Some(error) => Err(error),
-            None => Ok(self.exists.then_some(self.count)),
+            None => Ok(self.count),
         }
     }
 }
@@ -75,8 +73,7 @@ impl BufRead for Lines<'_> {
                     return Err(io::Error::other("reading from the database failed"));
                 }
             };
-            self.exists = true;
-            let text: Option<&str> = match row.try_get(0) {
+            let text: &str = match row.try_get(0) {
                 Ok(text) => text,
                 Err(error) => {
                     self.failed = Some(error);
@@ -85,14 +82,12 @@ impl BufRead for Lines<'_> {
             };
             self.line.clear();
             self.at = 0;
-            if let Some(text) = text {
-                self.count += 1;
-                // A `json` value may hold newlines between tokens (never
-                // inside a string): as spaces, it stays one JSONL line.
-                self.line
-                    .extend(text.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
-                self.line.push(b'\n');
-            }
+            self.count += 1;
+            // A `json` value may hold newlines between tokens (never inside
+            // a string): as spaces, it stays one JSONL line.
+            self.line
+                .extend(text.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
+            self.line.push(b'\n');
         }
         Ok(&self.line[self.at..])
     }
