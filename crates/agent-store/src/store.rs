@@ -86,11 +86,26 @@ fn commit_once<S: Store + ?Sized>(
         .map_err(|e| Error::Refused(Box::new(e)))
 }
 
-/// Waits a little longer after each conflict, so writers that keep
-/// colliding spread out.
+/// Waits a little longer after each conflict, a random part of a doubling
+/// limit (50 µs, 100 µs, … up to about 51 ms), so writers that keep
+/// colliding spread out instead of colliding again in step.
 fn backoff(attempt: usize) {
-    let micros = 50u64 << attempt.min(10);
-    std::thread::sleep(std::time::Duration::from_micros(micros));
+    let limit = 50u64 << attempt.min(10);
+    std::thread::sleep(std::time::Duration::from_micros(jitter(limit)));
+}
+
+/// A number in `limit/2 ..= limit`, different per thread and call: the low
+/// bits of the clock mixed with the thread's id (no randomness is needed
+/// beyond writers not agreeing).
+fn jitter(limit: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(nanos);
+    hasher.write(format!("{:?}", std::thread::current().id()).as_bytes());
+    limit / 2 + hasher.finish() % (limit / 2 + 1)
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {

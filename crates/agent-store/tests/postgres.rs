@@ -3,466 +3,702 @@
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test` (what `cargo xtask ci` provides).
 //! Without one these tests fail, saying how to provide it: they are never
-//! skipped.
+//! skipped — built without the `postgres` feature, the one test here fails
+//! and says so.
 
-#![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use agent_data::{Context, Format, Message};
-use agent_store::{Error, FileStore, PgStore, Store};
-use proptest::prelude::*;
-use serde_json::{Value, json};
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
-
-/// The test server's URL, without a `context` parameter.
-fn database() -> String {
-    std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn postgres_tests_need_the_postgres_feature() {
+    panic!(
+        "the PostgreSQL store tests need the `postgres` feature: \
+         cargo test -p agent-store --features postgres (cargo xtask ci runs them)"
+    );
 }
 
-/// A URL for a context no other test (or earlier run) uses.
-fn fresh(name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let base = database();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!(
-        "{base}{sep}context=test-{name}-{}-{nanos}-{n}",
-        std::process::id()
-    )
-}
+#[cfg(feature = "postgres")]
+mod postgres_store {
 
-fn open(url: &str) -> PgStore {
-    PgStore::open(url).unwrap_or_else(|e| {
+    use agent_data::{Context, Format, Message};
+    use agent_store::{Error, FileStore, PgStore, Store};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use std::sync::Barrier;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    /// The test server's URL, without a `context` parameter.
+    fn database() -> String {
+        std::env::var("AGENTCTX_TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+    }
+
+    /// A URL for a context no other test (or earlier run) uses.
+    fn fresh(name: &str) -> String {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let base = database();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        format!(
+            "{base}{sep}context=test-{name}-{}-{nanos}-{n}",
+            std::process::id()
+        )
+    }
+
+    fn open(url: &str) -> PgStore {
+        PgStore::open(url).unwrap_or_else(|e| {
         panic!(
             "{e}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
              set AGENTCTX_TEST_DATABASE_URL to a server's URL (default \
              postgres://root@127.0.0.1:5432/test)"
         )
     })
-}
+    }
 
-/// A raw connection to the test database, for arranging and inspecting.
-fn raw() -> postgres::Client {
-    postgres::Client::connect(&database(), postgres::NoTls).unwrap()
-}
+    /// A raw connection to the test database, for arranging and inspecting.
+    fn raw() -> postgres::Client {
+        postgres::Client::connect(&database(), postgres::NoTls).unwrap()
+    }
 
-fn push(writer: usize, batch: usize, item: usize) -> Message {
-    let tag = format!("{writer}.{batch}.{item}");
-    Message::from_value(json!({"type": "state", "data": {"log": tag},
+    fn push(writer: usize, batch: usize, item: usize) -> Message {
+        let tag = format!("{writer}.{batch}.{item}");
+        Message::from_value(json!({"type": "state", "data": {"log": tag},
         "_outputPath": "†state.log", "_outputMethod": "push"}))
-    .unwrap()
-    .remove(0)
-}
-
-fn log_of(context: &Context) -> Vec<String> {
-    match context.read(&"†state.log".parse().unwrap(), None) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().unwrap().to_owned())
-            .collect(),
-        other => panic!("no log: {other:?}"),
+        .unwrap()
+        .remove(0)
     }
-}
 
-#[test]
-fn spec10_reading_a_missing_postgres_context_is_an_error_and_creates_nothing() {
-    let url = fresh("missing");
-    let error = open(&url).load().unwrap_err();
-    assert!(error.is_missing());
-    assert_eq!(error.to_string(), format!("{url}: no such context"));
-    // Catching up with a missing context is not an error: nothing yet.
-    let mut context = Context::new();
-    open(&url).catch_up(&mut context).unwrap();
-    assert!(open(&url).load().unwrap_err().is_missing());
-}
-
-#[test]
-fn r34b_the_first_postgres_append_creates_the_context() {
-    let url = fresh("create");
-    let mut store = open(&url);
-    let mut context = Context::new();
-    store.catch_up(&mut context).unwrap();
-    store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
-    store
-        .commit(&mut context, &[push(0, 1, 0), push(0, 1, 1)])
-        .unwrap();
-    let loaded = open(&url).load().unwrap();
-    assert_eq!(loaded.context.len(), 3);
-    assert_eq!(log_of(&loaded.context), ["0.0.0", "0.1.0", "0.1.1"]);
-}
-
-#[test]
-fn r3_copy_file_to_postgres_to_file_keeps_every_byte_of_every_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("in.jsonl");
-    let lines = [
-        r#"{"type":"state","data":{"z":1,"a":{"y":2,"b":3},"big":123456789012345678901234567890,"f":1.50},"schema":{"type":"object"}}"#,
-        r#"{"type":"state","data":{"big":-98765432109876543210987654321},"_outputPath":"†state.big"}"#,
-        r#"{"type":"note","data":{"text":"line\nbreak \u0000 † ☃"},"_instance":"i-1"}"#,
-    ];
-    std::fs::write(&source, lines.join("\n") + "\n").unwrap();
-    let url = fresh("copy");
-    let copied =
-        agent_store::copy(&mut FileStore::open(&source).unwrap(), &mut open(&url)).unwrap();
-    assert_eq!(copied, 3);
-    let back = dir.path().join("out.jsonl");
-    agent_store::copy(&mut open(&url), &mut FileStore::open(&back).unwrap()).unwrap();
-    let original = FileStore::open(&source).unwrap().load().unwrap().context;
-    let round_trip = FileStore::open(&back).unwrap().load().unwrap().context;
-    let as_lines = |c: &Context| -> Vec<String> {
-        c.messages()
-            .map(|m| serde_json::to_string(&m.to_value()).unwrap())
-            .collect()
-    };
-    assert_eq!(as_lines(&round_trip), as_lines(&original));
-    // Byte for byte what copying the file straight to a file writes.
-    let direct = dir.path().join("direct.jsonl");
-    agent_store::copy(
-        &mut FileStore::open(&source).unwrap(),
-        &mut FileStore::open(&direct).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        std::fs::read(&back).unwrap(),
-        std::fs::read(&direct).unwrap()
-    );
-    assert!(
-        std::fs::read_to_string(&back)
-            .unwrap()
-            .contains("123456789012345678901234567890,\"f\":1.50")
-    );
-    // Copying into a context that has messages is refused.
-    let error =
-        agent_store::copy(&mut FileStore::open(&source).unwrap(), &mut open(&url)).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        format!("{url} is not empty (3 messages): copy only into a missing or empty context")
-    );
-    assert_eq!(FileStore::open(&back).unwrap().format(), Format::Jsonl);
-}
-
-#[test]
-fn r34b_postgres_append_at_a_stale_length_is_a_conflict_and_changes_nothing() {
-    let url = fresh("conflict");
-    let mut first = open(&url);
-    let mut mine = Context::new();
-    first.commit(&mut mine, &[push(0, 0, 0)]).unwrap();
-    let mut second = open(&url);
-    let mut theirs = second.load().unwrap().context;
-    let batch = [push(1, 0, 0)];
-    let stale = theirs.prepare(&batch).unwrap();
-    first.commit(&mut mine, &[push(0, 1, 0)]).unwrap();
-    let error = second.append_at(&stale).unwrap_err();
-    assert!(
-        matches!(
-            error,
-            Error::Conflict {
-                expected: 1,
-                current: 2,
-                ..
-            }
-        ),
-        "{error}"
-    );
-    assert_eq!(
-        error.to_string(),
-        format!("{url}: another writer appended first (expected 1 messages, found 2)")
-    );
-    assert_eq!(open(&url).load().unwrap().context.len(), 2);
-    second.commit(&mut theirs, &batch).unwrap();
-    assert_eq!(
-        log_of(&open(&url).load().unwrap().context),
-        ["0.0.0", "0.1.0", "1.0.0"]
-    );
-}
-
-#[test]
-fn r34b_postgres_commit_validates_against_the_context_as_it_is_when_the_append_lands() {
-    let url = fresh("validate");
-    let schema = Message::from_value(json!({"type": "state", "data": {"log": []},
-        "schema": {"properties": {"log": {"maxItems": 1}}}}))
-    .unwrap();
-    let mut first = open(&url);
-    let mut mine = Context::new();
-    first.commit(&mut mine, &schema).unwrap();
-    let mut second = open(&url);
-    let mut theirs = second.load().unwrap().context;
-    first.commit(&mut mine, &[push(0, 0, 0)]).unwrap();
-    assert!(theirs.prepare(&[push(1, 0, 0)]).is_ok());
-    let error = second.commit(&mut theirs, &[push(1, 0, 0)]).unwrap_err();
-    assert!(matches!(error, Error::Refused(_)), "{error}");
-    assert!(error.to_string().contains("schema violated"), "{error}");
-    assert_eq!(log_of(&open(&url).load().unwrap().context), ["0.0.0"]);
-}
-
-/// One acknowledged batch: its tags, and when its commit started and ended.
-struct Acked {
-    tags: Vec<String>,
-    started: Instant,
-    acked: Instant,
-}
-
-/// Each writer (its own connection) commits its batches at once with the
-/// others; returns every acknowledged batch.
-fn race(url: &str, plan: &[Vec<usize>]) -> Vec<Acked> {
-    let barrier = Barrier::new(plan.len());
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .iter()
-            .enumerate()
-            .map(|(writer, batches)| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let mut store = open(url);
-                    let mut context = Context::new();
-                    let mut acked = Vec::new();
-                    barrier.wait();
-                    for (batch, &size) in batches.iter().enumerate() {
-                        let messages: Vec<Message> =
-                            (0..size).map(|item| push(writer, batch, item)).collect();
-                        let started = Instant::now();
-                        store.commit(&mut context, &messages).unwrap();
-                        acked.push(Acked {
-                            tags: (0..size).map(|i| format!("{writer}.{batch}.{i}")).collect(),
-                            started,
-                            acked: Instant::now(),
-                        });
-                    }
-                    acked
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    })
-}
-
-/// The log is some serial order of the acknowledged batches: each whole
-/// and contiguous, nothing lost or duplicated, real-time order kept.
-fn assert_linearizable(log: &[String], acked: &[Acked]) {
-    let total: usize = acked.iter().map(|a| a.tags.len()).sum();
-    assert_eq!(log.len(), total, "lost or duplicated appends: {log:?}");
-    let mut position = std::collections::HashMap::new();
-    for a in acked {
-        let start = log
-            .iter()
-            .position(|t| *t == a.tags[0])
-            .unwrap_or_else(|| panic!("acknowledged batch {:?} is missing", a.tags));
-        assert_eq!(
-            &log[start..start + a.tags.len()],
-            a.tags.as_slice(),
-            "batch torn apart"
-        );
-        position.insert(a.tags[0].clone(), start);
-    }
-    for a in acked {
-        for b in acked {
-            if a.acked < b.started {
-                assert!(
-                    position[&a.tags[0]] < position[&b.tags[0]],
-                    "{:?} was acknowledged before {:?} started but comes after it",
-                    a.tags,
-                    b.tags
-                );
-            }
+    fn log_of(context: &Context) -> Vec<String> {
+        match context.read(&"†state.log".parse().unwrap(), None) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect(),
+            other => panic!("no log: {other:?}"),
         }
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
-    fn r34b_concurrent_postgres_appends_equal_a_serial_order(
-        plan in prop::collection::vec(prop::collection::vec(1usize..4, 1..8), 2..6)
-    ) {
-        let url = fresh("linearizable");
-        let acked = race(&url, &plan);
-        let context = open(&url).load().unwrap().context;
-        assert_linearizable(&log_of(&context), &acked);
-        // The stored rows are numbered 0.. with no gap, and the length agrees.
-        let name = url.rsplit_once("context=").unwrap().1;
-        let row = raw()
-            .query_one(
-                "SELECT c.length, count(m.seq), coalesce(max(m.seq), -1) FROM agentctx_contexts c \
-                 LEFT JOIN agentctx_messages m ON m.context = c.id WHERE c.name = $1 GROUP BY c.length",
-                &[&name],
-            )
-            .unwrap();
-        let (length, count, last): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-        prop_assert_eq!(length, count);
-        prop_assert_eq!(last + 1, count);
+    fn spec10_reading_a_missing_postgres_context_is_an_error_and_creates_nothing() {
+        let url = fresh("missing");
+        let error = open(&url).load().unwrap_err();
+        assert!(error.is_missing());
+        assert_eq!(error.to_string(), format!("{url}: no such context"));
+        // Catching up with a missing context is not an error: nothing yet.
+        let mut context = Context::new();
+        open(&url).catch_up(&mut context).unwrap();
+        assert!(open(&url).load().unwrap_err().is_missing());
     }
-}
 
-#[test]
-fn r34b_postgres_migration_run_by_many_connections_at_once_succeeds_once() {
-    let mut admin = raw();
-    let schema = format!("agentctx_migrate_{}", std::process::id());
-    admin
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
-        ))
+    #[test]
+    fn r34b_the_first_postgres_append_creates_the_context() {
+        let url = fresh("create");
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.catch_up(&mut context).unwrap();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        store
+            .commit(&mut context, &[push(0, 1, 0), push(0, 1, 1)])
+            .unwrap();
+        let loaded = open(&url).load().unwrap();
+        assert_eq!(loaded.context.len(), 3);
+        assert_eq!(log_of(&loaded.context), ["0.0.0", "0.1.0", "0.1.1"]);
+    }
+
+    #[test]
+    fn r3_copy_file_to_postgres_to_file_keeps_every_byte_of_every_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("in.jsonl");
+        let lines = [
+            r#"{"type":"state","data":{"z":1,"a":{"y":2,"b":3},"big":123456789012345678901234567890,"f":1.50},"schema":{"type":"object"}}"#,
+            r#"{"type":"state","data":{"big":-98765432109876543210987654321},"_outputPath":"†state.big"}"#,
+            r#"{"type":"note","data":{"text":"line\nbreak \u0000 † ☃"},"_instance":"i-1"}"#,
+        ];
+        std::fs::write(&source, lines.join("\n") + "\n").unwrap();
+        let url = fresh("copy");
+        let copied =
+            agent_store::copy(&mut FileStore::open(&source).unwrap(), &mut open(&url)).unwrap();
+        assert_eq!(copied, 3);
+        let back = dir.path().join("out.jsonl");
+        agent_store::copy(&mut open(&url), &mut FileStore::open(&back).unwrap()).unwrap();
+        let original = FileStore::open(&source).unwrap().load().unwrap().context;
+        let round_trip = FileStore::open(&back).unwrap().load().unwrap().context;
+        let as_lines = |c: &Context| -> Vec<String> {
+            c.messages()
+                .map(|m| serde_json::to_string(&m.to_value()).unwrap())
+                .collect()
+        };
+        assert_eq!(as_lines(&round_trip), as_lines(&original));
+        // Byte for byte what copying the file straight to a file writes.
+        let direct = dir.path().join("direct.jsonl");
+        agent_store::copy(
+            &mut FileStore::open(&source).unwrap(),
+            &mut FileStore::open(&direct).unwrap(),
+        )
         .unwrap();
-    let base = database();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=migrated");
-    let barrier = Barrier::new(8);
-    std::thread::scope(|scope| {
-        for _ in 0..8 {
-            scope.spawn(|| {
-                barrier.wait();
-                open(&url);
-            });
+        assert_eq!(
+            std::fs::read(&back).unwrap(),
+            std::fs::read(&direct).unwrap()
+        );
+        assert!(
+            std::fs::read_to_string(&back)
+                .unwrap()
+                .contains("123456789012345678901234567890,\"f\":1.50")
+        );
+        // Copying into a context that has messages is refused.
+        let error =
+            agent_store::copy(&mut FileStore::open(&source).unwrap(), &mut open(&url)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("{url} is not empty (3 messages): copy only into a missing or empty context")
+        );
+        assert_eq!(FileStore::open(&back).unwrap().format(), Format::Jsonl);
+    }
+
+    #[test]
+    fn r34b_postgres_append_at_a_stale_length_is_a_conflict_and_changes_nothing() {
+        let url = fresh("conflict");
+        let mut first = open(&url);
+        let mut mine = Context::new();
+        first.commit(&mut mine, &[push(0, 0, 0)]).unwrap();
+        let mut second = open(&url);
+        let mut theirs = second.load().unwrap().context;
+        let batch = [push(1, 0, 0)];
+        let stale = theirs.prepare(&batch).unwrap();
+        first.commit(&mut mine, &[push(0, 1, 0)]).unwrap();
+        let error = second.append_at(&stale).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Conflict {
+                    expected: 1,
+                    current: 2,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("{url}: another writer appended first (expected 1 messages, found 2)")
+        );
+        assert_eq!(open(&url).load().unwrap().context.len(), 2);
+        second.commit(&mut theirs, &batch).unwrap();
+        assert_eq!(
+            log_of(&open(&url).load().unwrap().context),
+            ["0.0.0", "0.1.0", "1.0.0"]
+        );
+    }
+
+    #[test]
+    fn r34b_postgres_commit_validates_against_the_context_as_it_is_when_the_append_lands() {
+        let url = fresh("validate");
+        let schema = Message::from_value(json!({"type": "state", "data": {"log": []},
+        "schema": {"properties": {"log": {"maxItems": 1}}}}))
+        .unwrap();
+        let mut first = open(&url);
+        let mut mine = Context::new();
+        first.commit(&mut mine, &schema).unwrap();
+        let mut second = open(&url);
+        let mut theirs = second.load().unwrap().context;
+        first.commit(&mut mine, &[push(0, 0, 0)]).unwrap();
+        assert!(theirs.prepare(&[push(1, 0, 0)]).is_ok());
+        let error = second.commit(&mut theirs, &[push(1, 0, 0)]).unwrap_err();
+        assert!(matches!(error, Error::Refused(_)), "{error}");
+        assert!(error.to_string().contains("schema violated"), "{error}");
+        assert_eq!(log_of(&open(&url).load().unwrap().context), ["0.0.0"]);
+    }
+
+    /// One acknowledged batch: its tags, and when its commit started and ended.
+    struct Acked {
+        tags: Vec<String>,
+        started: Instant,
+        acked: Instant,
+    }
+
+    /// Each writer (its own connection) commits its batches at once with the
+    /// others; returns every acknowledged batch.
+    fn race(url: &str, plan: &[Vec<usize>]) -> Vec<Acked> {
+        let barrier = Barrier::new(plan.len());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = plan
+                .iter()
+                .enumerate()
+                .map(|(writer, batches)| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        let mut store = open(url);
+                        let mut context = Context::new();
+                        let mut acked = Vec::new();
+                        barrier.wait();
+                        for (batch, &size) in batches.iter().enumerate() {
+                            let messages: Vec<Message> =
+                                (0..size).map(|item| push(writer, batch, item)).collect();
+                            let started = Instant::now();
+                            store.commit(&mut context, &messages).unwrap();
+                            acked.push(Acked {
+                                tags: (0..size).map(|i| format!("{writer}.{batch}.{i}")).collect(),
+                                started,
+                                acked: Instant::now(),
+                            });
+                        }
+                        acked
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        })
+    }
+
+    /// The log is some serial order of the acknowledged batches: each whole
+    /// and contiguous, nothing lost or duplicated, real-time order kept.
+    fn assert_linearizable(log: &[String], acked: &[Acked]) {
+        let total: usize = acked.iter().map(|a| a.tags.len()).sum();
+        assert_eq!(log.len(), total, "lost or duplicated appends: {log:?}");
+        let mut position = std::collections::HashMap::new();
+        for a in acked {
+            let start = log
+                .iter()
+                .position(|t| *t == a.tags[0])
+                .unwrap_or_else(|| panic!("acknowledged batch {:?} is missing", a.tags));
+            assert_eq!(
+                &log[start..start + a.tags.len()],
+                a.tags.as_slice(),
+                "batch torn apart"
+            );
+            position.insert(a.tags[0].clone(), start);
         }
-    });
-    let versions: Vec<i32> = admin
-        .query(
-            &format!("SELECT version FROM {schema}.agentctx_migrations"),
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(versions, [agent_store::SCHEMA_VERSION]);
-    let mut context = Context::new();
-    open(&url).commit(&mut context, &[push(0, 0, 0)]).unwrap();
-    let rows: i64 = admin
-        .query_one(
-            &format!("SELECT count(*) FROM {schema}.agentctx_messages"),
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(rows, 1);
-    admin
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .unwrap();
-}
+        for a in acked {
+            for b in acked {
+                if a.acked < b.started {
+                    assert!(
+                        position[&a.tags[0]] < position[&b.tags[0]],
+                        "{:?} was acknowledged before {:?} started but comes after it",
+                        a.tags,
+                        b.tags
+                    );
+                }
+            }
+        }
+    }
 
-#[test]
-fn r34b_postgres_tables_of_the_wrong_shape_are_a_clear_error() {
-    let mut admin = raw();
-    let schema = format!("agentctx_shape_{}", std::process::id());
-    admin
-        .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; \
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+        #[test]
+        fn r34b_concurrent_postgres_appends_equal_a_serial_order(
+            plan in prop::collection::vec(prop::collection::vec(1usize..4, 1..8), 2..6)
+        ) {
+            let url = fresh("linearizable");
+            let acked = race(&url, &plan);
+            let context = open(&url).load().unwrap().context;
+            assert_linearizable(&log_of(&context), &acked);
+            // The stored rows are numbered 0.. with no gap, and the length agrees.
+            let name = url.rsplit_once("context=").unwrap().1;
+            let row = raw()
+                .query_one(
+                    "SELECT c.length, count(m.seq), coalesce(max(m.seq), -1) FROM agentctx_contexts c \
+                     LEFT JOIN agentctx_messages m ON m.context = c.id WHERE c.name = $1 GROUP BY c.length",
+                    &[&name],
+                )
+                .unwrap();
+            let (length, count, last): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+            prop_assert_eq!(length, count);
+            prop_assert_eq!(last + 1, count);
+        }
+    }
+
+    #[test]
+    fn r34b_postgres_migration_run_by_many_connections_at_once_succeeds_once() {
+        let mut admin = raw();
+        let schema = format!("agentctx_migrate_{}", std::process::id());
+        admin
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+            ))
+            .unwrap();
+        let base = database();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=migrated");
+        let barrier = Barrier::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    open(&url);
+                });
+            }
+        });
+        let versions: Vec<i32> = admin
+            .query(
+                &format!("SELECT version FROM {schema}.agentctx_migrations"),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        // Every migration applied exactly once, in order, and the function the
+        // last one defines is the only one.
+        assert_eq!(
+            versions,
+            (1..=agent_store::SCHEMA_VERSION).collect::<Vec<_>>()
+        );
+        let functions: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = $1 AND p.proname = 'agentctx_append' AND p.pronargs = 4",
+                &[&schema],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(functions, 1);
+        let mut context = Context::new();
+        open(&url).commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        let rows: i64 = admin
+            .query_one(
+                &format!("SELECT count(*) FROM {schema}.agentctx_messages"),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 1);
+        admin
+            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .unwrap();
+    }
+
+    #[test]
+    fn r34b_postgres_tables_of_the_wrong_shape_are_a_clear_error() {
+        let mut admin = raw();
+        let schema = format!("agentctx_shape_{}", std::process::id());
+        admin
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; \
              CREATE TABLE {schema}.agentctx_messages (id int)"
-        ))
-        .unwrap();
-    let base = database();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=c");
-    let error = PgStore::open(&url).unwrap_err().to_string();
-    assert!(
+            ))
+            .unwrap();
+        let base = database();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=c");
+        let error = PgStore::open(&url).unwrap_err().to_string();
+        assert!(
         error.starts_with(&format!("cannot set up the tables of {url}: relation \"agentctx_messages\" already exists (SQLSTATE 42P07)")),
         "{error}"
     );
-    assert!(
-        error.contains("do not have the shape of schema version 1"),
-        "{error}"
-    );
-    admin
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .unwrap();
-}
+        assert!(
+            error.contains("do not have the shape of schema version 2"),
+            "{error}"
+        );
+        admin
+            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .unwrap();
+    }
 
-#[test]
-fn spec10_a_server_that_does_not_answer_is_an_error_within_the_connect_timeout() {
-    // Accepts connections but never says a word.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let url = format!("postgres://me:secret@127.0.0.1:{port}/db?connect_timeout=1&context=c");
-    let started = Instant::now();
-    let error = PgStore::open(&url).unwrap_err().to_string();
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    assert_eq!(
-        error,
-        format!(
-            "cannot connect to postgres://me@127.0.0.1:{port}/db?connect_timeout=1&context=c: timeout waiting for server (1 s; set connect_timeout=SECONDS in the URL)"
-        )
-    );
-    drop(listener);
-    // Nobody listening at all.
-    let error = PgStore::open(&format!(
-        "postgres://me:secret@127.0.0.1:{port}/db?context=c"
-    ))
-    .unwrap_err()
-    .to_string();
-    assert!(
+    #[test]
+    fn spec10_a_server_that_does_not_answer_is_an_error_within_the_connect_timeout() {
+        // Accepts connections but never says a word.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = format!("postgres://me:secret@127.0.0.1:{port}/db?connect_timeout=1&context=c");
+        let started = Instant::now();
+        let error = PgStore::open(&url).unwrap_err().to_string();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(
+            error,
+            format!(
+                "cannot connect to postgres://me@127.0.0.1:{port}/db?connect_timeout=1&context=c: timeout waiting for server (1 s; set connect_timeout=SECONDS in the URL)"
+            )
+        );
+        drop(listener);
+        // Nobody listening at all.
+        let error = PgStore::open(&format!(
+            "postgres://me:secret@127.0.0.1:{port}/db?context=c"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
         error.starts_with(&format!("cannot connect to postgres://me@127.0.0.1:{port}/db?context=c: error connecting to server")),
         "{error}"
     );
-    assert!(!error.contains("secret"));
-}
+        assert!(!error.contains("secret"));
+    }
 
-#[test]
-fn r1_a_stored_line_holding_several_messages_keeps_rows_and_messages_apart() {
-    let url = fresh("several");
-    let name = url.rsplit_once("context=").unwrap().1.to_owned();
-    // Another program appends one row whose chat wrapper holds two messages.
-    let line = r#"{"role":"user","content":[{"type":"state","data":{"a":1}},{"type":"state","data":{"b":2}}]}"#;
-    let mut other = raw();
-    other
-        .execute("SELECT agentctx_append($1, 0, $2)", &[&name, &vec![line]])
-        .unwrap();
-    let mut first = open(&url);
-    let mut mine = first.load().unwrap().context;
-    assert_eq!(mine.len(), 2);
-    let mut second = open(&url);
-    let mut theirs = second.load().unwrap().context;
-    let set = |key: &str, n: i64| {
-        Message::from_value(json!({"type": "state", "data": {key: n}})).unwrap()
-    };
-    first.commit(&mut mine, &set("c", 3)).unwrap();
-    // The second handle catches up one row (one message) and lands after it.
-    second.commit(&mut theirs, &set("d", 4)).unwrap();
-    let stored: i64 = other
-        .query_one(
-            "SELECT length FROM agentctx_contexts WHERE name = $1",
-            &[&name],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(stored, 3, "rows: the wrapper, then one per commit");
-    let context = open(&url).load().unwrap().context;
-    assert_eq!(context.len(), 4);
-    assert_eq!(
-        context.read(&"†state".parse().unwrap(), None),
-        Some(&json!({"a": 1, "b": 2, "c": 3, "d": 4}))
-    );
-}
+    #[test]
+    fn r1_a_stored_line_holding_several_messages_keeps_rows_and_messages_apart() {
+        let url = fresh("several");
+        let name = url.rsplit_once("context=").unwrap().1.to_owned();
+        // Another program appends one row whose chat wrapper holds two messages.
+        let line = r#"{"role":"user","content":[{"type":"state","data":{"a":1}},{"type":"state","data":{"b":2}}]}"#;
+        let mut other = raw();
+        other
+            .execute(
+                "SELECT agentctx_append($1, NULL, 0, $2)",
+                &[&name, &vec![line]],
+            )
+            .unwrap();
+        let mut first = open(&url);
+        let mut mine = first.load().unwrap().context;
+        assert_eq!(mine.len(), 2);
+        let mut second = open(&url);
+        let mut theirs = second.load().unwrap().context;
+        let set = |key: &str, n: i64| {
+            Message::from_value(json!({"type": "state", "data": {key: n}})).unwrap()
+        };
+        first.commit(&mut mine, &set("c", 3)).unwrap();
+        // The second handle catches up one row (one message) and lands after it.
+        second.commit(&mut theirs, &set("d", 4)).unwrap();
+        let stored: i64 = other
+            .query_one(
+                "SELECT length FROM agentctx_contexts WHERE name = $1",
+                &[&name],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(stored, 3, "rows: the wrapper, then one per commit");
+        let context = open(&url).load().unwrap().context;
+        assert_eq!(context.len(), 4);
+        assert_eq!(
+            context.read(&"†state".parse().unwrap(), None),
+            Some(&json!({"a": 1, "b": 2, "c": 3, "d": 4}))
+        );
+    }
 
-#[test]
-fn r34b_a_postgres_context_deleted_under_a_writer_is_refused() {
-    let url = fresh("deleted");
-    let name = url.rsplit_once("context=").unwrap().1.to_owned();
-    let mut store = open(&url);
-    let mut context = Context::new();
-    store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
-    raw()
+    #[test]
+    fn r34b_a_postgres_context_deleted_under_a_writer_is_refused() {
+        let url = fresh("deleted");
+        let name = url.rsplit_once("context=").unwrap().1.to_owned();
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        raw()
         .batch_execute(&format!(
             "DELETE FROM agentctx_messages WHERE context = (SELECT id FROM agentctx_contexts WHERE name = '{name}'); \
              DELETE FROM agentctx_contexts WHERE name = '{name}'"
         ))
         .unwrap();
-    let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        format!("{url} was deleted since it was read; load it again")
-    );
-    assert!(
-        open(&url).load().unwrap_err().is_missing(),
-        "nothing was written"
-    );
+        let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("{url} was deleted since it was read; load it again")
+        );
+        assert!(
+            open(&url).load().unwrap_err().is_missing(),
+            "nothing was written"
+        );
+    }
+
+    #[test]
+    fn r34b_a_postgres_context_deleted_and_created_again_is_not_the_one_read() {
+        let url = fresh("recreated");
+        let name = url.rsplit_once("context=").unwrap().1.to_owned();
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        let mut admin = raw();
+        admin
+        .execute(
+            "DELETE FROM agentctx_messages WHERE context = (SELECT id FROM agentctx_contexts WHERE name = $1)",
+            &[&name],
+        )
+        .unwrap();
+        admin
+            .execute("DELETE FROM agentctx_contexts WHERE name = $1", &[&name])
+            .unwrap();
+        // Someone else creates a context of the same name, as long as the old one.
+        open(&url)
+            .commit(&mut Context::new(), &[push(9, 0, 0)])
+            .unwrap();
+        let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("{url} was deleted and created again since it was read; load it again")
+        );
+        assert_eq!(log_of(&open(&url).load().unwrap().context), ["9.0.0"]);
+    }
+
+    /// Where a [`Proxy`] cuts the next connection that appends.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Cut {
+        Never,
+        /// Drop the append's request: it never reaches the server.
+        BeforeAppend,
+        /// Forward the append, then cut the client off — keeping the server's
+        /// side open, so its session lives on as behind a dead proxy or NAT.
+        AfterAppend,
+    }
+
+    /// A TCP proxy in front of the test server.
+    struct Proxy {
+        port: u16,
+        cut: std::sync::Arc<std::sync::Mutex<Cut>>,
+    }
+
+    impl Proxy {
+        fn start() -> Proxy {
+            use std::io::{Read, Write};
+            let config: postgres::Config = database().parse().unwrap();
+            let host = match config.get_hosts().first() {
+                Some(postgres::config::Host::Tcp(host)) => host.clone(),
+                _ => "127.0.0.1".to_owned(),
+            };
+            let upstream = (host, config.get_ports().first().copied().unwrap_or(5432));
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let cut = std::sync::Arc::new(std::sync::Mutex::new(Cut::Never));
+            let shared = cut.clone();
+            std::thread::spawn(move || {
+                for client in listener.incoming() {
+                    let (Ok(mut client), Ok(mut server)) =
+                        (client, std::net::TcpStream::connect(upstream.clone()))
+                    else {
+                        continue;
+                    };
+                    let (mut client_out, mut server_in) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut server_in, &mut client_out);
+                    });
+                    let cut = shared.clone();
+                    std::thread::spawn(move || {
+                        let mut buffer = vec![0; 64 * 1024];
+                        let mut armed = false;
+                        loop {
+                            let n = match client.read(&mut buffer) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            let chunk = &buffer[..n];
+                            let appends = chunk.windows(16).any(|w| w == b"agentctx_append(");
+                            let mode = *cut.lock().unwrap();
+                            if appends && mode == Cut::BeforeAppend {
+                                *cut.lock().unwrap() = Cut::Never;
+                                let _ = client.shutdown(std::net::Shutdown::Both);
+                                let _ = server.shutdown(std::net::Shutdown::Both);
+                                return;
+                            }
+                            if server.write_all(chunk).is_err() {
+                                break;
+                            }
+                            // The statement is parsed first, then executed: cut
+                            // after the execution request has gone through.
+                            if armed {
+                                let _ = client.shutdown(std::net::Shutdown::Both);
+                                // The server's side stays open until it is ended.
+                                let mut rest = Vec::new();
+                                let _ = server.read_to_end(&mut rest);
+                                return;
+                            }
+                            if appends && mode == Cut::AfterAppend {
+                                *cut.lock().unwrap() = Cut::Never;
+                                armed = true;
+                            }
+                        }
+                        let _ = server.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            });
+            Proxy { port, cut }
+        }
+
+        fn url(&self, name: &str) -> String {
+            let base = database();
+            let config: postgres::Config = base.parse().unwrap();
+            let user = config.get_user().unwrap_or("root");
+            let db = config.get_dbname().unwrap_or("test");
+            with_fresh_context(
+                &format!("postgres://{user}@127.0.0.1:{}/{db}", self.port),
+                name,
+            )
+        }
+
+        fn arm(&self, cut: Cut) {
+            *self.cut.lock().unwrap() = cut;
+        }
+    }
+
+    fn with_fresh_context(base: &str, name: &str) -> String {
+        let fresh = fresh(name);
+        let context = fresh.rsplit_once("context=").unwrap().1;
+        format!("{base}?context={context}")
+    }
+
+    #[test]
+    fn r34b_a_connection_lost_before_the_append_reached_the_server_is_retried() {
+        let proxy = Proxy::start();
+        let url = proxy.url("cut-before");
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        proxy.arm(Cut::BeforeAppend);
+        store.commit(&mut context, &[push(0, 1, 0)]).unwrap();
+        assert_eq!(*proxy.cut.lock().unwrap(), Cut::Never, "the cut happened");
+        assert_eq!(
+            log_of(&open(&url).load().unwrap().context),
+            ["0.0.0", "0.1.0"]
+        );
+    }
+
+    #[test]
+    fn r34b_a_connection_lost_after_the_append_committed_is_in_doubt_not_repeated() {
+        let proxy = Proxy::start();
+        let url = proxy.url("cut-after");
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        proxy.arm(Cut::AfterAppend);
+        let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
+        assert!(matches!(error, Error::InDoubt { .. }), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("{url}: the connection was lost while appending (")),
+            "{message}"
+        );
+        assert!(message.ends_with("the context now has 1 more rows, beginning with exactly these); the append may have landed"), "{message}");
+        assert_eq!(
+            log_of(&open(&url).load().unwrap().context),
+            ["0.0.0", "0.1.0"]
+        );
+    }
+
+    #[test]
+    fn r34b_a_lost_append_still_running_on_the_server_is_ended_before_it_is_retried() {
+        // The append's session waits for a row lock another transaction holds;
+        // its client's connection is cut. Retrying while that session lives
+        // would append the batch twice once the lock is released.
+        let proxy = Proxy::start();
+        let url = proxy.url("cut-waiting");
+        let name = url.rsplit_once("context=").unwrap().1.to_owned();
+        let mut store = open(&url);
+        let mut context = Context::new();
+        store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
+        let mut admin = raw();
+        let mut holder = admin.transaction().unwrap();
+        holder
+            .execute(
+                "SELECT 1 FROM agentctx_contexts WHERE name = $1 FOR UPDATE",
+                &[&name],
+            )
+            .unwrap();
+        proxy.arm(Cut::AfterAppend);
+        let result = std::thread::scope(|scope| {
+            let writer = scope.spawn(|| store.commit(&mut context, &[push(0, 1, 0)]));
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            holder.commit().unwrap();
+            writer.join().unwrap()
+        });
+        result.unwrap();
+        assert_eq!(
+            log_of(&open(&url).load().unwrap().context),
+            ["0.0.0", "0.1.0"]
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! Reading a PostgreSQL CONTEXT address (SPEC §10): an ordinary connection
 //! URL whose `context` query parameter names the context.
 
-use crate::url::{scheme, without_password};
+use crate::url::{percent_decode, scheme, split_query, without_password};
 use crate::{Error, Result};
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,6 +17,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long sent data may stay unacknowledged before the connection counts
 /// as dead, when the URL does not say (`tcp_user_timeout=SECONDS`).
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// TCP keepalive: first probe after this much silence, then every
+/// [`KEEPALIVE_INTERVAL`], giving up after [`KEEPALIVE_RETRIES`] probes.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// How long a statement may wait for a lock before it fails (PostgreSQL's
+/// `lock_timeout`): appends hold a context's row lock for milliseconds.
+const LOCK_TIMEOUT: &str = "30s";
 
 /// A parsed address: how to connect, which context, and the URL to show.
 #[derive(Debug, Clone)]
@@ -40,7 +50,7 @@ impl Address {
                 "a PostgreSQL address starts with postgres:// or postgresql://".into(),
             ));
         }
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (base, query) = split_query(url);
         let mut context = None;
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -49,7 +59,9 @@ impl Address {
                 if context.is_some() {
                     return Err(fail("the context parameter is given twice".into()));
                 }
-                context = Some(percent_decode(value).map_err(&fail)?);
+                let name =
+                    percent_decode(value).map_err(|e| fail(format!("the context name: {e}")))?;
+                context = Some(name);
             } else {
                 rest.push(pair);
             }
@@ -75,6 +87,24 @@ impl Address {
         if config.get_tcp_user_timeout().is_none() {
             config.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
+        // Notice a dead server or a cut network in about 25 s, not hours.
+        let given = |key: &str| rest.iter().any(|pair| pair.starts_with(&format!("{key}=")));
+        if !given("keepalives_idle") {
+            config.keepalives_idle(KEEPALIVE_IDLE);
+        }
+        if !given("keepalives_interval") {
+            config.keepalives_interval(KEEPALIVE_INTERVAL);
+        }
+        if !given("keepalives_retries") {
+            config.keepalives_retries(KEEPALIVE_RETRIES);
+        }
+        // Waiting for a lock (another writer's append, a migration) is
+        // bounded; options in the URL come later and win.
+        let options = format!(
+            "-c lock_timeout={LOCK_TIMEOUT} {}",
+            config.get_options().unwrap_or("")
+        );
+        config.options(options.trim_end());
         if config.get_application_name().is_none() {
             config.application_name("agentctx");
         }
@@ -101,28 +131,6 @@ fn check_name(name: &str) -> Result<(), String> {
         return Err("the context name contains a NUL character".into());
     }
     Ok(())
-}
-
-/// Decodes `%XX` escapes (a literal `+` stays a `+`, as libpq reads it).
-fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent escape in the context name at byte {i}"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "the context name is not UTF-8".to_owned())
 }
 
 #[cfg(test)]
@@ -163,7 +171,7 @@ mod tests {
             ),
             (
                 "postgres://h/db?context=%zz",
-                "postgres://h/db?context=%zz: bad percent escape in the context name at byte 0",
+                "postgres://h/db?context=%zz: the context name: bad percent escape at byte 0",
             ),
         ];
         for (url, message) in cases {

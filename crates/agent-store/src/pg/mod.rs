@@ -24,6 +24,17 @@ pub use schema::SCHEMA_VERSION;
 /// The context's id, when it exists.
 const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
 
+/// The compare-and-append (schema version 2): context name, the id read
+/// (or NULL), the expected length, the lines.
+const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
+
+/// This connection's server process and its start time (together unique).
+const BACKEND: &str =
+    "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
+
+/// How long to wait for a lost connection's server process to end.
+const SESSION_END: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A context stored in PostgreSQL, addressed by a URL whose `context`
 /// parameter names it (SPEC §10).
 ///
@@ -51,6 +62,10 @@ const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
 pub struct PgStore {
     address: Address,
     client: Option<Client>,
+    /// The server process of the connection and when it started: after a
+    /// connection is lost mid-append, that session must be over before
+    /// anyone can tell whether the append landed.
+    backend: Option<(i32, String)>,
     /// The context's row id, once it is known to exist.
     id: Option<i64>,
     /// Rows (message lines) read or appended through this handle.
@@ -76,6 +91,7 @@ impl PgStore {
         let mut store = PgStore {
             address: Address::parse(url)?,
             client: None,
+            backend: None,
             id: None,
             rows: 0,
             messages: 0,
@@ -97,12 +113,16 @@ impl PgStore {
         }
         let client = match self.client.take() {
             Some(client) => client,
-            None => self.connect()?,
+            None => {
+                let (client, backend) = self.connect()?;
+                self.backend = Some(backend);
+                client
+            }
         };
         Ok(self.client.insert(client))
     }
 
-    fn connect(&self) -> Result<Client> {
+    fn connect(&self) -> Result<(Client, (i32, String))> {
         let mut client =
             connect_within(&self.address.config).map_err(|reason| Error::Database {
                 action: "connect to",
@@ -124,7 +144,39 @@ impl PgStore {
                 ),
             },
         })?;
-        Ok(client)
+        let backend = client
+            .query_one(BACKEND, &[])
+            .and_then(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .map_err(|e| self.database("connect to", &e))?;
+        Ok((client, backend))
+    }
+
+    /// Ends the session `(pid, started)` of a lost connection if it is still
+    /// running — a connection can die on this side while its server process
+    /// lives on and commits later — and waits until it is gone.
+    fn end_session(&mut self, (pid, started): (i32, String)) -> Result<(), String> {
+        let client = self.client().map_err(|e| e.to_string())?;
+        let _ = client.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE pid = $1 AND backend_start::text = $2",
+            &[&pid, &started],
+        );
+        let deadline = std::time::Instant::now() + SESSION_END;
+        loop {
+            let alive = client
+                .query_opt(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2",
+                    &[&pid, &started],
+                )
+                .map_err(|e| describe(&e))?;
+            if alive.is_none() {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(format!("its server process {pid} is still running"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     fn database(&self, action: &'static str, error: &postgres::Error) -> Error {
@@ -197,6 +249,9 @@ impl PgStore {
             reason: format!("{}; {why}", describe(cause)),
         };
         self.client = None;
+        if let Some(Err(why)) = self.backend.take().map(|b| self.end_session(b)) {
+            return in_doubt(self, format!("then: {why}"));
+        }
         let mut landed = Vec::new();
         let found = match self.read(expected, &mut landed) {
             Ok(found) => found,
@@ -212,7 +267,7 @@ impl PgStore {
             Some(n) if landed.starts_with(ours.as_bytes()) => in_doubt(
                 self,
                 format!(
-                    "the context now has {} more messages, beginning with exactly these",
+                    "the context now has {} more rows, beginning with exactly these",
                     n
                 ),
             ),
@@ -232,7 +287,7 @@ impl Store for PgStore {
 
     fn load(&mut self) -> Result<Loaded> {
         let shown = self.address.shown.clone();
-        self.id = None;
+        (self.id, self.rows, self.messages) = (None, 0, 0);
         let Some(id) = self.id()? else {
             return Err(Error::Missing { name: shown });
         };
@@ -291,28 +346,30 @@ impl Store for PgStore {
         let expected = self.rows;
         let name = self.address.context.clone();
         let at = i64::try_from(expected).unwrap_or(i64::MAX);
+        let id = self.id;
         let client = self.client()?;
-        let found =
-            match client.query_one("SELECT agentctx_append($1, $2, $3)", &[&name, &at, &lines]) {
-                Ok(row) => row.try_get::<_, i64>(0),
-                Err(e) => Err(e),
-            };
+        let found = client
+            .query_one(APPEND, &[&name, &id, &at, &lines])
+            .and_then(|row| Ok((row.try_get::<_, Option<i64>>(0)?, row.try_get::<_, i64>(1)?)));
+        let replaced = |what| Error::Replaced {
+            name: self.address.shown.clone(),
+            what,
+        };
         match found {
-            Ok(found) if found == at => {
+            Ok((_, -1)) => Err(replaced("deleted")),
+            // Another context of the same name: the one read was deleted.
+            Ok((found_id, _)) if id.is_some() && found_id != id => {
+                Err(replaced("deleted and created again"))
+            }
+            Ok((found_id, found)) if found == at => {
+                self.id = found_id;
                 self.rows += lines.len();
                 self.messages += prepared.len();
                 Ok(())
             }
-            // The log only grows: shorter than it was means it was deleted
-            // (-1), or deleted and created again.
-            Ok(found) if found < at => {
-                self.id = None;
-                Err(Error::Replaced {
-                    name: self.address.shown.clone(),
-                    what: "deleted",
-                })
-            }
-            Ok(found) => Err(Error::Conflict {
+            // The log only grows: shorter than it was read is another log.
+            Ok((_, found)) if found < at => Err(replaced("deleted and created again")),
+            Ok((_, found)) => Err(Error::Conflict {
                 name: self.address.shown.clone(),
                 expected,
                 current: usize::try_from(found).unwrap_or(usize::MAX),

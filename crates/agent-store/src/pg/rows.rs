@@ -16,6 +16,8 @@ pub(crate) struct Lines<'c> {
     at: usize,
     /// Lines read.
     count: usize,
+    /// The rows have ended (asking the client again would be an error).
+    done: bool,
     /// The error that ended the stream, kept so the caller gets it typed.
     failed: Option<postgres::Error>,
 }
@@ -35,6 +37,7 @@ impl<'c> Lines<'c> {
             line: Vec::new(),
             at: 0,
             count: 0,
+            done: false,
             failed: None,
         })
     }
@@ -65,10 +68,17 @@ impl<'c> Lines<'c> {
 impl BufRead for Lines<'_> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at >= self.line.len() {
+            if self.done {
+                return Ok(&[]);
+            }
             let row = match self.rows.next() {
                 Ok(Some(row)) => row,
-                Ok(None) => return Ok(&[]),
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(&[]);
+                }
                 Err(error) => {
+                    self.done = true;
                     self.failed = Some(error);
                     return Err(io::Error::other("reading from the database failed"));
                 }
@@ -76,6 +86,7 @@ impl BufRead for Lines<'_> {
             let text: &str = match row.try_get(0) {
                 Ok(text) => text,
                 Err(error) => {
+                    self.done = true;
                     self.failed = Some(error);
                     return Err(io::Error::other("reading from the database failed"));
                 }

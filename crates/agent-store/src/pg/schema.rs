@@ -7,13 +7,20 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 1] = [(1, "contexts, messages, agentctx_append", V1)];
+const MIGRATIONS: [(i32, &str, &str); 2] = [
+    (1, "contexts, messages, agentctx_append", V1),
+    (
+        2,
+        "agentctx_append checks the context's id and pins its search_path",
+        V2,
+    ),
+];
 
 /// Version 1. A context is a row holding its length; its messages are rows
 /// keyed by (context, seq), each one compact JSON line stored as `json`
@@ -57,6 +64,46 @@ BEGIN
         FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
     UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = v_id;
     RETURN p_expected;
+END
+$body$;
+"#;
+
+/// Version 2: `agentctx_append` also takes the id of the context the
+/// caller read (NULL if none) and returns the context's id with its
+/// length, so a context deleted and created again under the same name is
+/// never appended to as if it were the one read; it runs with the
+/// `search_path` it was created with, whatever the caller's; and a context
+/// deleted while it is being created reports -1 instead of NULL.
+const V2: &str = r#"
+DROP FUNCTION agentctx_append(text, bigint, text[]);
+CREATE FUNCTION agentctx_append(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                OUT o_id bigint, OUT o_length bigint)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        IF p_expected <> 0 OR p_id IS NOT NULL THEN
+            RETURN;
+        END IF;
+        INSERT INTO agentctx_contexts (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+        SELECT c.id, c.length INTO o_id, o_length
+            FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+        IF NOT FOUND THEN
+            o_id := NULL;
+            o_length := -1;
+            RETURN;
+        END IF;
+    END IF;
+    IF o_length <> p_expected OR o_id IS DISTINCT FROM coalesce(p_id, o_id) THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json
+        FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
 END
 $body$;
 "#;
