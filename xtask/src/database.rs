@@ -75,14 +75,20 @@ fn answers(url: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// `url` without a password.
+/// `url` without its credentials' password or its query (which may hold
+/// one): the client reads everything before the first `@` as
+/// `user[:password]`.
 fn shown(url: &str) -> String {
-    match (url.split_once("://"), url.rfind('@')) {
-        (Some((scheme, rest)), Some(_)) => {
-            let (user, host) = rest.rsplit_once('@').unwrap_or(("", rest));
-            let user = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let rest = match rest.split_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{user}@{host}")
         }
-        _ => url.to_owned(),
-    }
+        None => rest.to_owned(),
+    };
+    let base = rest.split('?').next().unwrap_or_default();
+    format!("{scheme}://{base}")
 }
