@@ -1,5 +1,10 @@
 //! `cargo xtask bench`: run the benchmark suite and summarise it as ratios
 //! against baselines measured in the same run (issue 7).
+//!
+//! `cargo xtask bench pg` runs only the PostgreSQL part (issue 14), against
+//! `AGENTCTX_TEST_DATABASE_URL` (else `postgres://root@127.0.0.1:5432/test`),
+//! and writes `target/bench-summary-pg.json`. Without a server answering
+//! there, the bench fails saying how to provide one.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -48,13 +53,91 @@ const PAIRS: [(&str, &str, &str, &str); 6] = [
 /// Appends each writer process makes in the concurrent-writers run.
 const APPENDS_PER_WRITER: usize = 200;
 
+/// The parts of `pg-bench` (tests/bin/pg_bench.rs), in the order they run:
+/// S2-pg-append-vs-insert, S3-pg-writers, S4-pg-bytes-per-write and
+/// PG-load-vs-file.
+const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
+
+/// Targets of issue 14: the ratio a workload should stay at or under.
+const TARGETS: [(&str, f64); 2] = [
+    ("S2-pg-append-vs-insert", 1.5),
+    ("S4-pg-bytes-per-write", 3.0),
+];
+
 pub(crate) fn run() -> Result<(), String> {
-    crate::cargo(&["bench", "-p", "agentctx-tests", "--bench", "suite"], &[])?;
+    let only_pg = match std::env::args().nth(2).as_deref() {
+        None => false,
+        Some("pg") => true,
+        Some(other) => {
+            return Err(format!(
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg]"
+            ));
+        }
+    };
+    // Asked first, so a missing server fails the run before the long suite.
+    let server = crate::probe("pg-bench", &["server".as_ref()])?;
+    eprintln!(
+        "xtask: PostgreSQL for the bench: {} ({}; fsync {}, synchronous_commit {})",
+        server["url"].as_str().unwrap_or_default(),
+        server["version"].as_str().unwrap_or_default(),
+        server["fsync"].as_str().unwrap_or_default(),
+        server["synchronous_commit"].as_str().unwrap_or_default(),
+    );
     let target = target_dir()?;
     let mut summary = Vec::new();
+    if !only_pg {
+        suite(&target, &mut summary)?;
+    }
+    for part in PG_PARTS {
+        eprintln!("xtask: pg-bench {part}");
+        summary.push(crate::probe("pg-bench", &[part.as_ref()])?);
+    }
+    let missed = check_targets(&mut summary);
+    let name = if only_pg {
+        "bench-summary-pg.json"
+    } else {
+        "bench-summary.json"
+    };
+    let path = target.join(name);
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    print_table(&summary);
+    eprintln!("xtask: wrote {}", path.display());
+    if !missed.is_empty() {
+        eprintln!("xtask: targets missed: {}", missed.join(", "));
+    }
+    Ok(())
+}
+
+/// Marks each row that has a target with `target` and `met`; returns the
+/// rows that missed it (reported, not fatal: the numbers are the output).
+fn check_targets(summary: &mut [Value]) -> Vec<String> {
+    let mut missed = Vec::new();
+    for row in summary.iter_mut() {
+        let workload = row["workload"].as_str().unwrap_or_default().to_owned();
+        let Some(&(_, target)) = TARGETS.iter().find(|(w, _)| *w == workload) else {
+            continue;
+        };
+        let ratio = row["ratio"].as_f64().unwrap_or(f64::INFINITY);
+        let met = ratio <= target;
+        if !met {
+            missed.push(format!("{workload} {ratio:.2} > {target}"));
+        }
+        if let Some(fields) = row.as_object_mut() {
+            fields.insert("target".into(), json!(target));
+            fields.insert("met".into(), json!(met));
+        }
+    }
+    missed
+}
+
+/// The criterion suite and the file-store probes (issues 7 and 13).
+fn suite(target: &Path, summary: &mut Vec<Value>) -> Result<(), String> {
+    crate::cargo(&["bench", "-p", "agentctx-tests", "--bench", "suite"], &[])?;
     for (workload, ours, baseline, base_id) in PAIRS {
-        let ours_ns = median(&target, ours)?;
-        let baseline_ns = median(&target, base_id)?;
+        let ours_ns = median(target, ours)?;
+        let baseline_ns = median(target, base_id)?;
         summary.push(json!({
             "workload": workload,
             "ours_ns": ours_ns,
@@ -68,14 +151,8 @@ pub(crate) fn run() -> Result<(), String> {
     // criterion's separate measurement windows for a fair ratio.
     summary.push(crate::probe("s1-append", &[])?);
     for writers in [1, 2, 4, 8] {
-        summary.push(concurrent_writers(&target, writers)?);
+        summary.push(concurrent_writers(target, writers)?);
     }
-    let path = target.join("bench-summary.json");
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    print_table(&summary);
-    eprintln!("xtask: wrote {}", path.display());
     Ok(())
 }
 
@@ -173,6 +250,23 @@ fn print_table(summary: &[Value]) {
         "workload", "ours", "baseline", "ratio"
     );
     for row in summary {
+        if row["one_context"].is_array() {
+            print_pg_writers(row);
+            continue;
+        }
+        if let Some(stored) = row["stored_bytes"].as_f64() {
+            println!(
+                "{:<32} {:>14} {:>14} {:>8.3}  stored bytes (messages + contexts tables, \
+                 pg_total_relation_size) / message line bytes, {} writes{}",
+                row["workload"].as_str().unwrap_or_default(),
+                bytes(stored),
+                bytes(row["line_bytes"].as_f64().unwrap_or_default()),
+                row["ratio"].as_f64().unwrap_or_default(),
+                row["steps"],
+                verdict(row)
+            );
+            continue;
+        }
         if let Some(rate) = row["appends_per_second"].as_f64() {
             println!(
                 "{:<32} {:>14} {:>14} {:>8}  durable appends/s, {} writer process(es) on one JSONL file",
@@ -186,12 +280,13 @@ fn print_table(summary: &[Value]) {
         }
         match row["ours_ns"].as_f64() {
             Some(ours) => println!(
-                "{:<32} {:>14} {:>14} {:>8.3}  {}",
+                "{:<32} {:>14} {:>14} {:>8.3}  {}{}",
                 row["workload"].as_str().unwrap_or_default(),
                 human(ours),
                 human(row["baseline_ns"].as_f64().unwrap_or_default()),
                 row["ratio"].as_f64().unwrap_or_default(),
-                row["baseline"].as_str().unwrap_or_default()
+                row["baseline"].as_str().unwrap_or_default(),
+                verdict(row)
             ),
             None => println!(
                 "{:<32} {:>14} {:>14} {:>8.2}  resident memory of the loaded context / JSONL size (peak {})",
@@ -202,6 +297,47 @@ fn print_table(summary: &[Value]) {
                 bytes(row["peak_rss_bytes"].as_f64().unwrap_or_default()),
             ),
         }
+    }
+}
+
+/// S3-pg-writers: both curves, appends per second by writer count.
+fn print_pg_writers(row: &Value) {
+    let curves = [
+        ("one_context", "threads (own connections) on one context"),
+        ("eight_contexts", "threads, writer i on context i mod 8"),
+    ];
+    for (key, what) in curves {
+        let points: Vec<String> = row[key]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|point| {
+                format!(
+                    "{}: {:.0}/s",
+                    point["writers"],
+                    point["appends_per_second"].as_f64().unwrap_or_default()
+                )
+            })
+            .collect();
+        println!(
+            "{:<32} {}  (durable appends/s by writer {what})",
+            format!("{}/{key}", row["workload"].as_str().unwrap_or_default()),
+            points.join("  ")
+        );
+    }
+}
+
+/// `  [target ≤ X: met]` for a row with a target, else nothing.
+fn verdict(row: &Value) -> String {
+    match (row["target"].as_f64(), row["met"].as_bool()) {
+        (Some(target), Some(met)) => {
+            format!(
+                "  [target ≤ {target}: {}]",
+                if met { "met" } else { "MISSED" }
+            )
+        }
+        _ => String::new(),
     }
 }
 

@@ -1,0 +1,614 @@
+//! The PostgreSQL benchmarks of issue 14, against a real server:
+//! `pg-bench PART` prints one JSON object. `cargo xtask bench` runs them.
+//!
+//! - `server`: checks that the server answers; prints its version.
+//! - `append` (S2-pg-append-vs-insert): one durable append through the
+//!   store (`PgStore::commit` of one small message: catch-up, validate,
+//!   compare-and-append) against a plain single-row `INSERT` of the same
+//!   line into a plain table (autocommit: the insert and its commit in one
+//!   statement, prepared once), alternating one of each so drift hits both
+//!   alike; medians of `PG_S2_ROUNDS` (default 2,000) rounds.
+//! - `writers` (S3-pg-writers): appends per second with 1, 2, 4 and 8
+//!   writer threads, each with its own connection, committing pushes for
+//!   `PG_S3_SECONDS` (default 3) seconds to one context, and to 8 contexts
+//!   (writer i to context i mod 8); every acknowledged append is checked
+//!   present afterwards.
+//! - `bytes` (S4-pg-bytes-per-write): `PG_S4_STEPS` (default 10,000) commits
+//!   of one small message onto a fresh context in a fresh schema, then the
+//!   size of `agentctx_messages` plus `agentctx_contexts`
+//!   (`pg_total_relation_size`: heap, indexes, TOAST, free space and
+//!   visibility maps) over the bytes of the message lines, as they are
+//!   (no `VACUUM`).
+//! - `load` (PG-load-vs-file): a 100,000-message context (the W1 workload)
+//!   loaded from PostgreSQL (`PgStore::load`) against the same messages from
+//!   a JSONL file (`FileStore::load`), alternating, medians of
+//!   `PG_LOAD_ROUNDS` (default 5) rounds.
+//!
+//! The server is `AGENTCTX_TEST_DATABASE_URL`, else
+//! `postgres://root@127.0.0.1:5432/test`; when it does not answer, every
+//! part fails saying how to provide one. Each part works in a schema of its
+//! own (`agentctx_bench_PART_PID_NANOS`, reached with the URL option
+//! `options=-c search_path=…`), dropped when it ends.
+#![forbid(unsafe_code)]
+
+use agent_data::{Context, Message};
+use agent_store::{FileStore, PgStore, Store};
+use agentctx_tests::workloads;
+use postgres::{Client, NoTls};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// The variable naming the server (the tests read it too).
+const VARIABLE: &str = "AGENTCTX_TEST_DATABASE_URL";
+/// The server when the variable is not set.
+const DEFAULT: &str = "postgres://root@127.0.0.1:5432/test";
+
+type Outcome<T> = Result<T, String>;
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("pg-bench: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Outcome<()> {
+    let part = std::env::args().nth(1).unwrap_or_default();
+    let server = Server::find()?;
+    let result = match part.as_str() {
+        "server" => server.describe()?,
+        "append" => append(&server)?,
+        "writers" => writers(&server)?,
+        "bytes" => bytes(&server)?,
+        "load" => load(&server)?,
+        _ => return Err("usage: pg-bench <server|append|writers|bytes|load>".into()),
+    };
+    println!("{result}");
+    Ok(())
+}
+
+/// The server the benchmarks run against.
+struct Server {
+    url: String,
+}
+
+impl Server {
+    /// The server named by [`VARIABLE`] (or [`DEFAULT`]), if it answers.
+    fn find() -> Outcome<Server> {
+        let url = std::env::var(VARIABLE).unwrap_or_else(|_| DEFAULT.to_owned());
+        let server = Server { url };
+        match connect(&server.url) {
+            Ok(_) => Ok(server),
+            Err(why) => Err(format!(
+                "no PostgreSQL server answers at {} ({why}). The PostgreSQL benchmarks need \
+                 one: set {VARIABLE} to the URL of a server where they may create and drop \
+                 schemas (postgres://USER[:PASSWORD]@HOST:PORT/DB)",
+                self::shown(&server.url)
+            )),
+        }
+    }
+
+    fn describe(&self) -> Outcome<Value> {
+        let mut client = connect(&self.url)?;
+        let row = client
+            .query_one(
+                "SELECT version(), current_setting('fsync'), \
+                 current_setting('synchronous_commit'), current_setting('wal_sync_method')",
+                &[],
+            )
+            .map_err(|e| pg(&e))?;
+        let setting = |i: usize| row.try_get::<_, String>(i).map_err(|e| pg(&e));
+        Ok(json!({
+            "url": shown(&self.url),
+            "version": setting(0)?,
+            "fsync": setting(1)?,
+            "synchronous_commit": setting(2)?,
+            "wal_sync_method": setting(3)?,
+        }))
+    }
+}
+
+/// A schema of this process's own, dropped when it goes out of scope.
+struct Scratch {
+    admin: Client,
+    schema: String,
+    /// The server's URL with `search_path` set to the schema.
+    url: String,
+}
+
+impl Scratch {
+    fn create(server: &Server, part: &str) -> Outcome<Scratch> {
+        let schema = format!("agentctx_bench_{part}_{}", unique('_'));
+        let mut admin = connect(&server.url)?;
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .map_err(|e| format!("cannot create schema {schema}: {}", pg(&e)))?;
+        let url = with_parameter(&server.url, &format!("options=-c%20search_path%3D{schema}"));
+        Ok(Scratch { admin, schema, url })
+    }
+
+    /// The address of context `name` in the schema.
+    fn context(&self, name: &str) -> String {
+        with_parameter(&self.url, &format!("context={name}"))
+    }
+
+    /// A plain client whose tables are the schema's.
+    fn client(&self) -> Outcome<Client> {
+        connect(&self.url)
+    }
+
+    /// A store on context `name` in the schema.
+    fn store(&self, name: &str) -> Outcome<PgStore> {
+        PgStore::open(&self.context(name)).map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
+        if let Err(e) = self.admin.batch_execute(&drop) {
+            eprintln!(
+                "pg-bench: cannot drop schema {} (drop it by hand): {}",
+                self.schema,
+                pg(&e)
+            );
+        }
+    }
+}
+
+/// S2: a store commit against a plain `INSERT`, interleaved.
+fn append(server: &Server) -> Outcome<Value> {
+    let rounds = setting("PG_S2_ROUNDS", 2000);
+    let warmup = 50;
+    let scratch = Scratch::create(server, "append")?;
+    let name = format!("s2-{}", unique('-'));
+    let mut store = scratch.store(&name)?;
+    let mut context = Context::new();
+    commit(
+        &mut store,
+        &mut context,
+        json!({"type": "state", "data": {"n": 0}}),
+    )?;
+    let set = message(json!({"type": "state", "data": {"n": 1}, "_outputPath": "†state.n"}))?;
+    store
+        .commit(&mut context, &set)
+        .map_err(|e| e.to_string())?;
+    let line = context
+        .message_json(context.len() - 1)
+        .ok_or("the committed message is missing")?
+        .to_owned();
+
+    let mut raw = scratch.client()?;
+    raw.batch_execute("CREATE TABLE plain_lines (seq bigint PRIMARY KEY, line json NOT NULL)")
+        .map_err(|e| pg(&e))?;
+    let insert = raw
+        .prepare("INSERT INTO plain_lines (seq, line) VALUES ($1, $2::text::json)")
+        .map_err(|e| pg(&e))?;
+    let ping = raw.prepare("SELECT 1").map_err(|e| pg(&e))?;
+
+    let mut seq = 0i64;
+    let (mut ours, mut baseline, mut trip) = (
+        Vec::with_capacity(rounds),
+        Vec::with_capacity(rounds),
+        Vec::with_capacity(rounds),
+    );
+    for round in 0..warmup + rounds {
+        // Alternate which goes first, so neither always follows the other.
+        let mut timed = [0u128; 2];
+        for which in [round % 2, 1 - round % 2] {
+            let started = Instant::now();
+            if which == 0 {
+                store
+                    .commit(&mut context, &set)
+                    .map_err(|e| e.to_string())?;
+            } else {
+                raw.execute(&insert, &[&seq, &line]).map_err(|e| pg(&e))?;
+                seq += 1;
+            }
+            timed[which] = started.elapsed().as_nanos();
+        }
+        let started = Instant::now();
+        raw.query_one(&ping, &[]).map_err(|e| pg(&e))?;
+        let ping_ns = started.elapsed().as_nanos();
+        if round >= warmup {
+            ours.push(timed[0]);
+            baseline.push(timed[1]);
+            trip.push(ping_ns);
+        }
+    }
+
+    // Where the time goes: the steps of `Store::commit` one by one (what
+    // `commit` does when nothing conflicts), next to the plain INSERT sent
+    // as text, which the client prepares on every call as the store does.
+    let parts = (rounds / 4).max(1);
+    let unprepared = "INSERT INTO plain_lines (seq, line) VALUES ($1, $2::text::json)";
+    let mut steps: [Vec<u128>; 5] = Default::default();
+    for _ in 0..parts {
+        let started = Instant::now();
+        store.catch_up(&mut context).map_err(|e| e.to_string())?;
+        let caught_up = Instant::now();
+        let prepared = context.prepare(&set).map_err(|e| e.to_string())?;
+        let validated = Instant::now();
+        store.append_at(&prepared).map_err(|e| e.to_string())?;
+        let appended = Instant::now();
+        context
+            .append_prepared(prepared)
+            .map_err(|e| e.to_string())?;
+        let landed = Instant::now();
+        raw.execute(unprepared, &[&seq, &line])
+            .map_err(|e| pg(&e))?;
+        seq += 1;
+        let inserted = Instant::now();
+        let marks = [started, caught_up, validated, appended, landed, inserted];
+        for (step, pair) in steps.iter_mut().zip(marks.windows(2)) {
+            step.push(pair[1].duration_since(pair[0]).as_nanos());
+        }
+    }
+    let [catch_up, validate, append_at, land, insert_unprepared] = steps.map(median);
+
+    let stored: i64 = raw
+        .query_one(
+            "SELECT length FROM agentctx_contexts WHERE name = $1",
+            &[&name],
+        )
+        .and_then(|row| row.try_get(0))
+        .map_err(|e| pg(&e))?;
+    if usize::try_from(stored).ok() != Some(context.len()) {
+        return Err(format!(
+            "the context holds {stored} messages, {} were committed",
+            context.len()
+        ));
+    }
+    let (ours_ns, baseline_ns) = (median(ours), median(baseline));
+    Ok(json!({
+        "workload": "S2-pg-append-vs-insert",
+        "ours_ns": ours_ns,
+        "ours_us": ours_ns / 1e3,
+        "baseline": "plain single-row INSERT (autocommit, prepared once) of the same line into a \
+                     plain table, same client and server, interleaved",
+        "baseline_ns": baseline_ns,
+        "baseline_us": baseline_ns / 1e3,
+        "ratio": ours_ns / baseline_ns,
+        "round_trip_us": median(trip) / 1e3,
+        "steps_us": {
+            "catch_up": catch_up / 1e3,
+            "validate": validate / 1e3,
+            "append_at": append_at / 1e3,
+            "land": land / 1e3,
+            "rounds": parts,
+        },
+        "baseline_unprepared_us": insert_unprepared / 1e3,
+        "line_bytes": line.len(),
+        "rounds": rounds,
+    }))
+}
+
+/// S3: appends per second with 1, 2, 4 and 8 writers, to one context and
+/// to 8.
+fn writers(server: &Server) -> Outcome<Value> {
+    let seconds = setting("PG_S3_SECONDS", 3) as u64;
+    let scratch = Scratch::create(server, "writers")?;
+    let run = unique('-');
+    let (mut one, mut eight) = (Vec::new(), Vec::new());
+    for writers in [1, 2, 4, 8] {
+        // Interleaved, so drift hits both curves alike.
+        one.push(writers_run(&scratch, &run, writers, 1, seconds)?);
+        eight.push(writers_run(&scratch, &run, writers, 8, seconds)?);
+    }
+    Ok(json!({
+        "workload": "S3-pg-writers",
+        "seconds_per_run": seconds,
+        "one_context": one,
+        "eight_contexts": eight,
+    }))
+}
+
+/// `writers` threads, each with its own store, committing pushes to
+/// `contexts` contexts (writer i to context i mod `contexts`) for `seconds`.
+fn writers_run(
+    scratch: &Scratch,
+    run: &str,
+    writers: usize,
+    contexts: usize,
+    seconds: u64,
+) -> Outcome<Value> {
+    let names: Vec<String> = (0..contexts)
+        .map(|c| format!("s3-{run}-{contexts}-{writers}-{c}"))
+        .collect();
+    for name in &names {
+        let mut context = Context::new();
+        commit(
+            &mut scratch.store(name)?,
+            &mut context,
+            json!({"type": "state", "data": {"log": []}}),
+        )?;
+    }
+    // Connected and loaded before the clock starts.
+    let mut stores = Vec::with_capacity(writers);
+    for w in 0..writers {
+        let name = &names[w % contexts];
+        let mut store = scratch.store(name)?;
+        let context = store.load().map_err(|e| e.to_string())?.context;
+        stores.push((store, context));
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let counts: Vec<Outcome<usize>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .into_iter()
+            .enumerate()
+            .map(|(w, (mut store, mut context))| {
+                scope.spawn(move || -> Outcome<usize> {
+                    let mut count = 0;
+                    while Instant::now() < deadline {
+                        let push = message(json!({"type": "state",
+                            "data": {"log": format!("{w}.{count}")},
+                            "_outputPath": "†state.log", "_outputMethod": "push"}))?;
+                        store
+                            .commit(&mut context, &push)
+                            .map_err(|e| format!("writer {w}: {e}"))?;
+                        count += 1;
+                    }
+                    Ok(count)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a writer thread died".into()))
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut per_context = vec![0usize; contexts];
+    for (w, count) in counts.into_iter().enumerate() {
+        per_context[w % contexts] += count?;
+    }
+    for (name, &count) in names.iter().zip(&per_context) {
+        let found = scratch
+            .store(name)?
+            .load()
+            .map_err(|e| e.to_string())?
+            .context
+            .len();
+        if found != count + 1 {
+            return Err(format!(
+                "context {name}: {count} appends acknowledged, {} found",
+                found.saturating_sub(1)
+            ));
+        }
+    }
+    let appends: usize = per_context.iter().sum();
+    Ok(json!({
+        "writers": writers,
+        "contexts": contexts.min(writers),
+        "appends": appends,
+        "seconds": elapsed,
+        "appends_per_second": appends as f64 / elapsed,
+    }))
+}
+
+/// S4: bytes stored per byte of message line after many small writes.
+fn bytes(server: &Server) -> Outcome<Value> {
+    let steps = setting("PG_S4_STEPS", 10_000);
+    let scratch = Scratch::create(server, "bytes")?;
+    let mut store = scratch.store(&format!("s4-{}", unique('-')))?;
+    let mut context = Context::new();
+    let started = Instant::now();
+    for n in 0..steps {
+        commit(
+            &mut store,
+            &mut context,
+            json!({"type": "state", "data": {"n": n}, "_outputPath": "†state.n"}),
+        )?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let line_bytes: usize = (0..context.len())
+        .filter_map(|i| context.message_json(i))
+        .map(str::len)
+        .sum();
+    let mut raw = scratch.client()?;
+    let row = raw
+        .query_one(
+            "SELECT count(*), coalesce(sum(octet_length(line::text)), 0)::bigint \
+             FROM agentctx_messages",
+            &[],
+        )
+        .map_err(|e| pg(&e))?;
+    let rows: i64 = row.try_get(0).map_err(|e| pg(&e))?;
+    let stored_line_bytes: i64 = row.try_get(1).map_err(|e| pg(&e))?;
+    if usize::try_from(rows).ok() != Some(context.len())
+        || usize::try_from(stored_line_bytes).ok() != Some(line_bytes)
+    {
+        return Err(format!(
+            "the table holds {rows} lines of {stored_line_bytes} bytes; {} lines of \
+             {line_bytes} bytes were committed",
+            context.len()
+        ));
+    }
+    let mut tables = serde_json::Map::new();
+    let mut stored = 0i64;
+    for table in [
+        "agentctx_messages",
+        "agentctx_contexts",
+        "agentctx_migrations",
+    ] {
+        let row = raw
+            .query_one(
+                "SELECT pg_total_relation_size(c), pg_relation_size(c), \
+                 pg_table_size(c) - pg_relation_size(c), pg_indexes_size(c) \
+                 FROM (SELECT $1::text::regclass AS c) t",
+                &[&format!("{}.{table}", scratch.schema)],
+            )
+            .map_err(|e| pg(&e))?;
+        let size = |i: usize| row.try_get::<_, i64>(i).map_err(|e| pg(&e));
+        let total = size(0)?;
+        if table != "agentctx_migrations" {
+            stored += total;
+        }
+        tables.insert(
+            table.into(),
+            json!({"total": total, "heap": size(1)?, "toast_fsm_vm": size(2)?,
+                   "indexes": size(3)?}),
+        );
+    }
+    let vacuums = raw
+        .query_one(
+            "SELECT coalesce(sum(autovacuum_count + vacuum_count), 0)::bigint \
+             FROM pg_stat_user_tables WHERE schemaname = $1",
+            &[&scratch.schema],
+        )
+        .and_then(|row| row.try_get::<_, i64>(0))
+        .map_err(|e| pg(&e))?;
+    Ok(json!({
+        "workload": "S4-pg-bytes-per-write",
+        "steps": steps,
+        "messages": context.len(),
+        "line_bytes": line_bytes,
+        "stored_bytes": stored,
+        "stored": "pg_total_relation_size of agentctx_messages + agentctx_contexts",
+        "ratio": stored as f64 / line_bytes as f64,
+        "tables": tables,
+        "vacuums_seen": vacuums,
+        "seconds": seconds,
+    }))
+}
+
+/// Load: 100,000 messages from PostgreSQL against the same from a file.
+fn load(server: &Server) -> Outcome<Value> {
+    let messages = setting("PG_LOAD_MESSAGES", 100_000);
+    let rounds = setting("PG_LOAD_ROUNDS", 5);
+    let jsonl = workloads::w1_jsonl(messages);
+    let dir = tempfile::tempdir_in(".").map_err(|e| e.to_string())?;
+    let path = dir.path().join("load.jsonl");
+    std::fs::write(&path, &jsonl).map_err(|e| e.to_string())?;
+    let mut file = FileStore::open(&path).map_err(|e| e.to_string())?;
+    let scratch = Scratch::create(server, "load")?;
+    let mut store = scratch.store(&format!("load-{}", unique('-')))?;
+    let started = Instant::now();
+    let copied = agent_store::copy(&mut file, &mut store).map_err(|e| e.to_string())?;
+    let copy_seconds = started.elapsed().as_secs_f64();
+
+    let from_file = file.load().map_err(|e| e.to_string())?.context;
+    let from_pg = store.load().map_err(|e| e.to_string())?.context;
+    if from_file.len() != copied || from_pg.to_jsonl() != from_file.to_jsonl() {
+        return Err(format!(
+            "the context loaded from PostgreSQL ({} messages) differs from the file's ({})",
+            from_pg.len(),
+            from_file.len()
+        ));
+    }
+    drop((from_file, from_pg));
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for which in [round % 2, 1 - round % 2] {
+            let started = Instant::now();
+            let loaded = if which == 0 {
+                store.load()
+            } else {
+                file.load()
+            };
+            let length = loaded.map_err(|e| e.to_string())?.context.len();
+            let elapsed = started.elapsed().as_nanos();
+            if length != copied {
+                return Err(format!("a load found {length} messages, not {copied}"));
+            }
+            if which == 0 {
+                ours.push(elapsed);
+            } else {
+                baseline.push(elapsed);
+            }
+        }
+    }
+    let (ours_ns, baseline_ns) = (median(ours), median(baseline));
+    Ok(json!({
+        "workload": "PG-load-vs-file",
+        "messages": copied,
+        "jsonl_bytes": jsonl.len(),
+        "ours_ns": ours_ns,
+        "baseline": "FileStore::load of the same messages from a JSONL file, interleaved",
+        "baseline_ns": baseline_ns,
+        "ratio": ours_ns / baseline_ns,
+        "copy_seconds": copy_seconds,
+        "rounds": rounds,
+    }))
+}
+
+/// Normalises one message (R1).
+fn message(value: Value) -> Outcome<Vec<Message>> {
+    Message::from_value(value).map_err(|e| e.to_string())
+}
+
+/// Commits one message through `store`.
+fn commit(store: &mut PgStore, context: &mut Context, value: Value) -> Outcome<()> {
+    let batch = message(value)?;
+    store
+        .commit(context, &batch)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// A positive number from the environment, else `default`.
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+fn median(mut samples: Vec<u128>) -> f64 {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or_default() as f64
+}
+
+/// This process's id and the time, joined by `separator`: unique per run.
+fn unique(separator: char) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{}{separator}{nanos}", std::process::id())
+}
+
+/// A plain client connection to `url` (5 s to connect unless it says).
+fn connect(url: &str) -> Outcome<Client> {
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| format!("not a connection URL: {}", pg(&e)))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    config.connect(NoTls).map_err(|e| pg(&e))
+}
+
+/// `url` with `parameter` (`key=value`) added to its query.
+fn with_parameter(url: &str, parameter: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{parameter}")
+}
+
+/// `url` without its password, for messages.
+fn shown(url: &str) -> String {
+    agent_store::without_password(url)
+}
+
+/// A PostgreSQL error as one line: the server's message, or the client's
+/// error and its causes.
+fn pg(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
