@@ -89,7 +89,7 @@ fn commit_once<S: Store + ?Sized>(
 /// Waits a little longer after each conflict, a random part of a doubling
 /// limit (50 µs, 100 µs, … up to about 51 ms), so writers that keep
 /// colliding spread out instead of colliding again in step.
-fn backoff(attempt: usize) {
+pub(crate) fn backoff(attempt: usize) {
     let limit = 50u64 << attempt.min(10);
     std::thread::sleep(std::time::Duration::from_micros(jitter(limit)));
 }

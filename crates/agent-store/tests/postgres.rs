@@ -539,7 +539,8 @@ mod postgres_store {
     /// A TCP proxy in front of the test server.
     struct Proxy {
         port: u16,
-        cut: std::sync::Arc<std::sync::Mutex<Cut>>,
+        /// The cut to make, and the bytes of the request to make it at.
+        cut: std::sync::Arc<std::sync::Mutex<(Cut, Vec<u8>)>>,
     }
 
     impl Proxy {
@@ -553,7 +554,7 @@ mod postgres_store {
             let upstream = (host, config.get_ports().first().copied().unwrap_or(5432));
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let port = listener.local_addr().unwrap().port();
-            let cut = std::sync::Arc::new(std::sync::Mutex::new(Cut::Never));
+            let cut = std::sync::Arc::new(std::sync::Mutex::new((Cut::Never, Vec::new())));
             let shared = cut.clone();
             std::thread::spawn(move || {
                 for client in listener.incoming() {
@@ -570,17 +571,20 @@ mod postgres_store {
                     let cut = shared.clone();
                     std::thread::spawn(move || {
                         let mut buffer = vec![0; 64 * 1024];
-                        let mut armed = false;
                         loop {
                             let n = match client.read(&mut buffer) {
                                 Ok(0) | Err(_) => break,
                                 Ok(n) => n,
                             };
                             let chunk = &buffer[..n];
-                            let appends = chunk.windows(16).any(|w| w == b"agentctx_append(");
-                            let mode = *cut.lock().unwrap();
-                            if appends && mode == Cut::BeforeAppend {
-                                *cut.lock().unwrap() = Cut::Never;
+                            // The append's request carries its lines: the marker.
+                            let (mode, marker) = cut.lock().unwrap().clone();
+                            let hit = mode != Cut::Never
+                                && chunk.windows(marker.len()).any(|w| w == marker.as_slice());
+                            if hit {
+                                *cut.lock().unwrap() = (Cut::Never, Vec::new());
+                            }
+                            if hit && mode == Cut::BeforeAppend {
                                 let _ = client.shutdown(std::net::Shutdown::Both);
                                 let _ = server.shutdown(std::net::Shutdown::Both);
                                 return;
@@ -588,18 +592,12 @@ mod postgres_store {
                             if server.write_all(chunk).is_err() {
                                 break;
                             }
-                            // The statement is parsed first, then executed: cut
-                            // after the execution request has gone through.
-                            if armed {
+                            if hit {
                                 let _ = client.shutdown(std::net::Shutdown::Both);
                                 // The server's side stays open until it is ended.
                                 let mut rest = Vec::new();
                                 let _ = server.read_to_end(&mut rest);
                                 return;
-                            }
-                            if appends && mode == Cut::AfterAppend {
-                                *cut.lock().unwrap() = Cut::Never;
-                                armed = true;
                             }
                         }
                         let _ = server.shutdown(std::net::Shutdown::Both);
@@ -610,8 +608,7 @@ mod postgres_store {
         }
 
         fn url(&self, name: &str) -> String {
-            let base = database();
-            let config: postgres::Config = base.parse().unwrap();
+            let config: postgres::Config = database().parse().unwrap();
             let user = config.get_user().unwrap_or("root");
             let db = config.get_dbname().unwrap_or("test");
             with_fresh_context(
@@ -620,8 +617,10 @@ mod postgres_store {
             )
         }
 
-        fn arm(&self, cut: Cut) {
-            *self.cut.lock().unwrap() = cut;
+        /// Cuts the next request that contains `marker` (an appended
+        /// line's text travels in the append's request).
+        fn arm(&self, cut: Cut, marker: &str) {
+            *self.cut.lock().unwrap() = (cut, marker.as_bytes().to_vec());
         }
     }
 
@@ -638,9 +637,9 @@ mod postgres_store {
         let mut store = open(&url);
         let mut context = Context::new();
         store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
-        proxy.arm(Cut::BeforeAppend);
+        proxy.arm(Cut::BeforeAppend, "\"0.1.0\"");
         store.commit(&mut context, &[push(0, 1, 0)]).unwrap();
-        assert_eq!(*proxy.cut.lock().unwrap(), Cut::Never, "the cut happened");
+        assert_eq!(proxy.cut.lock().unwrap().0, Cut::Never, "the cut happened");
         assert_eq!(
             log_of(&open(&url).load().unwrap().context),
             ["0.0.0", "0.1.0"]
@@ -654,7 +653,7 @@ mod postgres_store {
         let mut store = open(&url);
         let mut context = Context::new();
         store.commit(&mut context, &[push(0, 0, 0)]).unwrap();
-        proxy.arm(Cut::AfterAppend);
+        proxy.arm(Cut::AfterAppend, "\"0.1.0\"");
         let error = store.commit(&mut context, &[push(0, 1, 0)]).unwrap_err();
         assert!(matches!(error, Error::InDoubt { .. }), "{error}");
         let message = error.to_string();
@@ -688,7 +687,7 @@ mod postgres_store {
                 &[&name],
             )
             .unwrap();
-        proxy.arm(Cut::AfterAppend);
+        proxy.arm(Cut::AfterAppend, "\"0.1.0\"");
         let result = std::thread::scope(|scope| {
             let writer = scope.spawn(|| store.commit(&mut context, &[push(0, 1, 0)]));
             std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -700,5 +699,30 @@ mod postgres_store {
             log_of(&open(&url).load().unwrap().context),
             ["0.0.0", "0.1.0"]
         );
+    }
+
+    #[test]
+    fn r34b_a_postgres_commit_refused_against_a_stale_context_is_decided_against_the_current_one() {
+        let url = fresh("stale-refusal");
+        let set = |value: Value| {
+            Message::from_value(json!({"type": "state", "data": {"log": value},
+                "_outputPath": "†state.log"}))
+            .unwrap()
+        };
+        let mut first = open(&url);
+        let mut mine = Context::new();
+        first.commit(&mut mine, &set(json!("not a list"))).unwrap();
+        let mut second = open(&url);
+        let mut theirs = second.load().unwrap().context;
+        first.commit(&mut mine, &set(json!([]))).unwrap();
+        // Against `theirs` the push is a type error (R13); against the
+        // stored context it is fine, and that is what decides.
+        assert!(theirs.prepare(&[push(1, 0, 0)]).is_err());
+        second.commit(&mut theirs, &[push(1, 0, 0)]).unwrap();
+        assert_eq!(log_of(&open(&url).load().unwrap().context), ["1.0.0"]);
+        // A push that is wrong against the stored context too is refused.
+        first.commit(&mut mine, &set(json!("text again"))).unwrap();
+        let error = second.commit(&mut theirs, &[push(1, 1, 0)]).unwrap_err();
+        assert!(matches!(error, Error::Refused(_)), "{error}");
     }
 }

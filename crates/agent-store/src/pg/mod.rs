@@ -11,12 +11,14 @@ mod address;
 mod rows;
 mod schema;
 
-use crate::{Error, Result, Store};
+use crate::store::backoff;
+use crate::{Error, MAX_ATTEMPTS, Result, Store};
 use address::Address;
-use agent_data::{Context, Loaded, Position, Prepared};
+use agent_data::{Context, Loaded, Message, Position, Prepared};
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use rows::Lines;
+use std::ops::Range;
 
 pub use address::MAX_NAME_BYTES;
 pub use schema::SCHEMA_VERSION;
@@ -31,6 +33,29 @@ const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)
 /// This connection's server process and its start time (together unique).
 const BACKEND: &str =
     "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
+
+/// A context's lines from a position on, in order.
+const TAIL: &str =
+    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
+
+/// The statements a store runs, prepared when it connects: each then costs
+/// one round trip instead of two.
+#[derive(Clone)]
+struct Statements {
+    find: postgres::Statement,
+    tail: postgres::Statement,
+    append: postgres::Statement,
+}
+
+impl Statements {
+    fn prepare(client: &mut Client) -> Result<Statements, postgres::Error> {
+        Ok(Statements {
+            find: client.prepare(FIND)?,
+            tail: client.prepare(TAIL)?,
+            append: client.prepare(APPEND)?,
+        })
+    }
+}
 
 /// How long to wait for a lost connection's server process to end.
 const SESSION_END: std::time::Duration = std::time::Duration::from_secs(5);
@@ -66,6 +91,8 @@ pub struct PgStore {
     /// connection is lost mid-append, that session must be over before
     /// anyone can tell whether the append landed.
     backend: Option<(i32, String)>,
+    /// The statements this store runs, prepared once per connection.
+    statements: Option<Statements>,
     /// The context's row id, once it is known to exist.
     id: Option<i64>,
     /// Rows (message lines) read or appended through this handle.
@@ -92,6 +119,7 @@ impl PgStore {
             address: Address::parse(url)?,
             client: None,
             backend: None,
+            statements: None,
             id: None,
             rows: 0,
             messages: 0,
@@ -108,21 +136,28 @@ impl PgStore {
     /// The open connection, connecting (and migrating) first if there is
     /// none or the server closed it.
     pub fn client(&mut self) -> Result<&mut Client> {
+        Ok(self.session()?.0)
+    }
+
+    /// The connection and its prepared statements, connecting first if
+    /// needed.
+    fn session(&mut self) -> Result<(&mut Client, Statements)> {
         if self.client.as_ref().is_some_and(Client::is_closed) {
             self.client = None;
         }
-        let client = match self.client.take() {
-            Some(client) => client,
-            None => {
-                let (client, backend) = self.connect()?;
+        let (client, statements) = match (self.client.take(), self.statements.take()) {
+            (Some(client), Some(statements)) => (client, statements),
+            _ => {
+                let (client, statements, backend) = self.connect()?;
                 self.backend = Some(backend);
-                client
+                (client, statements)
             }
         };
-        Ok(self.client.insert(client))
+        self.statements = Some(statements.clone());
+        Ok((self.client.insert(client), statements))
     }
 
-    fn connect(&self) -> Result<(Client, (i32, String))> {
+    fn connect(&self) -> Result<(Client, Statements, (i32, String))> {
         let mut client =
             connect_within(&self.address.config).map_err(|reason| Error::Database {
                 action: "connect to",
@@ -148,7 +183,12 @@ impl PgStore {
             .query_one(BACKEND, &[])
             .and_then(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
             .map_err(|e| self.database("connect to", &e))?;
-        Ok((client, backend))
+        let statements =
+            Statements::prepare(&mut client).map_err(|e| match outcome_unknown(&e) {
+                true => self.database("connect to", &e),
+                false => self.database("set up the tables of", &e),
+            })?;
+        Ok((client, statements, backend))
     }
 
     /// Ends the session `(pid, started)` of a lost connection if it is still
@@ -191,7 +231,8 @@ impl PgStore {
     fn id(&mut self) -> Result<Option<i64>> {
         if self.id.is_none() {
             let name = self.address.context.clone();
-            let found = self.client()?.query_opt(FIND, &[&name]);
+            let (client, statements) = self.session()?;
+            let found = client.query_opt(&statements.find, &[&name]);
             let row = found.map_err(|e| self.read_error(&e))?;
             self.id = match row {
                 Some(row) => Some(row.try_get(0).map_err(|e| self.read_error(&e))?),
@@ -208,7 +249,8 @@ impl PgStore {
             return Ok(None);
         };
         let from = i64::try_from(from).unwrap_or(i64::MAX);
-        let result = Lines::read_all(self.client()?, id, from, into);
+        let (client, statements) = self.session()?;
+        let result = Lines::read_all(client, &statements.tail, id, from, into);
         result.map(Some).map_err(|e| self.read_error(&e))
     }
 
@@ -223,6 +265,7 @@ impl PgStore {
     fn forget_if_broken(&mut self) {
         if self.client.as_ref().is_some_and(Client::is_closed) {
             self.client = None;
+            self.statements = None;
         }
     }
 
@@ -249,6 +292,7 @@ impl PgStore {
             reason: format!("{}; {why}", describe(cause)),
         };
         self.client = None;
+        self.statements = None;
         if let Some(Err(why)) = self.backend.take().map(|b| self.end_session(b)) {
             return in_doubt(self, format!("then: {why}"));
         }
@@ -291,7 +335,8 @@ impl Store for PgStore {
         let Some(id) = self.id()? else {
             return Err(Error::Missing { name: shown });
         };
-        let (loaded, read) = match Lines::query(self.client()?, id, 0) {
+        let (client, statements) = self.session()?;
+        let (loaded, read) = match Lines::query(client, &statements.tail, id, 0) {
             Ok(mut lines) => {
                 let loaded = Context::load_jsonl_reader(&mut lines, &shown);
                 (Some(loaded), lines.finish())
@@ -347,9 +392,9 @@ impl Store for PgStore {
         let name = self.address.context.clone();
         let at = i64::try_from(expected).unwrap_or(i64::MAX);
         let id = self.id;
-        let client = self.client()?;
+        let (client, statements) = self.session()?;
         let found = client
-            .query_one(APPEND, &[&name, &id, &at, &lines])
+            .query_one(&statements.append, &[&name, &id, &at, &lines])
             .and_then(|row| Ok((row.try_get::<_, Option<i64>>(0)?, row.try_get::<_, i64>(1)?)));
         let replaced = |what| Error::Replaced {
             name: self.address.shown.clone(),
@@ -377,6 +422,42 @@ impl Store for PgStore {
             Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
             Err(e) => Err(self.database("append to", &e)),
         }
+    }
+
+    /// Appends at the length this handle knows *first*, and catches up only
+    /// when that fails: if the context still has that length (and is the
+    /// one read), the batch was validated against exactly the stored
+    /// context, so the common case is one round trip. A conflict, or a
+    /// refusal against the context as this handle knew it, catches up and
+    /// validates again, as [`Store::commit`] does.
+    fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
+        if messages.is_empty() {
+            return Ok(context.len()..context.len());
+        }
+        for attempt in 0..MAX_ATTEMPTS {
+            if attempt > 0 {
+                self.catch_up(context)?;
+            }
+            let prepared = match context.prepare(messages) {
+                Ok(prepared) => prepared,
+                // Decide a refusal against the context as it is now.
+                Err(_) if attempt == 0 => continue,
+                Err(e) => return Err(Error::Refused(Box::new(e))),
+            };
+            match self.append_at(&prepared) {
+                Ok(()) => {
+                    return context
+                        .append_prepared(prepared)
+                        .map_err(|e| Error::Refused(Box::new(e)));
+                }
+                Err(Error::Conflict { .. }) => backoff(attempt),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Contended {
+            name: self.address.shown.clone(),
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
     /// Does nothing: appends are compare-and-append, so writers need no lock.

@@ -1,12 +1,8 @@
 //! A context's rows as JSONL, streamed from one query.
 
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, RowIter};
+use postgres::{Client, RowIter, Statement};
 use std::io::{self, BufRead, Read};
-
-/// A context's lines from a position on, in order.
-const TAIL: &str =
-    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
 
 /// The lines of one context from `seq` on, as a [`BufRead`] of JSONL: the
 /// rows arrive as the server sends them, one line in memory at a time.
@@ -23,15 +19,16 @@ pub(crate) struct Lines<'c> {
 }
 
 impl<'c> Lines<'c> {
-    /// Starts reading the lines of context `id` from `seq` on, in order
-    /// (an index scan on the primary key: no sort).
+    /// Starts reading the lines of context `id` from `seq` on, in order,
+    /// with the prepared `tail` statement.
     pub(crate) fn query(
         client: &'c mut Client,
+        tail: &Statement,
         id: i64,
         from: i64,
     ) -> Result<Lines<'c>, postgres::Error> {
         let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&id, &from];
-        let rows = client.query_raw(TAIL, params)?;
+        let rows = client.query_raw(tail, params)?;
         Ok(Lines {
             rows,
             line: Vec::new(),
@@ -45,11 +42,12 @@ impl<'c> Lines<'c> {
     /// Reads every line into `into`; returns how many were read.
     pub(crate) fn read_all(
         client: &mut Client,
+        tail: &Statement,
         id: i64,
         from: i64,
         into: &mut Vec<u8>,
     ) -> Result<usize, postgres::Error> {
-        let mut lines = Lines::query(client, id, from)?;
+        let mut lines = Lines::query(client, tail, id, from)?;
         // Reading rows fails only on a database error, which `finish` returns.
         let _ = lines.read_to_end(into);
         lines.finish()
