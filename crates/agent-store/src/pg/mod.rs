@@ -8,11 +8,11 @@
 //! streamed query; catching up is one query for the rows after a length.
 
 mod address;
+mod commit;
 mod rows;
 mod schema;
 
-use crate::store::backoff;
-use crate::{Error, MAX_ATTEMPTS, Result, Store};
+use crate::{Error, Result, Store};
 use address::Address;
 use agent_data::{Context, Loaded, Message, Position, Prepared};
 use postgres::error::SqlState;
@@ -30,6 +30,9 @@ const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
 /// (or NULL), the expected length, the lines.
 const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
 
+/// Locks a context's row for the rest of the transaction.
+const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
+
 /// This connection's server process and its start time (together unique).
 const BACKEND: &str =
     "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
@@ -45,6 +48,7 @@ struct Statements {
     find: postgres::Statement,
     tail: postgres::Statement,
     append: postgres::Statement,
+    lock: postgres::Statement,
 }
 
 impl Statements {
@@ -53,6 +57,7 @@ impl Statements {
             find: client.prepare(FIND)?,
             tail: client.prepare(TAIL)?,
             append: client.prepare(APPEND)?,
+            lock: client.prepare(LOCK)?,
         })
     }
 }
@@ -424,40 +429,11 @@ impl Store for PgStore {
         }
     }
 
-    /// Appends at the length this handle knows *first*, and catches up only
-    /// when that fails: if the context still has that length (and is the
-    /// one read), the batch was validated against exactly the stored
-    /// context, so the common case is one round trip. A conflict, or a
-    /// refusal against the context as this handle knew it, catches up and
-    /// validates again, as [`Store::commit`] does.
+    /// Appends at the length this handle knows first — one round trip when
+    /// nobody else wrote — and otherwise under the context's row lock
+    /// (`commit.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
-        if messages.is_empty() {
-            return Ok(context.len()..context.len());
-        }
-        for attempt in 0..MAX_ATTEMPTS {
-            if attempt > 0 {
-                self.catch_up(context)?;
-            }
-            let prepared = match context.prepare(messages) {
-                Ok(prepared) => prepared,
-                // Decide a refusal against the context as it is now.
-                Err(_) if attempt == 0 => continue,
-                Err(e) => return Err(Error::Refused(Box::new(e))),
-            };
-            match self.append_at(&prepared) {
-                Ok(()) => {
-                    return context
-                        .append_prepared(prepared)
-                        .map_err(|e| Error::Refused(Box::new(e)));
-                }
-                Err(Error::Conflict { .. }) => backoff(attempt),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Contended {
-            name: self.address.shown.clone(),
-            attempts: MAX_ATTEMPTS,
-        })
+        self.commit_messages(context, messages)
     }
 
     /// Does nothing: appends are compare-and-append, so writers need no lock.
