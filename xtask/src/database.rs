@@ -22,8 +22,18 @@ pub(crate) struct Database {
 
 /// Finds or starts the test server.
 pub(crate) fn provide() -> Result<Database, String> {
-    let given = std::env::var(VARIABLE).ok();
-    let url = given.clone().unwrap_or_else(|| DEFAULT.to_owned());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pg-ci");
+    provide_from(std::env::var(VARIABLE).ok(), DEFAULT, &root)
+}
+
+/// [`provide`] with the variable's value, the default URL and where a
+/// throwaway cluster goes given.
+fn provide_from(
+    given: Option<String>,
+    default: &str,
+    root: &std::path::Path,
+) -> Result<Database, String> {
+    let url = given.clone().unwrap_or_else(|| default.to_owned());
     let why = match answers(&url) {
         Ok(()) => {
             eprintln!("xtask: PostgreSQL for the tests: {}", shown(&url));
@@ -39,15 +49,14 @@ pub(crate) fn provide() -> Result<Database, String> {
     }
     if pg_cluster::bin_dir().is_none() {
         return Err(format!(
-            "the PostgreSQL tests need a server, and none answers at {DEFAULT} ({why}); \
+            "the PostgreSQL tests need a server, and none answers at {default} ({why}); \
              initdb and pg_ctl are not installed to start one. Set {VARIABLE} to the URL of a \
              server where the tests may create tables (postgres://USER[:PASSWORD]@HOST:PORT/DB), \
              or install PostgreSQL (Debian: apt install postgresql)"
         ));
     }
-    eprintln!("xtask: no PostgreSQL at {DEFAULT} ({why}); starting a throwaway cluster");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pg-ci");
-    let cluster = Cluster::start(&root, None)
+    eprintln!("xtask: no PostgreSQL at {default} ({why}); starting a throwaway cluster");
+    let cluster = Cluster::start(root, None)
         .map_err(|e| format!("cannot start a throwaway PostgreSQL cluster: {e}"))?;
     let url = cluster.url();
     answers(&url).map_err(|e| format!("the throwaway cluster does not answer: {e}"))?;
@@ -91,4 +100,43 @@ fn shown(url: &str) -> String {
     };
     let base = rest.split('?').next().unwrap_or_default();
     format!("{scheme}://{base}")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn without_a_server_ci_starts_a_throwaway_cluster_that_answers_and_stops_it() {
+        // Nothing listens on port 1: as on a machine without PostgreSQL
+        // running, but with initdb and pg_ctl installed.
+        let root = std::env::temp_dir().join(format!("agentctx-xtask-pg-{}", std::process::id()));
+        let database = provide_from(None, "postgres://root@127.0.0.1:1/test", &root).unwrap();
+        assert!(
+            database.url.starts_with("postgres://root@127.0.0.1:"),
+            "{}",
+            database.url
+        );
+        answers(&database.url).unwrap();
+        let url = database.url.clone();
+        drop(database);
+        assert!(answers(&url).is_err(), "the cluster was stopped");
+        assert!(!root.exists(), "its files were removed");
+    }
+
+    #[test]
+    fn a_given_url_that_does_not_answer_fails_without_falling_back() {
+        let root = std::env::temp_dir().join("agentctx-xtask-pg-unused");
+        let given = Some("postgres://me:secret@127.0.0.1:1/test".to_owned());
+        let error = provide_from(given, DEFAULT, &root).err().unwrap();
+        assert!(
+            error.starts_with(
+                "AGENTCTX_TEST_DATABASE_URL=postgres://me@127.0.0.1:1/test does not answer: "
+            ),
+            "{error}"
+        );
+        assert!(!error.contains("secret"));
+        assert!(!root.exists());
+    }
 }
