@@ -8,53 +8,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+mod support;
+
+use support::{PUSH, Run, agentctx, spawn};
+
 use serde_json::Value;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PUSH: &str = r#"{"_tool":"t","_outputPath":"†state.items","_outputMethod":"push"}"#;
 const DATE: &str = "2026-01-01T00:00:00Z";
 const ENOSPC: i32 = 28;
-
-/// A finished `agentctx` process.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(out: Output) -> Run {
-        Run {
-            code: out.status.code().expect("exited, not killed by a signal"),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentctx"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-fn agentctx(args: &[&str]) -> Run {
-    command(args).output().unwrap().into()
-}
-
-fn spawn(args: &[&str]) -> Child {
-    command(args).spawn().unwrap()
-}
 
 fn s(path: &Path) -> &str {
     path.to_str().unwrap()

@@ -12,50 +12,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+mod support;
+
+use support::{PUSH, Run, agentctx, spawn};
+
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
 use serde_json::Value;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-const PUSH: &str = r#"{"_tool":"t","_outputPath":"†state.items","_outputMethod":"push"}"#;
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Run {
-    fn from(out: Output) -> Run {
-        Run {
-            code: out.status.code().expect("exited, not killed by a signal"),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentctx"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-fn agentctx(args: &[&str]) -> Run {
-    command(args).output().unwrap().into()
-}
-
-fn spawn(args: &[&str]) -> Child {
-    command(args).spawn().unwrap()
-}
 
 fn database() -> String {
     std::env::var("AGENTCTX_TEST_DATABASE_URL")

@@ -6,21 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use agent_data::{Context, Format, Message};
+mod support;
+
+use agent_data::Format;
 use agent_store::{Error, FileStore, Store};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
-use std::time::Instant;
-
-fn push(writer: usize, batch: usize, item: usize) -> Message {
-    let tag = format!("{writer}.{batch}.{item}");
-    Message::from_value(json!({"type": "state", "data": {"log": tag},
-        "_outputPath": "†state.log", "_outputMethod": "push"}))
-    .unwrap()
-    .remove(0)
-}
+use support::{assert_linearizable, log_of, plans, push, race};
 
 fn temp_file(name: &str, extension: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("agentctx-store-{}-{name}", std::process::id()));
@@ -30,97 +22,10 @@ fn temp_file(name: &str, extension: &str) -> PathBuf {
     path
 }
 
-/// One acknowledged batch: its tags, and when its commit started and ended.
-struct Acked {
-    tags: Vec<String>,
-    started: Instant,
-    acked: Instant,
-}
-
-/// Runs `plan[w]` (batch sizes) for each writer `w` at once and returns
-/// every acknowledged batch.
-fn race(path: &Path, plan: &[Vec<usize>]) -> Vec<Acked> {
-    let barrier = Barrier::new(plan.len());
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .iter()
-            .enumerate()
-            .map(|(writer, batches)| {
-                let barrier = &barrier;
-                scope.spawn(move || {
-                    let mut store = FileStore::open(path).unwrap();
-                    let mut context = Context::new();
-                    let mut acked = Vec::new();
-                    barrier.wait();
-                    for (batch, &size) in batches.iter().enumerate() {
-                        let messages: Vec<Message> =
-                            (0..size).map(|item| push(writer, batch, item)).collect();
-                        let started = Instant::now();
-                        store.commit(&mut context, &messages).unwrap();
-                        acked.push(Acked {
-                            tags: (0..size).map(|i| format!("{writer}.{batch}.{i}")).collect(),
-                            started,
-                            acked: Instant::now(),
-                        });
-                    }
-                    acked
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    })
-}
-
 fn stored_log(path: &Path) -> Vec<String> {
     let context = FileStore::open(path).unwrap().load().unwrap().context;
     assert!(context.check(agent_data::CheckMode::Normal).is_empty());
-    match context.read(&"†state.log".parse().unwrap(), None) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().unwrap().to_owned())
-            .collect(),
-        other => panic!("no log: {other:?}"),
-    }
-}
-
-/// The log is some serial order of the acknowledged batches: each batch
-/// whole and contiguous, nothing lost or duplicated, and a batch
-/// acknowledged before another started comes first.
-fn assert_linearizable(log: &[String], acked: &[Acked]) {
-    let total: usize = acked.iter().map(|a| a.tags.len()).sum();
-    assert_eq!(log.len(), total, "lost or duplicated appends: {log:?}");
-    let mut position = std::collections::HashMap::new();
-    for a in acked {
-        let start = log
-            .iter()
-            .position(|t| *t == a.tags[0])
-            .unwrap_or_else(|| panic!("acknowledged batch {:?} is missing", a.tags));
-        assert_eq!(
-            &log[start..start + a.tags.len()],
-            a.tags.as_slice(),
-            "batch torn apart"
-        );
-        position.insert(a.tags[0].clone(), start);
-    }
-    for a in acked {
-        for b in acked {
-            if a.acked < b.started {
-                assert!(
-                    position[&a.tags[0]] < position[&b.tags[0]],
-                    "{:?} was acknowledged before {:?} started but comes after it",
-                    a.tags,
-                    b.tags
-                );
-            }
-        }
-    }
-}
-
-fn plans() -> impl Strategy<Value = Vec<Vec<usize>>> {
-    prop::collection::vec(prop::collection::vec(1usize..4, 1..8), 2..6)
+    log_of(&context)
 }
 
 proptest! {
@@ -129,14 +34,14 @@ proptest! {
     #[test]
     fn r34b_concurrent_jsonl_appends_equal_a_serial_order(plan in plans()) {
         let path = temp_file("lin-jsonl", "jsonl");
-        let acked = race(&path, &plan);
+        let acked = race(&|| FileStore::open(&path).unwrap(), &plan);
         assert_linearizable(&stored_log(&path), &acked);
     }
 
     #[test]
     fn r34b_concurrent_json_array_appends_equal_a_serial_order(plan in plans()) {
         let path = temp_file("lin-json", "json");
-        let acked = race(&path, &plan);
+        let acked = race(&|| FileStore::open(&path).unwrap(), &plan);
         assert_linearizable(&stored_log(&path), &acked);
     }
 }

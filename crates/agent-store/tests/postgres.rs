@@ -18,8 +18,12 @@ fn postgres_tests_need_the_postgres_feature() {
 }
 
 #[cfg(feature = "postgres")]
+mod support;
+
+#[cfg(feature = "postgres")]
 mod postgres_store {
 
+    use crate::support::{assert_linearizable, log_of, plans, push, race};
     use agent_data::{Context, Format, Message};
     use agent_store::{Error, FileStore, PgStore, Store};
     use proptest::prelude::*;
@@ -63,24 +67,6 @@ mod postgres_store {
     /// A raw connection to the test database, for arranging and inspecting.
     fn raw() -> postgres::Client {
         postgres::Client::connect(&database(), postgres::NoTls).unwrap()
-    }
-
-    fn push(writer: usize, batch: usize, item: usize) -> Message {
-        let tag = format!("{writer}.{batch}.{item}");
-        Message::from_value(json!({"type": "state", "data": {"log": tag},
-        "_outputPath": "†state.log", "_outputMethod": "push"}))
-        .unwrap()
-        .remove(0)
-    }
-
-    fn log_of(context: &Context) -> Vec<String> {
-        match context.read(&"†state.log".parse().unwrap(), None) {
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().unwrap().to_owned())
-                .collect(),
-            other => panic!("no log: {other:?}"),
-        }
     }
 
     #[test]
@@ -214,91 +200,15 @@ mod postgres_store {
         assert_eq!(log_of(&open(&url).load().unwrap().context), ["0.0.0"]);
     }
 
-    /// One acknowledged batch: its tags, and when its commit started and ended.
-    struct Acked {
-        tags: Vec<String>,
-        started: Instant,
-        acked: Instant,
-    }
-
-    /// Each writer (its own connection) commits its batches at once with the
-    /// others; returns every acknowledged batch.
-    fn race(url: &str, plan: &[Vec<usize>]) -> Vec<Acked> {
-        let barrier = Barrier::new(plan.len());
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = plan
-                .iter()
-                .enumerate()
-                .map(|(writer, batches)| {
-                    let barrier = &barrier;
-                    scope.spawn(move || {
-                        let mut store = open(url);
-                        let mut context = Context::new();
-                        let mut acked = Vec::new();
-                        barrier.wait();
-                        for (batch, &size) in batches.iter().enumerate() {
-                            let messages: Vec<Message> =
-                                (0..size).map(|item| push(writer, batch, item)).collect();
-                            let started = Instant::now();
-                            store.commit(&mut context, &messages).unwrap();
-                            acked.push(Acked {
-                                tags: (0..size).map(|i| format!("{writer}.{batch}.{i}")).collect(),
-                                started,
-                                acked: Instant::now(),
-                            });
-                        }
-                        acked
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        })
-    }
-
-    /// The log is some serial order of the acknowledged batches: each whole
-    /// and contiguous, nothing lost or duplicated, real-time order kept.
-    fn assert_linearizable(log: &[String], acked: &[Acked]) {
-        let total: usize = acked.iter().map(|a| a.tags.len()).sum();
-        assert_eq!(log.len(), total, "lost or duplicated appends: {log:?}");
-        let mut position = std::collections::HashMap::new();
-        for a in acked {
-            let start = log
-                .iter()
-                .position(|t| *t == a.tags[0])
-                .unwrap_or_else(|| panic!("acknowledged batch {:?} is missing", a.tags));
-            assert_eq!(
-                &log[start..start + a.tags.len()],
-                a.tags.as_slice(),
-                "batch torn apart"
-            );
-            position.insert(a.tags[0].clone(), start);
-        }
-        for a in acked {
-            for b in acked {
-                if a.acked < b.started {
-                    assert!(
-                        position[&a.tags[0]] < position[&b.tags[0]],
-                        "{:?} was acknowledged before {:?} started but comes after it",
-                        a.tags,
-                        b.tags
-                    );
-                }
-            }
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
         #[test]
         fn r34b_concurrent_postgres_appends_equal_a_serial_order(
-            plan in prop::collection::vec(prop::collection::vec(1usize..4, 1..8), 2..6)
+            plan in plans()
         ) {
             let url = fresh("linearizable");
-            let acked = race(&url, &plan);
+            let acked = race(&|| open(&url), &plan);
             let context = open(&url).load().unwrap().context;
             assert_linearizable(&log_of(&context), &acked);
             // The stored rows are numbered 0.. with no gap, and the length agrees.
