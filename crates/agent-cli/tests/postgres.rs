@@ -58,6 +58,17 @@ fn fresh(name: &str) -> String {
     url
 }
 
+/// Drops a test's schema when the test ends, also when it fails.
+struct DropSchema(String);
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&database(), postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.0));
+        }
+    }
+}
+
 fn raw(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).unwrap()
 }
@@ -322,6 +333,7 @@ fn r34b_two_processes_migrating_one_database_at_once_both_succeed() {
             "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
         ))
         .unwrap();
+    let _dropped = DropSchema(schema.clone());
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=c");
     let children: Vec<Child> = (0..2)
@@ -348,9 +360,6 @@ fn r34b_two_processes_migrating_one_database_at_once_both_succeed() {
     let run = agentctx(&["view", &url, "state"]);
     let view: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(view.as_object().unwrap().len(), 2, "{view}");
-    admin
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .unwrap();
 }
 
 /// One writer process's try: the values it pushed and how it ended.

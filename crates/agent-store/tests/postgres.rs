@@ -64,6 +64,17 @@ mod postgres_store {
     })
     }
 
+    /// Drops a test's schema when the test ends, also when it fails.
+    struct DropSchema(String);
+
+    impl Drop for DropSchema {
+        fn drop(&mut self) {
+            if let Ok(mut client) = postgres::Client::connect(&database(), postgres::NoTls) {
+                let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.0));
+            }
+        }
+    }
+
     /// A raw connection to the test database, for arranging and inspecting.
     fn raw() -> postgres::Client {
         postgres::Client::connect(&database(), postgres::NoTls).unwrap()
@@ -235,6 +246,7 @@ mod postgres_store {
                 "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
             ))
             .unwrap();
+        let _dropped = DropSchema(schema.clone());
         let base = database();
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=migrated");
@@ -281,9 +293,6 @@ mod postgres_store {
             .unwrap()
             .get(0);
         assert_eq!(rows, 1);
-        admin
-            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-            .unwrap();
     }
 
     #[test]
@@ -296,6 +305,7 @@ mod postgres_store {
              CREATE TABLE {schema}.agentctx_messages (id int)"
             ))
             .unwrap();
+        let _dropped = DropSchema(schema.clone());
         let base = database();
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=c");
@@ -308,9 +318,6 @@ mod postgres_store {
             error.contains("do not have the shape of schema version 2"),
             "{error}"
         );
-        admin
-            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-            .unwrap();
     }
 
     #[test]
