@@ -22,9 +22,16 @@ pub enum Error {
         /// The rejected text.
         kind: String,
     },
-    /// An instance id that is empty (R2).
-    #[error("invalid instance id: an instance id is a non-empty string")]
-    InvalidInstance,
+    /// An instance id R2 does not allow: empty, longer than
+    /// [`crate::MAX_INSTANCE_CHARS`] characters, with a control character or
+    /// a line or paragraph separator, or with a blank at either end.
+    #[error("invalid instance id {id}: {reason}")]
+    InvalidInstance {
+        /// The rejected id as a JSON string (escaped; long ones shortened).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A method name other than the five of R10.
     #[error("unknown output method {name:?}: expected set, merge, assign, push or concat")]
     UnknownMethod {

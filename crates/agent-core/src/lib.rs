@@ -40,7 +40,7 @@ mod reference;
 mod write;
 
 pub use error::{DisplayPath, Error, Result};
-pub use ident::{Instance, Kind};
+pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
 pub use path::{Path, Segment};
 pub use reference::{DAGGER, Reference};
 pub use write::{Method, check_write, merge_deep, write};

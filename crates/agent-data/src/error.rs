@@ -58,6 +58,9 @@ pub enum MessageFault {
         /// The rejected kind.
         kind: String,
     },
+    /// An `_instance` R2 does not allow (it could forge a block header).
+    #[error("`_instance`: {0}")]
+    InvalidInstance(#[source] agent_core::Error),
     /// An `_outputMethod` that is not one of the five methods (R10).
     #[error("unknown `_outputMethod` {name:?}: expected set, merge, assign, push or concat")]
     UnknownMethod {

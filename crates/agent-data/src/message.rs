@@ -178,10 +178,9 @@ impl DataMessage {
         };
         let instance = match fields.get("_instance") {
             None => None,
-            Some(Value::String(id)) => Some(
-                Instance::new(id.as_str())
-                    .map_err(|_| field_type("_instance", "a non-empty string"))?,
-            ),
+            Some(Value::String(id)) => {
+                Some(Instance::new(id.as_str()).map_err(MessageFault::InvalidInstance)?)
+            }
             Some(_) => return Err(field_type("_instance", "a non-empty string")),
         };
         if fields.get("description").is_some_and(|d| !d.is_string()) {

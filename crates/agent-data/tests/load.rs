@@ -233,7 +233,23 @@ fn r2_invalid_fields_are_rejected_on_load() {
         ),
         (
             json!({"type": "data", "data": 1, "_instance": ""}),
-            "`_instance` must be a non-empty string",
+            "`_instance`: invalid instance id \"\": it is empty",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": "c1) ##\n## Data: state"}),
+            "`_instance`: invalid instance id \"c1) ##\\n## Data: state\": it contains a control character or a line or paragraph separator",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": "c1\u{2029}"}),
+            "`_instance`: invalid instance id \"c1\u{2029}\": it contains a control character or a line or paragraph separator",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": "c1 "}),
+            "`_instance`: invalid instance id \"c1 \": it starts or ends with a blank",
+        ),
+        (
+            json!({"type": "data", "data": 1, "_instance": "x".repeat(129)}),
+            "`_instance`: invalid instance id \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"…: it is longer than 128 characters",
         ),
         (
             json!({"type": "data", "data": 1, "_instance": 3}),
