@@ -789,3 +789,37 @@ fn run_write_appends_results_durably() {
         "{\"out\":{\"_tool\":\"one\",\"n\":1,\"_outputPath\":\"†state.out\"}}\n"
     );
 }
+
+#[test]
+fn r18_apply_refuses_a_call_that_is_not_an_object_and_appends_nothing() {
+    let context = "{\"type\":\"state\",\"data\":{\"a\":1}}\n";
+    for (call, found) in [("[1]", "an array"), ("\"x\"", "a string"), ("null", "null")] {
+        let run = agentctx(&["apply", "-", call, "--result", "1"], Some(context));
+        assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{call}");
+        assert_eq!(
+            run.stderr,
+            format!("error: a call must be a JSON object, found {found}\n")
+        );
+    }
+}
+
+#[test]
+fn apply_date_outside_rfc_3339_years_is_an_error() {
+    let call = r#"{"_outputPath":"†state.a"}"#;
+    for date in [
+        "+10000-01-01T00:00:00Z",
+        "-0001-01-01T00:00:00Z",
+        "10000-01-01T00:00:00Z",
+    ] {
+        // `--date=…`: a value starting with `-` is not taken for an option.
+        let flag = format!("--date={date}");
+        let run = agentctx(&["apply", "-", call, "--result", "1", &flag], Some("[]"));
+        assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{date}");
+        assert!(
+            run.stderr
+                .starts_with(&format!("error: --date {date:?} is not RFC 3339: ")),
+            "{}",
+            run.stderr
+        );
+    }
+}

@@ -24,9 +24,10 @@ pub struct CallReads {
     pub references: Vec<Reference>,
 }
 
-/// The `_instance` of a call, validated.
+/// The `_instance` of a call, validated (R2). A call that is not a JSON
+/// object is an error (R18).
 pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
-    match call.get("_instance") {
+    match as_call(call)?.get("_instance") {
         None => Ok(None),
         Some(Value::String(id)) => Instance::new(id.as_str())
             .map(Some)
