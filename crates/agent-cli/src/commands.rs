@@ -56,7 +56,9 @@ pub(crate) fn resolve(
     let ctx = load_context(context)?;
     let instance = parse_instance(instance)?;
     match agent_vars::parse(expr).map_err(|e| syntax_failure("", &e))? {
-        agent_vars::Text::Literal(text) => Ok(print_value(&Value::from(text.into_owned()), pretty)),
+        // `resolve` evaluates an expression; plain text is a slip (a
+        // forgotten `†`), not a value to echo back.
+        agent_vars::Text::Literal(_) => Err(syntax_failure("", &not_an_expression(expr))),
         agent_vars::Text::Expression(expression) => {
             let scope = agent_vars::Scope::new(&ctx, instance.as_ref());
             match expression.evaluate(&scope) {
@@ -67,6 +69,22 @@ pub(crate) fn resolve(
                 ))),
             }
         }
+    }
+}
+
+/// The syntax error for text that does not start with `†`, with a hint.
+fn not_an_expression(text: &str) -> agent_vars::SyntaxError {
+    let offset = text.len() - text.trim_start().len();
+    let rest = text.trim();
+    let reason = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        format!("expected '†' (an expression starts with a reference): did you mean \"†{rest}\"?")
+    } else {
+        "expected '†' (an expression starts with a reference, like †state.a)".to_owned()
+    };
+    agent_vars::SyntaxError {
+        source: text.to_owned(),
+        offset,
+        reason,
     }
 }
 

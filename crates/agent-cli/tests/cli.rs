@@ -213,12 +213,17 @@ fn resolve_prints_value() {
 }
 
 #[test]
-fn resolve_literal_and_escape() {
+fn r15_resolve_refuses_an_escaped_dagger_which_is_a_literal() {
+    // `\†user.name` is the literal text "†user.name" (R15), not an expression.
     let run = agentctx(
         &["resolve", &fixture("example1.json"), "\\†user.name"],
         None,
     );
-    assert_eq!((run.code, run.stdout.as_str()), (0, "\"†user.name\"\n"));
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""));
+    assert_eq!(
+        run.stderr,
+        "error: syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)\n\\†user.name\n^\n"
+    );
 }
 
 #[test]
@@ -822,4 +827,30 @@ fn apply_date_outside_rfc_3339_years_is_an_error() {
             run.stderr
         );
     }
+}
+
+#[test]
+fn r15_resolve_takes_an_expression_and_hints_at_a_missing_dagger() {
+    let context = "{\"type\":\"state\",\"data\":{\"a\":1}}\n";
+    let cases = [
+        (
+            "state.a",
+            "error: syntax error at byte 0: expected '†' (an expression starts with a reference): did you mean \"†state.a\"?\nstate.a\n^\n",
+        ),
+        (
+            ".a",
+            "error: syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)\n.a\n^\n",
+        ),
+        (
+            "|| †state.a",
+            "error: syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)\n|| †state.a\n^\n",
+        ),
+    ];
+    for (expression, stderr) in cases {
+        let run = agentctx(&["resolve", "-", expression], Some(context));
+        assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{expression}");
+        assert_eq!(run.stderr, stderr, "{expression}");
+    }
+    let run = agentctx(&["resolve", "-", "†state.a"], Some(context));
+    assert_eq!((run.code, run.stdout.as_str()), (0, "1\n"));
 }
