@@ -3,18 +3,30 @@
 use crate::Failure;
 use crate::input::{json_arg, load_context, missing_list, print_value, syntax_failure};
 use agent_core::{Instance, Kind};
-use agent_data::CheckMode;
+use agent_data::{CheckMode, Context};
 use serde_json::Value;
 
 fn parse_kind(kind: &str) -> Result<Kind, Failure> {
     Kind::new(kind).map_err(Failure::invalid)
 }
 
-fn parse_instance(instance: Option<&str>) -> Result<Option<Instance>, Failure> {
-    instance
+fn parse_instance(ctx: &Context, instance: Option<&str>) -> Result<Option<Instance>, Failure> {
+    let instance = instance
         .map(Instance::new)
         .transpose()
-        .map_err(Failure::invalid)
+        .map_err(Failure::invalid)?;
+    // Reading in an instance that has no message is allowed (R5: the global
+    // layers show through), but it is most likely a typo: say so.
+    if let Some(id) = instance
+        .as_ref()
+        .filter(|id| !ctx.instances().any(|known| known == *id))
+    {
+        eprintln!(
+            "warning: instance {} has no message in this context; the read sees the global layers only",
+            Value::from(id.as_str())
+        );
+    }
+    Ok(instance)
 }
 
 /// `agentctx view CONTEXT KIND [--instance ID]`.
@@ -26,7 +38,7 @@ pub(crate) fn view(
 ) -> Result<String, Failure> {
     let ctx = load_context(context)?;
     let kind = parse_kind(kind)?;
-    let instance = parse_instance(instance)?;
+    let instance = parse_instance(&ctx, instance)?;
     let label = match &instance {
         Some(x) => format!("¶{kind}@{x}"),
         None => format!("¶{kind}"),
@@ -54,7 +66,7 @@ pub(crate) fn resolve(
     pretty: bool,
 ) -> Result<String, Failure> {
     let ctx = load_context(context)?;
-    let instance = parse_instance(instance)?;
+    let instance = parse_instance(&ctx, instance)?;
     match agent_vars::parse(expr).map_err(|e| syntax_failure("", &e))? {
         // `resolve` evaluates an expression; plain text is a slip (a
         // forgotten `†`), not a value to echo back.

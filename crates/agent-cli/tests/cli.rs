@@ -854,3 +854,35 @@ fn r15_resolve_takes_an_expression_and_hints_at_a_missing_dagger() {
     let run = agentctx(&["resolve", "-", "†state.a"], Some(context));
     assert_eq!((run.code, run.stdout.as_str()), (0, "1\n"));
 }
+
+#[test]
+fn r5_reading_in_an_instance_with_no_message_says_so_and_reads_global_layers() {
+    let context = "{\"type\":\"state\",\"data\":{\"a\":1}}\n{\"type\":\"state\",\"data\":{\"a\":2},\"_instance\":\"known\"}\n";
+    let warning = "warning: instance \"nope\" has no message in this context; the read sees the global layers only\n";
+    let view = agentctx(&["view", "-", "state", "--instance", "nope"], Some(context));
+    assert_eq!(
+        (view.code, view.stdout.as_str(), view.stderr.as_str()),
+        (0, "{\"a\":1}\n", warning)
+    );
+    let resolve = agentctx(
+        &["resolve", "-", "†state.a", "--instance", "nope"],
+        Some(context),
+    );
+    assert_eq!(
+        (
+            resolve.code,
+            resolve.stdout.as_str(),
+            resolve.stderr.as_str()
+        ),
+        (0, "1\n", warning)
+    );
+    // A known instance: no warning.
+    let known = agentctx(
+        &["resolve", "-", "†state.a", "--instance", "known"],
+        Some(context),
+    );
+    assert_eq!(
+        (known.code, known.stdout.as_str(), known.stderr.as_str()),
+        (0, "2\n", "")
+    );
+}
