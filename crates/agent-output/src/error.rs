@@ -21,9 +21,9 @@ pub enum Error {
     #[error("`_outputPath`: {0}")]
     OutputPathSyntax(agent_vars::SyntaxError),
     /// `_outputMethod` is not one of the five methods (R20).
-    #[error("unknown `_outputMethod` {name:?}: expected set, merge, assign, push or concat")]
+    #[error("unknown `_outputMethod` {name}: expected set, merge, assign, push or concat")]
     UnknownMethod {
-        /// The rejected value, as JSON text.
+        /// The rejected value, as JSON text (a string keeps its quotes).
         name: String,
     },
     /// A failure with no failure outcome to write it to (R20).

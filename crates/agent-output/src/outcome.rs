@@ -39,7 +39,7 @@ pub fn output_method(call: &Value) -> Result<Method> {
     match call.get("_outputMethod") {
         None => Ok(Method::Set),
         Some(Value::String(name)) => name.parse().map_err(|_| Error::UnknownMethod {
-            name: format!("{name:?}"),
+            name: Value::from(name.as_str()).to_string(),
         }),
         Some(other) => Err(Error::UnknownMethod {
             name: other.to_string(),

@@ -170,16 +170,20 @@ fn r20_output_method_is_carried_and_validated_first() {
     apply(&mut ctx, &call, Outcome::Success(json!(1)), &clock()).unwrap();
     apply(&mut ctx, &call, Outcome::Success(json!(2)), &clock()).unwrap();
     assert_eq!(read(&ctx, "†state.log", None), Some(json!([1, 2])));
-    let bad = json!({"_outputPath": "†state.log", "_outputMethod": "append"});
-    assert!(matches!(
-        apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()),
-        Err(Error::UnknownMethod { .. })
-    ));
-    let bad = json!({"_outputPath": "†state.log", "_outputMethod": 5});
-    assert!(matches!(
-        apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()),
-        Err(Error::UnknownMethod { .. })
-    ));
+    // The rejected value is shown as JSON, once quoted (no Rust debug text).
+    for (method, shown) in [
+        (json!("append"), "\"append\""),
+        (json!("a\"b"), "\"a\\\"b\""),
+        (json!(5), "5"),
+    ] {
+        let bad = json!({"_outputPath": "†state.log", "_outputMethod": method});
+        let error = apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()).unwrap_err();
+        assert!(matches!(error, Error::UnknownMethod { .. }), "{error}");
+        assert_eq!(
+            error.to_string(),
+            format!("unknown `_outputMethod` {shown}: expected set, merge, assign, push or concat")
+        );
+    }
     assert_eq!(ctx.len(), 2);
 }
 
