@@ -259,19 +259,10 @@ impl PgStore {
         result.map(Some).map_err(|e| self.read_error(&e))
     }
 
-    /// A failed read, forgetting a connection that broke so the next call
-    /// connects again.
-    fn read_error(&mut self, error: &postgres::Error) -> Error {
-        let error = self.database("read", error);
-        self.forget_if_broken();
-        error
-    }
-
-    fn forget_if_broken(&mut self) {
-        if self.client.as_ref().is_some_and(Client::is_closed) {
-            self.client = None;
-            self.statements = None;
-        }
+    /// A failed read. A connection that broke is replaced by the next
+    /// [`PgStore::session`], which drops a closed client.
+    fn read_error(&self, error: &postgres::Error) -> Error {
+        self.database("read", error)
     }
 
     fn check_position(&self, messages: usize) -> Result<()> {
