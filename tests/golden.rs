@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_data::Context;
-use agent_render::{Mode, Provider, Renderer, payload};
+use agent_render::{Provider, RenderMode, Renderer, payload};
 use std::path::{Path, PathBuf};
 
 const FIXTURES: [&str; 3] = ["example1.json", "example2_after.json", "batch.jsonl"];
@@ -20,7 +20,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-fn render(fixture: &str, mode: Mode, provider: Provider) -> String {
+fn render(fixture: &str, mode: RenderMode, provider: Provider) -> String {
     let ctx = Context::load_file(&root().join("fixtures").join(fixture))
         .unwrap()
         .context;
@@ -35,10 +35,10 @@ fn r32_renders_match_golden_files() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut mismatches = Vec::new();
     for fixture in FIXTURES {
-        for mode in [Mode::Merged, Mode::Append] {
+        for mode in [RenderMode::Merged, RenderMode::Append] {
             for provider in PROVIDERS {
                 let stem = fixture.split('.').next().unwrap();
-                let mode_name = if mode == Mode::Merged {
+                let mode_name = if mode == RenderMode::Merged {
                     "merged"
                 } else {
                     "append"

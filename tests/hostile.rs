@@ -7,7 +7,7 @@
 
 use agent_data::{CheckMode, Context, DataMessage, Format, Message};
 use agent_output::{FixedClock, Outcome, OutputPath};
-use agent_render::{Mode, Provider, Renderer, payload};
+use agent_render::{Provider, RenderMode, Renderer, payload};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -28,7 +28,7 @@ fn exercise(ctx: &Context, call: &Value) {
             let _ = ctx.view(&id.kind, instance);
         }
     }
-    for mode in [Mode::Merged, Mode::Append] {
+    for mode in [RenderMode::Merged, RenderMode::Append] {
         let chat = Renderer::new().render(ctx, mode);
         for provider in [
             Provider::Plain,
@@ -62,7 +62,7 @@ fn exercise(ctx: &Context, call: &Value) {
         &mut ctx.clone(),
         vec![(call.clone(), Outcome::Success(json!(2)))],
         &clock,
-        agent_instancing::Mode::Parallel,
+        agent_instancing::Schedule::Parallel,
     );
 }
 
@@ -241,7 +241,7 @@ fn r33_ten_megabyte_strings_and_huge_arrays_load() {
         Some(1_000_000)
     );
     assert!(ctx.check(CheckMode::Complete).is_empty());
-    let chat = Renderer::new().render(&ctx, Mode::Merged);
+    let chat = Renderer::new().render(&ctx, RenderMode::Merged);
     assert!(payload(&chat, Provider::OpenAi).is_ok());
     assert!(agent_vars::resolve_call(&json!({"s": "†state.s"}), &ctx).is_ok());
     let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());

@@ -6,7 +6,7 @@
 
 use agent_core::{Method, Path, write};
 use agent_data::{Context, DataMessage, Message};
-use agent_render::{Mode, Renderer};
+use agent_render::{RenderMode, Renderer};
 use agent_store::{FileStore, Store};
 use agentctx_tests::workloads::{self, kind};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
@@ -101,7 +101,7 @@ fn w3(c: &mut Criterion) {
         .collect();
     let renderer = Renderer::new();
     c.bench_function("W3-render-ours", |b| {
-        b.iter(|| renderer.render(black_box(&ctx), Mode::Merged))
+        b.iter(|| renderer.render(black_box(&ctx), RenderMode::Merged))
     });
     c.bench_function("W3-render-serde", |b| {
         b.iter(|| {

@@ -128,8 +128,8 @@ pub(crate) fn render(
 ) -> Result<String, Failure> {
     let provider: agent_render::Provider = provider.parse().map_err(Failure::usage)?;
     let mode = match mode {
-        "merged" => agent_render::Mode::Merged,
-        "append" => agent_render::Mode::Append,
+        "merged" => agent_render::RenderMode::Merged,
+        "append" => agent_render::RenderMode::Append,
         other => {
             return Err(Failure::usage(format!(
                 "unknown mode {other:?}: expected merged or append"

@@ -3,28 +3,40 @@
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_stored};
 use agent_data::Context;
-use agent_output::SystemClock;
-use agent_plan::{Activities, Activity, Output, Plan, Report, Status};
+use agent_output::{Outcome, SystemClock};
+use agent_plan::{Activities, Activity, Plan, Report, Status};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+/// How much of a failed command's stderr its failure value keeps: the end,
+/// where the error usually is.
+const STDERR_TAIL_BYTES: usize = 2000;
+
 /// An activity that runs a shell command: the resolved call as JSON on
-/// stdin, the result as JSON on stdout; a non-zero exit is a failure whose
-/// value is the command's stderr.
+/// stdin, the result as JSON on stdout. A non-zero exit is a failure whose
+/// value is `{"exitStatus": N, "stderr": "…"}` (the end of its stderr).
 struct ShellActivity {
     command: String,
 }
 
+/// The failure of a command that could not be run at all.
+fn not_run(text: String) -> Outcome {
+    Outcome::Failure(json!({ "error": text }))
+}
+
 impl Activity for ShellActivity {
-    fn run(&self, call: &Value) -> Result<Output, Value> {
-        let mut child = Command::new("sh")
+    fn run(&self, call: &Value) -> Outcome {
+        let child = Command::new("sh")
             .args(["-c", &self.command])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| json!(format!("cannot run {:?}: {e}", self.command)))?;
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => return not_run(format!("cannot start sh: {e}")),
+        };
         let input = call.to_string();
         let stdin = child.stdin.take();
         // Write from another thread so a command that prints before reading
@@ -34,23 +46,46 @@ impl Activity for ShellActivity {
                 let _ = stdin.write_all(input.as_bytes());
             }
         });
-        let out = child
-            .wait_with_output()
-            .map_err(|e| json!(format!("{:?} failed: {e}", self.command)))?;
+        let out = match child.wait_with_output() {
+            Ok(out) => out,
+            Err(e) => return not_run(format!("waiting for the command failed: {e}")),
+        };
         let _ = writer.join();
         if !out.status.success() {
-            return Err(Value::String(
-                String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
-            ));
+            return Outcome::Failure(json!({
+                // A command killed by a signal has no exit code.
+                "exitStatus": out.status.code(),
+                "stderr": tail(&out.stderr, STDERR_TAIL_BYTES),
+            }));
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         if stdout.trim().is_empty() {
-            return Ok(Output::Value(Value::Null));
+            return Outcome::Success(Value::Null);
         }
-        serde_json::from_str(&stdout)
-            .map(Output::Value)
-            .map_err(|e| json!(format!("{:?} printed invalid JSON: {e}", self.command)))
+        match serde_json::from_str(&stdout) {
+            Ok(value) => Outcome::Success(value),
+            Err(e) => Outcome::Failure(json!({
+                "exitStatus": 0,
+                "error": format!("stdout is not JSON: {e}"),
+                "stderr": tail(&out.stderr, STDERR_TAIL_BYTES),
+            })),
+        }
     }
+}
+
+/// The last `max` bytes of `bytes` as text, trimmed, starting at a
+/// character boundary; `…` marks a cut.
+fn tail(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
 }
 
 /// The arguments of `agentctx run`.
@@ -64,7 +99,8 @@ pub(crate) struct RunArgs {
     /// call on stdin, the result as JSON on stdout). Repeatable.
     #[arg(long = "activity")]
     activities: Vec<String>,
-    /// Validate the plan and print its waves; run nothing.
+    /// Validate the plan and print its waves and the tools that have no
+    /// --activity; run nothing.
     #[arg(long)]
     dry_run: bool,
     /// Append each result to CONTEXT durably as it is written, validated
@@ -89,13 +125,6 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         }
     };
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
-    if args.dry_run {
-        load_context(&args.context)?;
-        return Ok(crate::input::print_value(
-            &json!({"waves": plan.waves()}),
-            args.pretty,
-        ));
-    }
     let mut activities = Activities::new();
     for spec in &args.activities {
         let (name, command) = spec
@@ -107,6 +136,14 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
                 command: command.to_owned(),
             },
         );
+    }
+    if args.dry_run {
+        load_context(&args.context)?;
+        let missing = plan.tools_without_activity(&activities);
+        return Ok(crate::input::print_value(
+            &json!({"waves": plan.waves(), "missingActivities": missing}),
+            args.pretty,
+        ));
     }
     // With --write, each call's result is committed as it is written, so it
     // is validated against the file as it is then (R34b).
@@ -150,7 +187,7 @@ pub(crate) fn demo() -> Result<String, Failure> {
     let calls: Vec<Value> = serde_json::from_str(DEMO_PLAN).map_err(Failure::invalid)?;
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let report = plan.run(&mut context, &demo_activities(), &SystemClock);
-    let chat = agent_render::Renderer::new().render(&context, agent_render::Mode::Merged);
+    let chat = agent_render::Renderer::new().render(&context, agent_render::RenderMode::Merged);
     let transcript = agent_render::payload(&chat, agent_render::Provider::Text)
         .map_err(Failure::invalid)?
         .to_text(false);

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use serde_json::{Value, json};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -723,29 +724,86 @@ fn run_with_shell_activities() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         run.stdout,
-        "{\"calls\":[{\"index\":0,\"tool\":\"double\",\"wave\":1,\"status\":\"done\",\"appended\":1},{\"index\":1,\"tool\":\"halve\",\"wave\":0,\"status\":\"done\",\"appended\":1}]}\n"
+        "{\"calls\":[{\"index\":0,\"tool\":\"double\",\"wave\":1,\"status\":\"done\",\"outcome\":\"success\",\"outcomeIndex\":0,\"paths\":[\"†state.result\"]},\
+         {\"index\":1,\"tool\":\"halve\",\"wave\":0,\"status\":\"done\",\"outcome\":\"success\",\"outcomeIndex\":0,\"paths\":[\"†state.half\"]}]}\n"
     );
 }
 
 #[test]
-fn run_failure_is_stderr_text_and_exit_1() {
-    let plan = r#"[{"_tool":"bad","_outputPath":"†state.ok || †state.err"},{"_tool":"bad","_outputPath":"†state.x"}]"#;
+fn run_report_names_outcome_paths_and_a_failing_commands_exit_status_and_stderr_tail() {
+    let plan = r#"[{"_tool":"bad","_outputPath":"†state.ok || †state.err && †log.errors"},{"_tool":"bad","_outputPath":"†state.x"},{"_tool":"quiet"}]"#;
     let run = agentctx(
-        &["run", "-", plan, "--activity", "bad=echo nope >&2; exit 4"],
+        &[
+            "run",
+            "-",
+            plan,
+            "--activity",
+            "bad=echo first line >&2; echo nope >&2; exit 4",
+            "--activity",
+            "quiet=true",
+        ],
         Some("[]"),
     );
     assert_eq!(run.code, 1);
-    assert!(
-        run.stdout.contains("\"status\":\"done\""),
-        "the handled failure is written: {}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("unhandled failure") && run.stdout.contains("nope"),
-        "{}",
-        run.stdout
-    );
     assert_eq!(run.stderr, "error: 1 call(s) failed\n");
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let failure = json!({"exitStatus": 4, "stderr": "first line\nnope"});
+    assert_eq!(
+        report["calls"][0],
+        json!({"index": 0, "tool": "bad", "wave": 0, "status": "done",
+               "outcome": "failure", "outcomeIndex": 1,
+               "paths": ["†state.err", "†log.errors"], "failure": failure}),
+        "a handled failure is done, written to both destinations of outcome 1"
+    );
+    assert_eq!(report["calls"][1]["status"], "failed");
+    assert_eq!(report["calls"][1]["failure"], failure);
+    assert_eq!(
+        report["calls"][1]["error"],
+        "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: {\"exitStatus\":4,\"stderr\":\"first line\\nnope\"}"
+    );
+    assert_eq!(
+        report["calls"][2],
+        json!({"index": 2, "tool": "quiet", "wave": 0, "status": "done",
+               "outcome": "success", "outcomeIndex": 0, "paths": []}),
+        "a call without _outputPath writes nothing (R21)"
+    );
+}
+
+#[test]
+fn run_failure_keeps_only_the_end_of_a_long_stderr() {
+    let plan = r#"[{"_tool":"loud","_outputPath":"†state.ok || †state.err"}]"#;
+    let run = agentctx(
+        &[
+            "run",
+            "-",
+            plan,
+            "--activity",
+            "loud=i=0; while [ $i -lt 500 ]; do echo \"line $i\" >&2; i=$((i+1)); done; exit 1",
+        ],
+        Some("[]"),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let stderr = report["calls"][0]["failure"]["stderr"].as_str().unwrap();
+    assert!(stderr.starts_with('…'), "{stderr}");
+    assert!(stderr.ends_with("line 498\nline 499"), "{stderr}");
+    assert!(stderr.len() <= 2000 + '…'.len_utf8(), "{}", stderr.len());
+}
+
+#[test]
+fn run_dry_run_names_tools_without_an_activity() {
+    let plan = r#"[{"_tool":"a","_outputPath":"†state.a"},{"_tool":"b","x":"†state.a"},{"_tool":"c"},{"_tool":"b"}]"#;
+    let run = agentctx(
+        &["run", "-", plan, "--dry-run", "--activity", "a=true"],
+        Some("[]"),
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            0,
+            "{\"waves\":[[0,2,3],[1]],\"missingActivities\":[\"b\",\"c\"]}\n"
+        )
+    );
 }
 
 #[test]
@@ -762,7 +820,7 @@ fn run_blocked_is_exit_3_and_dry_run_lists_waves() {
     let run = agentctx(&["run", "-", plan, "--dry-run"], Some("[]"));
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "{\"waves\":[[0],[1]]}\n")
+        (0, "{\"waves\":[[0],[1]],\"missingActivities\":[\"t\"]}\n")
     );
 }
 

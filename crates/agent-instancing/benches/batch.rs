@@ -3,7 +3,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench support code
 
 use agent_data::Context;
-use agent_instancing::{Mode, apply_batch, assign_inputs};
+use agent_instancing::{Schedule, apply_batch, assign_inputs};
 use agent_output::{FixedClock, Outcome};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
@@ -33,8 +33,8 @@ fn batch(c: &mut Criterion) {
     let (ctx, items) = setup();
     let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
     for (name, mode) in [
-        ("batch/1000x20-sequential", Mode::Sequential),
-        ("batch/1000x20-parallel", Mode::Parallel),
+        ("batch/1000x20-sequential", Schedule::Sequential),
+        ("batch/1000x20-parallel", Schedule::Parallel),
     ] {
         c.bench_function(name, |b| {
             b.iter_batched(

@@ -10,10 +10,10 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 
-/// How a batch runs. Both modes produce the same results and the same
+/// How a batch runs. Both schedules produce the same results and the same
 /// context, message order included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub enum Schedule {
     /// One call after another, on the calling thread.
     Sequential,
     /// Instances in parallel on rayon's thread pool.
@@ -93,11 +93,15 @@ pub fn views(context: &Context, kind: &Kind) -> IndexMap<Instance, Option<Value>
 }
 
 /// Resolves every call in its own instance scope (R18, R5).
-pub fn resolve_batch(context: &Context, calls: &[Value], mode: Mode) -> Vec<Result<Resolution>> {
+pub fn resolve_batch(
+    context: &Context,
+    calls: &[Value],
+    schedule: Schedule,
+) -> Vec<Result<Resolution>> {
     let resolve = |call: &Value| agent_vars::resolve_call(call, context).map_err(Error::from);
-    match mode {
-        Mode::Sequential => calls.iter().map(resolve).collect(),
-        Mode::Parallel => calls.par_iter().map(resolve).collect(),
+    match schedule {
+        Schedule::Sequential => calls.iter().map(resolve).collect(),
+        Schedule::Parallel => calls.par_iter().map(resolve).collect(),
     }
 }
 
@@ -105,18 +109,18 @@ pub fn resolve_batch(context: &Context, calls: &[Value], mode: Mode) -> Vec<Resu
 /// appends nothing and the others go on. Returns each item's appended
 /// messages or error.
 ///
-/// In [`Mode::Parallel`], the messages of every item are built and, per
+/// In [`Schedule::Parallel`], the messages of every item are built and, per
 /// instance, validated concurrently (`Context::stage`), then appended in
-/// batch order (`Context::commit`); the result equals [`Mode::Sequential`]'s
+/// batch order (`Context::commit`); the result equals [`Schedule::Sequential`]'s
 /// exactly. A batch with a global write runs sequentially, since a global
 /// write changes what every instance reads.
 pub fn apply_batch(
     context: &mut Context,
     items: Vec<(Value, Outcome)>,
     clock: &(dyn Clock + Sync),
-    mode: Mode,
+    schedule: Schedule,
 ) -> Vec<Result<Vec<Message>>> {
-    if mode == Mode::Sequential {
+    if schedule == Schedule::Sequential {
         return sequential(context, items, clock);
     }
     let built: Vec<Result<Vec<Message>>> = items

@@ -10,13 +10,13 @@
 //! - [`assign_inputs`]: one new instance per input.
 //! - [`split`], [`group_calls`], [`views`]: per-instance contexts, calls and views.
 //! - [`resolve_batch`], [`apply_batch`]: many calls, each in its own
-//!   instance scope, on all cores ([`Mode::Parallel`]) with exactly the
-//!   results and message order of [`Mode::Sequential`].
+//!   instance scope, on all cores ([`Schedule::Parallel`]) with exactly the
+//!   results and message order of [`Schedule::Sequential`].
 //!
 //! ```
 //! use agent_core::Kind;
 //! use agent_data::Context;
-//! use agent_instancing::{apply_batch, assign_inputs, views, Mode};
+//! use agent_instancing::{apply_batch, assign_inputs, views, Schedule};
 //! use agent_output::{FixedClock, Outcome};
 //! use serde_json::json;
 //!
@@ -29,7 +29,7 @@
 //!      Outcome::Success(json!(verdict)))
 //! }).collect();
 //! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
-//! for result in apply_batch(&mut ctx, verdicts, &clock, Mode::Parallel) {
+//! for result in apply_batch(&mut ctx, verdicts, &clock, Schedule::Parallel) {
 //!     result?;
 //! }
 //! let state = views(&ctx, &Kind::new("state")?);
@@ -43,6 +43,6 @@ mod batch;
 mod error;
 mod ids;
 
-pub use batch::{Mode, apply_batch, assign_inputs, group_calls, resolve_batch, split, views};
+pub use batch::{Schedule, apply_batch, assign_inputs, group_calls, resolve_batch, split, views};
 pub use error::{Error, Result};
 pub use ids::{fresh_ids, nth_id};

@@ -5,7 +5,7 @@
 
 use agent_core::{Instance, Kind, Method};
 use agent_data::Context;
-use agent_instancing::{Mode, apply_batch, split};
+use agent_instancing::{Schedule, apply_batch, split};
 use agent_output::{FixedClock, Outcome};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -119,8 +119,8 @@ fn layer_bytes(ctx: &Context, instance: &str) -> String {
 fn assert_modes_agree(ctx: Context, items: Vec<(Value, Outcome)>) -> Result<(), TestCaseError> {
     let mut seq = ctx.clone();
     let mut par = ctx;
-    let rs = apply_batch(&mut seq, items.clone(), &clock(), Mode::Sequential);
-    let rp = apply_batch(&mut par, items, &clock(), Mode::Parallel);
+    let rs = apply_batch(&mut seq, items.clone(), &clock(), Schedule::Sequential);
+    let rp = apply_batch(&mut par, items, &clock(), Schedule::Parallel);
     prop_assert_eq!(format!("{rs:?}"), format!("{rp:?}"));
     prop_assert_eq!(seq.to_jsonl(), par.to_jsonl());
     Ok(())
@@ -155,7 +155,7 @@ proptest! {
     ) {
         let items: Vec<(Value, Outcome)> = items.into_iter().map(|(mut call, outcome)| { call["_instance"] = json!(x); (call, outcome) }).collect();
         let mut after = ctx.clone();
-        for mode in [Mode::Sequential, Mode::Parallel] {
+        for mode in [Schedule::Sequential, Schedule::Parallel] {
             apply_batch(&mut after, items.clone(), &clock(), mode);
         }
         for y in INSTANCES.iter().filter(|y| **y != x) {

@@ -6,7 +6,8 @@
 use agent_core::{Instance, Kind};
 use agent_data::Context;
 use agent_instancing::{
-    Mode, apply_batch, assign_inputs, fresh_ids, group_calls, nth_id, resolve_batch, split, views,
+    Schedule, apply_batch, assign_inputs, fresh_ids, group_calls, nth_id, resolve_batch, split,
+    views,
 };
 use agent_output::{FixedClock, Outcome};
 use agent_vars::Resolution;
@@ -107,7 +108,7 @@ fn r18_batch_resolution_is_scoped_per_call() {
         .iter()
         .map(|x| json!({"_instance": x, "text": "†input.c", "lang": "†input.lang"}))
         .collect();
-    for mode in [Mode::Sequential, Mode::Parallel] {
+    for mode in [Schedule::Sequential, Schedule::Parallel] {
         let results = resolve_batch(&ctx, &calls, mode);
         assert_eq!(
             results[0].as_ref().unwrap(),
@@ -126,7 +127,7 @@ fn r18_batch_resolution_is_scoped_per_call() {
 
 #[test]
 fn r6_r20_r22_batch_writes_stay_in_their_instance() {
-    for mode in [Mode::Sequential, Mode::Parallel] {
+    for mode in [Schedule::Sequential, Schedule::Parallel] {
         let mut ctx = Context::from_json(r#"[{"type":"state","data":{"shared":true}}]"#).unwrap();
         let items = vec![
             (
@@ -165,7 +166,7 @@ fn r6_r20_r22_batch_writes_stay_in_their_instance() {
 
 #[test]
 fn r24_instance_layers_use_global_schema_in_batches() {
-    for mode in [Mode::Sequential, Mode::Parallel] {
+    for mode in [Schedule::Sequential, Schedule::Parallel] {
         let mut ctx = Context::from_json(
             r#"[{"type":"state","data":{},"schema":{"properties":{"score":{"type":"number"}}}}]"#,
         )
@@ -206,8 +207,8 @@ fn batches_with_global_writes_run_sequentially_with_same_result() {
     };
     let mut a = Context::new();
     let mut b = Context::new();
-    let ra = apply_batch(&mut a, items(), &clock(), Mode::Sequential);
-    let rb = apply_batch(&mut b, items(), &clock(), Mode::Parallel);
+    let ra = apply_batch(&mut a, items(), &clock(), Schedule::Sequential);
+    let rb = apply_batch(&mut b, items(), &clock(), Schedule::Parallel);
     assert_eq!(format!("{ra:?}"), format!("{rb:?}"));
     assert_eq!(a.to_jsonl(), b.to_jsonl());
     assert!(ra[1].is_err(), "the global write would break ①'s push (D4)");

@@ -1,36 +1,32 @@
 //! Activities: the code that runs a tool, registered by tool name.
 
+use agent_output::Outcome;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// What an activity returns on success.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    /// A value for the call's first outcome (R20).
-    Value(Value),
-    /// A value for an outcome the activity chose.
-    Chosen(usize, Value),
-    /// A whole data message to append as given (R22).
-    Message(Value),
-}
-
-/// Runs one tool. A failure is a value (`Err`), written to the call's
-/// failure outcome when it has one (R20). Activities run concurrently, so
-/// they must be `Send + Sync`; a panic inside one is caught and reported as
-/// that call's failure.
+/// Runs one tool and says how it went, as the [`Outcome`] agent-output
+/// writes: a success value, a failure value (written to the call's failure
+/// outcome when it has one, R20), an outcome the activity chose, or a whole
+/// message (R22). Activities run concurrently, so they must be
+/// `Send + Sync`; a panic inside one is caught and reported as that call's
+/// failure.
 pub trait Activity: Send + Sync {
     /// Runs the resolved call (references already replaced by values).
-    fn run(&self, call: &Value) -> Result<Output, Value>;
+    fn run(&self, call: &Value) -> Outcome;
 }
 
-/// Any `Fn(&Value) -> Result<Value, Value>` is an activity returning a value.
+/// Any `Fn(&Value) -> Result<Value, Value>` is an activity: `Ok` is a
+/// success, `Err` a failure.
 impl<F> Activity for F
 where
     F: Fn(&Value) -> Result<Value, Value> + Send + Sync,
 {
-    fn run(&self, call: &Value) -> Result<Output, Value> {
-        self(call).map(Output::Value)
+    fn run(&self, call: &Value) -> Outcome {
+        match self(call) {
+            Ok(value) => Outcome::Success(value),
+            Err(value) => Outcome::Failure(value),
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! no async runtime is required. Activities that need a runtime's I/O
 //! (tokio sockets, say) should enter their runtime inside the future.
 
-use crate::{Activities, Activity, Output};
+use crate::{Activities, Activity};
+use agent_output::Outcome;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +13,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 
 /// The future an [`AsyncActivity`] returns.
-pub type ActivityFuture<'a> = Pin<Box<dyn Future<Output = Result<Output, Value>> + Send + 'a>>;
+pub type ActivityFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
 /// Like [`Activity`], but asynchronous.
 pub trait AsyncActivity: Send + Sync {
@@ -45,7 +46,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 struct Blocking<A>(A);
 
 impl<A: AsyncActivity> Activity for Blocking<A> {
-    fn run(&self, call: &Value) -> Result<Output, Value> {
+    fn run(&self, call: &Value) -> Outcome {
         block_on(self.0.run(call))
     }
 }
@@ -54,19 +55,20 @@ impl Activities {
     /// Registers an async activity for `tool`.
     ///
     /// ```
-    /// use agent_plan::{Activities, ActivityFuture, AsyncActivity, Output};
+    /// use agent_output::Outcome;
+    /// use agent_plan::{Activities, ActivityFuture, AsyncActivity};
     /// use serde_json::{json, Value};
     ///
     /// struct Lookup;
     /// impl AsyncActivity for Lookup {
     ///     fn run<'a>(&'a self, call: &'a Value) -> ActivityFuture<'a> {
-    ///         Box::pin(async move { Ok(Output::Value(json!({"id": call["id"].clone()}))) })
+    ///         Box::pin(async move { Outcome::Success(json!({"id": call["id"].clone()})) })
     ///     }
     /// }
     /// let mut activities = Activities::new();
     /// activities.register_async("lookup", Lookup);
     /// let out = activities.get("lookup").unwrap().run(&json!({"id": 7}));
-    /// assert_eq!(out, Ok(Output::Value(json!({"id": 7}))));
+    /// assert_eq!(out, Outcome::Success(json!({"id": 7})));
     /// ```
     pub fn register_async(
         &mut self,

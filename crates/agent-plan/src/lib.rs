@@ -46,8 +46,8 @@ mod error;
 mod graph;
 mod plan;
 
-pub use activity::{Activities, Activity, Output};
+pub use activity::{Activities, Activity};
 #[cfg(feature = "async")]
 pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
-pub use plan::{CallReport, Plan, Report, Status};
+pub use plan::{CallReport, Plan, Report, Status, Taken};

@@ -1,8 +1,9 @@
 //! A validated plan and its execution in waves.
 
 use crate::graph::{self, Access};
-use crate::{Activities, Output, Result};
-use agent_data::Context;
+use crate::{Activities, Result};
+use agent_core::Reference;
+use agent_data::{Context, Message};
 use agent_output::{Clock, Outcome};
 use agent_store::Append;
 use agent_vars::Resolution;
@@ -31,19 +32,71 @@ pub struct Plan {
     waves: Vec<Vec<usize>>,
 }
 
+/// Which of a call's outcomes its activity took (R20, R22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Success: outcome 0.
+    Success,
+    /// A failure: outcome 1 (handled), or unhandled when there is none.
+    Failure,
+    /// An outcome the activity chose.
+    Chosen(usize),
+    /// A whole message returned by the activity (R22).
+    Message,
+}
+
+impl Taken {
+    fn of(outcome: &Outcome) -> (Taken, Option<Value>) {
+        match outcome {
+            Outcome::Success(_) => (Taken::Success, None),
+            Outcome::Failure(value) => (Taken::Failure, Some(value.clone())),
+            Outcome::Chosen { index, .. } => (Taken::Chosen(*index), None),
+            Outcome::Message(_) => (Taken::Message, None),
+        }
+    }
+
+    /// `success`, `failure`, `chosen` or `message`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Taken::Success => "success",
+            Taken::Failure => "failure",
+            Taken::Chosen(_) => "chosen",
+            Taken::Message => "message",
+        }
+    }
+
+    /// The position of the outcome in `_outputPath` (none for a message).
+    pub fn index(self) -> Option<usize> {
+        match self {
+            Taken::Success => Some(0),
+            Taken::Failure => Some(1),
+            Taken::Chosen(index) => Some(index),
+            Taken::Message => None,
+        }
+    }
+}
+
 /// How one call of a plan ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
     /// The activity ran and its outcome was written (or there was no
-    /// `_outputPath`): how many messages were appended.
+    /// `_outputPath`, R21). A handled failure is done (D17).
     Done {
-        /// Messages appended.
-        appended: usize,
+        /// Which outcome it took.
+        taken: Taken,
+        /// The places it wrote, one per appended message, as
+        /// `_outputPath` destinations (`†state.score`); empty when nothing
+        /// was appended.
+        paths: Vec<String>,
+        /// The activity's failure value, when it took its failure outcome.
+        failure: Option<Value>,
     },
     /// An unhandled failure, a refused write, a missing activity, or a panic.
     Failed {
         /// What went wrong.
         error: String,
+        /// The activity's failure value, when the activity failed.
+        failure: Option<Value>,
     },
     /// Its dependencies finished but references are still missing (R18).
     Blocked {
@@ -89,12 +142,29 @@ impl Report {
     pub fn to_json(&self) -> Value {
         let calls = self.calls.iter().map(|c| {
             let mut entry = json!({"index": c.index, "tool": c.tool, "wave": c.wave});
-            let (status, detail) = match &c.status {
-                Status::Done { appended } => ("done", json!({"appended": appended})),
-                Status::Failed { error } => ("failed", json!({"error": error})),
+            let (status, mut detail) = match &c.status {
+                Status::Done { taken, paths, .. } => (
+                    "done",
+                    json!({"outcome": taken.name(), "outcomeIndex": taken.index(), "paths": paths}),
+                ),
+                Status::Failed { error, .. } => ("failed", json!({"error": error})),
                 Status::Blocked { missing } => ("blocked", json!({"missing": missing})),
                 Status::Skipped { because } => ("skipped", json!({"because": because})),
             };
+            if let (
+                Status::Done {
+                    failure: Some(value),
+                    ..
+                }
+                | Status::Failed {
+                    failure: Some(value),
+                    ..
+                },
+                Value::Object(d),
+            ) = (&c.status, &mut detail)
+            {
+                d.insert("failure".into(), value.clone());
+            }
             entry["status"] = status.into();
             if let (Value::Object(e), Value::Object(d)) = (&mut entry, detail) {
                 e.extend(d);
@@ -133,6 +203,20 @@ impl Plan {
     /// The waves the calls would run in if every call succeeded (dry run).
     pub fn waves(&self) -> &[Vec<usize>] {
         &self.waves
+    }
+
+    /// The tools the plan calls that have no activity in `activities`, in
+    /// order of first use, each once: running the plan would fail those
+    /// calls.
+    pub fn tools_without_activity(&self, activities: &Activities) -> Vec<String> {
+        let mut missing: Vec<String> = Vec::new();
+        for call in &self.calls {
+            let tool = tool_name(call);
+            if activities.get(tool).is_none() && !missing.iter().any(|m| m == tool) {
+                missing.push(tool.to_owned());
+            }
+        }
+        missing
     }
 
     /// Runs the plan against `context`: every ready call — its dependencies
@@ -193,12 +277,16 @@ impl Plan {
                 status[call] = Some(match outcome {
                     Err(status) => status,
                     Ok(outcome) => {
+                        let (taken, failure) = Taken::of(&outcome);
                         match agent_output::apply(target, &self.calls[call], outcome, clock) {
                             Ok(appended) => Status::Done {
-                                appended: appended.len(),
+                                taken,
+                                paths: appended.iter().filter_map(written_path).collect(),
+                                failure,
                             },
                             Err(e) => Status::Failed {
                                 error: e.to_string(),
+                                failure,
                             },
                         }
                     }
@@ -211,14 +299,11 @@ impl Plan {
             .enumerate()
             .map(|(index, status)| CallReport {
                 index,
-                tool: self.calls[index]
-                    .get("_tool")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                tool: tool_name(&self.calls[index]).to_owned(),
                 wave: wave_of[index],
                 status: status.unwrap_or(Status::Failed {
                     error: "never became ready".into(),
+                    failure: None,
                 }),
             })
             .collect();
@@ -232,7 +317,10 @@ impl Plan {
         context: &Context,
         activities: &Activities,
     ) -> std::result::Result<Outcome, Status> {
-        let failed = |error: String| Status::Failed { error };
+        let failed = |error: String| Status::Failed {
+            error,
+            failure: None,
+        };
         let resolved = match agent_vars::resolve_call(&self.calls[call], context) {
             Ok(Resolution::Ready(resolved)) => resolved,
             Ok(Resolution::Pending(missing)) => {
@@ -249,20 +337,33 @@ impl Plan {
         let activity = activities
             .get(tool)
             .ok_or_else(|| failed(format!("no activity registered for tool {tool:?}")))?;
-        let output =
-            catch_unwind(AssertUnwindSafe(|| activity.run(&resolved))).map_err(|panic| {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                failed(format!("activity for {tool:?} panicked: {message}"))
-            })?;
-        Ok(match output {
-            Ok(Output::Value(v)) => Outcome::Success(v),
-            Ok(Output::Chosen(index, value)) => Outcome::Chosen { index, value },
-            Ok(Output::Message(m)) => Outcome::Message(m),
-            Err(e) => Outcome::Failure(e),
+        catch_unwind(AssertUnwindSafe(|| activity.run(&resolved))).map_err(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            failed(format!("activity for {tool:?} panicked: {message}"))
         })
     }
+}
+
+/// A call's `_tool`, empty when it has none.
+fn tool_name(call: &Value) -> &str {
+    call.get("_tool")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Where an appended message wrote: its `_outputPath` destination, or for
+/// a message returned whole (R22) without one, the reference to what it
+/// wrote in its kind.
+fn written_path(message: &Message) -> Option<String> {
+    let data = message.as_data()?;
+    Some(
+        match data.fields().get("_outputPath").and_then(Value::as_str) {
+            Some(destination) => destination.to_owned(),
+            None => Reference::new(data.kind().clone(), data.destination().clone()).to_string(),
+        },
+    )
 }

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_data::Context;
-use agent_output::FixedClock;
-use agent_plan::{Activities, Error, Output, Plan, Status};
+use agent_output::{FixedClock, Outcome};
+use agent_plan::{Activities, Error, Plan, Status, Taken};
 use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
@@ -158,7 +158,23 @@ fn failures_blocks_skips_and_panics() {
             "failed", "skipped", "done", "blocked", "failed", "failed", "done"
         ]
     );
+    assert_eq!(
+        report.calls[0].status,
+        Status::Failed {
+            error: "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: \"it broke\"".into(),
+            failure: Some(json!("it broke")),
+        }
+    );
     assert_eq!(report.calls[1].status, Status::Skipped { because: 0 });
+    assert_eq!(
+        report.calls[2].status,
+        Status::Done {
+            taken: Taken::Failure,
+            paths: vec!["†state.err".into()],
+            failure: Some(json!("it broke")),
+        },
+        "a handled failure is done (D17) and says where it went"
+    );
     assert_eq!(
         report.calls[3].status,
         Status::Blocked {
@@ -166,11 +182,16 @@ fn failures_blocks_skips_and_panics() {
         }
     );
     match &report.calls[4].status {
-        Status::Failed { error } => assert!(error.contains("panicked: kaboom"), "{error}"),
+        Status::Failed { error, failure } => {
+            assert_eq!(error, "activity for \"explode\" panicked: kaboom");
+            assert_eq!(failure, &None);
+        }
         other => panic!("{other:?}"),
     }
     match &report.calls[5].status {
-        Status::Failed { error } => assert_eq!(error, "no activity registered for tool \"nobody\""),
+        Status::Failed { error, .. } => {
+            assert_eq!(error, "no activity registered for tool \"nobody\"")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -179,7 +200,11 @@ fn failures_blocks_skips_and_panics() {
     );
     assert_eq!(
         report.calls[6].status,
-        Status::Done { appended: 0 },
+        Status::Done {
+            taken: Taken::Success,
+            paths: vec![],
+            failure: None
+        },
         "fire-and-forget runs, appends nothing"
     );
     assert!(!report.all_done());
@@ -188,11 +213,14 @@ fn failures_blocks_skips_and_panics() {
 struct Choosy;
 
 impl agent_plan::Activity for Choosy {
-    fn run(&self, call: &Value) -> Result<Output, Value> {
+    fn run(&self, call: &Value) -> Outcome {
         if call["as_message"] == json!(true) {
-            Ok(Output::Message(json!({"type": "state", "data": {"m": 1}})))
+            Outcome::Message(json!({"type": "state", "data": {"m": 1}}))
         } else {
-            Ok(Output::Chosen(1, json!("second")))
+            Outcome::Chosen {
+                index: 1,
+                value: json!("second"),
+            }
         }
     }
 }
@@ -217,6 +245,28 @@ fn chosen_outcomes_and_returned_messages() {
     assert_eq!(
         ctx.read(&"†state.m".parse().unwrap(), Some(&one)),
         Some(&json!(1))
+    );
+    let taken: Vec<(Taken, Vec<String>)> = report
+        .calls
+        .iter()
+        .map(|c| match &c.status {
+            Status::Done { taken, paths, .. } => (*taken, paths.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        taken,
+        [
+            (Taken::Chosen(1), vec!["†state.b".to_owned()]),
+            // The returned message has no `_outputPath` of its own: it
+            // writes where its `_call` points (R9).
+            (Taken::Message, vec!["†state.m".to_owned()]),
+        ]
+    );
+    assert_eq!(
+        report.to_json()["calls"][0]["outcomeIndex"],
+        json!(1),
+        "a chosen outcome reports its position"
     );
 }
 
@@ -250,7 +300,8 @@ fn report_json_shape() {
     assert_eq!(
         report.to_json(),
         json!({"calls": [
-            {"index": 0, "tool": "echo", "wave": 0, "status": "done", "appended": 1},
+            {"index": 0, "tool": "echo", "wave": 0, "status": "done",
+             "outcome": "success", "outcomeIndex": 0, "paths": ["†state.x"]},
             {"index": 1, "tool": "echo", "wave": 0, "status": "blocked", "missing": ["†state.nope"]}
         ]})
     );
@@ -273,7 +324,7 @@ fn async_activities_run_in_plans() {
                     cx.waker().wake_by_ref();
                     Poll::Pending
                 } else {
-                    Poll::Ready(Ok(Output::Value(call["v"].clone())))
+                    Poll::Ready(Outcome::Success(call["v"].clone()))
                 }
             }))
         }

@@ -4,8 +4,8 @@
 //! provider payload (SPEC R28–R32).
 //!
 //! - [`Renderer::render`] walks the context. Text passes through; each layer
-//!   of data becomes one block at its first message ([`Mode::Merged`], R28),
-//!   or each write its own block ([`Mode::Append`], R30) so earlier output
+//!   of data becomes one block at its first message ([`RenderMode::Merged`], R28),
+//!   or each write its own block ([`RenderMode::Append`], R30) so earlier output
 //!   stays byte-stable for prompt caching. Opaque messages (`plan`, `tool`,
 //!   …) go through a registry of [`OpaqueRenderer`]s, [`GenericBlock`] by
 //!   default. Nothing starting with `_` is rendered (R29).
@@ -15,13 +15,13 @@
 //!
 //! ```
 //! use agent_data::Context;
-//! use agent_render::{payload, Mode, Payload, Provider, Renderer};
+//! use agent_render::{payload, RenderMode, Payload, Provider, Renderer};
 //!
 //! let ctx = Context::from_json(r#"[
 //!   {"type": "text", "role": "system", "text": "You moderate comments."},
 //!   {"type": "input", "data": {"comment": "great post"}, "_instance": "①"}
 //! ]"#)?;
-//! let chat = Renderer::new().render(&ctx, Mode::Merged);
+//! let chat = Renderer::new().render(&ctx, RenderMode::Merged);
 //! let Payload::Json(p) = payload(&chat, Provider::OpenAi)? else { unreachable!() };
 //! assert_eq!(p["messages"][0]["role"], "system");
 //! assert!(p["messages"][1]["content"].as_str().unwrap().starts_with("## Data: ¶input@①\n"));
@@ -37,4 +37,4 @@ mod render;
 pub use chat::ChatMessage;
 pub use error::{Error, Result};
 pub use payload::{Payload, Provider, count_tokens, payload};
-pub use render::{GenericBlock, INPUT_LINE, Mode, OpaqueRenderer, Renderer};
+pub use render::{GenericBlock, INPUT_LINE, OpaqueRenderer, RenderMode, Renderer};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// How data reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub enum RenderMode {
     /// One block per layer, at its first message, holding the folded view (R28).
     #[default]
     Merged,
@@ -55,14 +55,14 @@ pub const INPUT_LINE: &str = "This is the task's input: the structured prompt to
 ///
 /// ```
 /// use agent_data::Context;
-/// use agent_render::{Mode, Renderer};
+/// use agent_render::{RenderMode, Renderer};
 ///
 /// let ctx = Context::from_json(r#"[
 ///   {"type": "text", "text": "Greet the user"},
 ///   {"type": "data", "kind": "user", "data": {"name": "Ada"}},
 ///   {"type": "data", "kind": "user", "data": {"age": 36}, "_date": "hidden"}
 /// ]"#)?;
-/// let chat = Renderer::new().render(&ctx, Mode::Merged);
+/// let chat = Renderer::new().render(&ctx, RenderMode::Merged);
 /// assert_eq!(chat.len(), 2);
 /// assert_eq!(chat[1].text(), "## Data: ¶user\n{\n  \"name\": \"Ada\",\n  \"age\": 36\n}");
 /// # Ok::<(), agent_data::Error>(())
@@ -97,7 +97,7 @@ impl Renderer {
     }
 
     /// The chat messages the model sees for `context` (R28–R30).
-    pub fn render(&self, context: &Context, mode: Mode) -> Vec<ChatMessage> {
+    pub fn render(&self, context: &Context, mode: RenderMode) -> Vec<ChatMessage> {
         // Layers in order of first appearance, with their first message: the
         // walk below meets them in the same order, so no lookups are needed.
         let firsts: Vec<(usize, &Identity)> = context
@@ -108,7 +108,7 @@ impl Renderer {
         let mut out = Vec::with_capacity(context.len());
         for index in 0..context.len() {
             let first = next.next_if(|(i, _)| *i == index).map(|(_, id)| *id);
-            if mode == Mode::Merged && context.message_identity(index).is_some() {
+            if mode == RenderMode::Merged && context.message_identity(index).is_some() {
                 // Merged mode shows a layer once, at its first message, from
                 // its folded view: the message itself need not be parsed.
                 if let Some(identity) = first {

@@ -4,7 +4,7 @@
 
 use agent_data::Context;
 use agent_render::{
-    ChatMessage, Error, INPUT_LINE, Mode, OpaqueRenderer, Payload, Provider, Renderer,
+    ChatMessage, Error, INPUT_LINE, OpaqueRenderer, Payload, Provider, RenderMode, Renderer,
     count_tokens, payload,
 };
 use serde_json::{Map, Value, json};
@@ -13,7 +13,7 @@ fn ctx(messages: Value) -> Context {
     Context::from_json(&messages.to_string()).unwrap()
 }
 
-fn texts(c: &Context, mode: Mode) -> Vec<String> {
+fn texts(c: &Context, mode: RenderMode) -> Vec<String> {
     Renderer::new()
         .render(c, mode)
         .iter()
@@ -24,7 +24,7 @@ fn texts(c: &Context, mode: Mode) -> Vec<String> {
 #[test]
 fn r28_text_passes_through_with_role() {
     let c = ctx(json!([{"type": "text", "text": "hi"}, {"role": "assistant", "content": "yo"}]));
-    let chat = Renderer::new().render(&c, Mode::Merged);
+    let chat = Renderer::new().render(&c, RenderMode::Merged);
     assert_eq!(
         chat,
         [
@@ -42,7 +42,7 @@ fn r28_one_block_per_layer_at_its_first_message() {
         {"type": "state", "data": {"b": 2}},
     ]));
     assert_eq!(
-        texts(&c, Mode::Merged),
+        texts(&c, RenderMode::Merged),
         ["## Data: ¶state\n{\n  \"a\": 1,\n  \"b\": 2\n}", "between"]
     );
 }
@@ -54,7 +54,7 @@ fn r28_instance_block_shows_only_its_own_layer() {
         {"type": "state", "data": {"mine": 2}, "_instance": "employee_A"},
     ]));
     assert_eq!(
-        texts(&c, Mode::Merged)[1],
+        texts(&c, RenderMode::Merged)[1],
         "## Data: ¶state@employee_A\n{\n  \"mine\": 2\n}"
     );
 }
@@ -65,7 +65,7 @@ fn r28_schema_and_description_only_in_declaring_layer() {
         {"type": "data", "kind": "u", "data": {}, "description": "Users.", "schema": {"type": "object"}},
         {"type": "data", "kind": "u", "data": {"x": 1}, "_instance": "①"},
     ]));
-    let t = texts(&c, Mode::Merged);
+    let t = texts(&c, RenderMode::Merged);
     assert_eq!(
         t[0],
         "## Data: ¶u\n{}\nUsers.\nSchema for ¶u:\n{\n  \"type\": \"object\"\n}"
@@ -77,7 +77,7 @@ fn r28_schema_and_description_only_in_declaring_layer() {
 fn r28_input_block_has_instruction_line() {
     let c = ctx(json!([{"type": "input", "input": {"q": "?"}}]));
     assert_eq!(
-        texts(&c, Mode::Merged),
+        texts(&c, RenderMode::Merged),
         [format!(
             "## Data: ¶input\n{INPUT_LINE}\n{{\n  \"q\": \"?\"\n}}"
         )]
@@ -89,7 +89,7 @@ fn r28_opaque_generic_block_without_underscore_fields() {
     let c =
         ctx(json!([{"type": "tool", "name": "search", "_secret": 1, "args": {"_nested": "kept"}}]));
     assert_eq!(
-        texts(&c, Mode::Merged),
+        texts(&c, RenderMode::Merged),
         [
             "## tool\n{\n  \"type\": \"tool\",\n  \"name\": \"search\",\n  \"args\": {\n    \"_nested\": \"kept\"\n  }\n}"
         ]
@@ -127,7 +127,7 @@ fn r28_opaque_renderers_are_registered_by_type() {
     let chat = Renderer::new()
         .with_opaque("plan", PlanSummary)
         .with_opaque("meta", Hidden)
-        .render(&c, Mode::Merged);
+        .render(&c, RenderMode::Merged);
     assert_eq!(chat.len(), 2);
     assert_eq!(
         chat[0],
@@ -142,7 +142,7 @@ fn r29_underscore_fields_never_rendered() {
         {"type": "data", "kind": "state", "data": {"v": 1}, "_outputPath": "†state.v", "_call": {"_tool": "SECRET"}, "_date": "DATE", "_instance": "①"},
         {"type": "text", "text": "t", "_trace": "TRACE"},
     ]));
-    for mode in [Mode::Merged, Mode::Append] {
+    for mode in [RenderMode::Merged, RenderMode::Append] {
         let all = texts(&c, mode).join("\n");
         for hidden in [
             "SECRET",
@@ -171,7 +171,7 @@ fn r30_append_mode_one_block_per_write_with_path_and_method() {
         {"type": "state", "data": {"b": 3}, "_outputMethod": "assign"},
     ]));
     assert_eq!(
-        texts(&c, Mode::Append),
+        texts(&c, RenderMode::Append),
         [
             "## Data: ¶state\n{\n  \"a\": 1\n}\nState.\nSchema for ¶state:\ntrue",
             "## Data: ¶state.log (push)\n1",
@@ -184,7 +184,7 @@ fn r30_append_mode_one_block_per_write_with_path_and_method() {
 #[test]
 fn r30_append_mode_earlier_output_is_byte_stable() {
     let mut c = ctx(json!([{"type": "text", "text": "go"}, {"type": "state", "data": {"a": 1}}]));
-    let before = texts(&c, Mode::Append);
+    let before = texts(&c, RenderMode::Append);
     c.append(&agent_data::Message::from(
         agent_data::DataMessage::from_value(
             json!({"type": "state", "data": {"a": 2}, "_outputPath": "†state.a"}),
@@ -192,10 +192,10 @@ fn r30_append_mode_earlier_output_is_byte_stable() {
         .unwrap(),
     ))
     .unwrap();
-    let after = texts(&c, Mode::Append);
+    let after = texts(&c, RenderMode::Append);
     assert_eq!(&after[..before.len()], &before[..]);
     // Merged mode, by contrast, rewrites the block.
-    assert_ne!(texts(&c, Mode::Merged)[1], before[1]);
+    assert_ne!(texts(&c, RenderMode::Merged)[1], before[1]);
 }
 
 fn chat() -> Vec<ChatMessage> {
@@ -276,7 +276,7 @@ fn r31_openai_payload_deserializes_into_async_openai_types() {
         .to_string(),
     )
     .unwrap();
-    for mode in [Mode::Merged, Mode::Append] {
+    for mode in [RenderMode::Merged, RenderMode::Append] {
         let Payload::Json(p) =
             payload(&Renderer::new().render(&c, mode), Provider::OpenAi).unwrap()
         else {
