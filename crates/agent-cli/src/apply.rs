@@ -3,6 +3,7 @@
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_stored};
 use agent_output::{Clock, FixedClock, Outcome, SystemClock};
+use agent_store::Append;
 
 /// The arguments of `agentctx apply`.
 #[derive(clap::Args)]
@@ -27,7 +28,8 @@ pub(crate) struct ApplyArgs {
     /// The write time for `_date` (RFC 3339); default: now.
     #[arg(long)]
     date: Option<String>,
-    /// Check the call against this tool schema first (JSON or @path, R23).
+    /// Check the call against this tool schema first (JSON or @path): its
+    /// `_` keys as written, its parameters with references resolved.
     #[arg(long)]
     tool_schema: Option<String>,
     /// Also append the messages to CONTEXT: durably, all or none, validated
@@ -40,10 +42,10 @@ pub(crate) struct ApplyArgs {
 pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     let call = json_arg("CALL", &args.call)?;
     let outcome = outcome(&args)?;
-    if let Some(schema) = &args.tool_schema {
-        let schema = json_arg("--tool-schema", schema)?;
-        agent_output::check_tool_schema(&call, &schema).map_err(Failure::invalid)?;
-    }
+    let tool_schema = match &args.tool_schema {
+        Some(schema) => Some(json_arg("--tool-schema", schema)?),
+        None => None,
+    };
     let clock: Box<dyn Clock> = match &args.date {
         Some(date) => {
             let time = chrono::DateTime::parse_from_rfc3339(date)
@@ -56,9 +58,11 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     // is when the append lands, other writers' appends included (R34b).
     let appended = if args.write {
         let mut stored = open_stored(&args.context, false)?;
+        check_tool_schema(&call, stored.context(), tool_schema.as_ref())?;
         agent_output::apply(&mut stored, &call, outcome, clock.as_ref())
     } else {
         let mut context = load_context(&args.context)?;
+        check_tool_schema(&call, &context, tool_schema.as_ref())?;
         agent_output::apply(&mut context, &call, outcome, clock.as_ref())
     }
     .map_err(Failure::invalid)?;
@@ -66,6 +70,22 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
         .iter()
         .map(|m| format!("{}\n", m.to_value()))
         .collect())
+}
+
+/// The tool schema check (R23), when a schema was given: exit 3 when a
+/// parameter's reference is missing, 1 when the call breaks the schema.
+fn check_tool_schema(
+    call: &serde_json::Value,
+    context: &agent_data::Context,
+    schema: Option<&serde_json::Value>,
+) -> Result<(), Failure> {
+    let Some(schema) = schema else {
+        return Ok(());
+    };
+    agent_output::check_tool_schema(call, context, schema).map_err(|e| match e {
+        agent_output::Error::ToolSchemaUnresolved { .. } => Failure::unresolved(e),
+        other => Failure::invalid(other),
+    })
 }
 
 fn outcome(args: &ApplyArgs) -> Result<Outcome, Failure> {

@@ -532,6 +532,51 @@ fn apply_bad_date_result_and_tool_schema_are_exit_1() {
 }
 
 #[test]
+fn r23_apply_tool_schema_judges_parameters_after_resolution_and_ignores_meta_keys() {
+    let ctx = r#"[{"type":"input","data":{"days":3,"name":"Ada"}}]"#;
+    let schema = r#"{"type":"object","properties":{"days":{"type":"integer"}},"required":["days"],"additionalProperties":false}"#;
+    let apply = |call: &str| {
+        agentctx(
+            &[
+                "apply",
+                "-",
+                call,
+                "--result",
+                "\"ok\"",
+                "--tool-schema",
+                schema,
+                "--date",
+                "2026-01-01T00:00:00Z",
+            ],
+            Some(ctx),
+        )
+    };
+    let run = apply(r#"{"_tool":"plan","days":"†input.days","_outputPath":"†state.plan"}"#);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "{\"type\":\"data\",\"kind\":\"state\",\"data\":{\"plan\":\"ok\"},\"_outputPath\":\"†state.plan\",\"_outputMethod\":\"set\",\"_call\":{\"_tool\":\"plan\",\"days\":\"†input.days\",\"_outputPath\":\"†state.plan\"},\"_date\":\"2026-01-01T00:00:00Z\"}\n",
+        "the call is recorded as written"
+    );
+    let run = apply(r#"{"_tool":"plan","days":"†input.name","_outputPath":"†state.plan"}"#);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "error: the call breaks its tool's schema: at /days: \"Ada\" is not of type \"integer\" (rule `type` at /properties/days/type)\n"
+        )
+    );
+    let run = apply(r#"{"_tool":"plan","days":"†input.weeks","_outputPath":"†state.plan"}"#);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            3,
+            "error: cannot check the call against its tool's schema: †input.weeks not present\n"
+        )
+    );
+}
+
+#[test]
 fn apply_write_appends_to_jsonl_and_repairs_torn_tail() {
     let path = temp(
         "apply.jsonl",

@@ -1,27 +1,75 @@
 //! Validating and appending a call's result (R20, R23).
 
 use crate::{Clock, Error, Outcome, Result, messages_for};
-use agent_data::{CheckMode, Message, Schema};
+use agent_data::{CheckMode, Context, Message, Schema};
 use agent_store::Append;
-use serde_json::Value;
+use agent_vars::Resolution;
+use serde_json::{Map, Value};
 
-/// Checks a call — `_outputPath` included — against its tool's schema (R23).
+/// Checks a call against its tool's schema (R23): the `_`-keys
+/// (`_tool`, `_outputPath`, `_outputMethod`, `_instance`, …) as written, the
+/// parameters after resolution in `context` (in the call's instance), so
+/// `"days": "†input.days"` passes an `{"type": "integer"}` parameter when
+/// the input holds an integer. A `_`-key the schema does not declare in its
+/// `properties` is the engine's, not the tool's, and never trips
+/// `additionalProperties: false`. A parameter whose reference is missing
+/// cannot be judged: [`Error::ToolSchemaUnresolved`].
 ///
 /// ```
+/// use agent_data::Context;
 /// use agent_output::check_tool_schema;
 /// use serde_json::json;
-/// let schema = json!({"properties": {"_outputPath": {"type": "string", "pattern": "^†"}}});
-/// assert!(check_tool_schema(&json!({"_outputPath": "†state.x"}), &schema).is_ok());
-/// assert!(check_tool_schema(&json!({"_outputPath": "state.x"}), &schema).is_err());
+///
+/// let ctx = Context::from_json(r#"[{"type":"input","data":{"days":3}}]"#)?;
+/// let schema = json!({
+///     "properties": {"_outputPath": {"pattern": "^†"}, "days": {"type": "integer"}},
+///     "additionalProperties": false
+/// });
+/// let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.x"});
+/// assert!(check_tool_schema(&call, &ctx, &schema).is_ok());
+/// let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "state.x"});
+/// assert!(check_tool_schema(&call, &ctx, &schema).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn check_tool_schema(call: &Value, tool_schema: &Value) -> Result<()> {
-    let schema = Schema::compile(tool_schema).map_err(Error::BadToolSchema)?;
-    let violations = schema.violations(call, CheckMode::Complete);
+pub fn check_tool_schema(call: &Value, context: &Context, tool_schema: &Value) -> Result<()> {
+    let resolved = match agent_vars::resolve_call(call, context)? {
+        Resolution::Ready(resolved) => resolved,
+        Resolution::Pending(missing) => {
+            return Err(Error::ToolSchemaUnresolved {
+                missing: missing.iter().map(ToString::to_string).collect(),
+            });
+        }
+    };
+    let schema = Schema::compile(&admitting_meta_keys(tool_schema, &resolved))
+        .map_err(Error::BadToolSchema)?;
+    let violations = schema.violations(&resolved, CheckMode::Complete);
     if violations.is_empty() {
         Ok(())
     } else {
         Err(Error::ToolSchema(violations))
     }
+}
+
+/// `tool_schema` with every `_`-key of `call` it does not declare added to
+/// its `properties` as `true`: accepted, so `additionalProperties` (or
+/// `unevaluatedProperties`) cannot reject the engine's keys, while a
+/// declared `_outputPath` keeps its constraint.
+fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
+    let (Value::Object(schema), Value::Object(call)) = (tool_schema, call) else {
+        return tool_schema.clone();
+    };
+    let mut schema = schema.clone();
+    let properties = schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        for key in call.keys().filter(|k| k.starts_with('_')) {
+            if !properties.contains_key(key) {
+                properties.insert(key.clone(), Value::Bool(true));
+            }
+        }
+    }
+    Value::Object(schema)
 }
 
 /// Writes `outcome` of `call` into `target` (R20–R22): builds the

@@ -62,6 +62,13 @@ pub enum Error {
     /// The call breaks its tool's schema (R23).
     #[error("the call breaks its tool's schema: {}", list(.0))]
     ToolSchema(Vec<SchemaViolation>),
+    /// A parameter's reference is missing, so the call cannot be checked
+    /// against its tool's schema (R23 judges parameters after resolution).
+    #[error("cannot check the call against its tool's schema: {} not present", missing.join(", "))]
+    ToolSchemaUnresolved {
+        /// The missing references (`†input.days`).
+        missing: Vec<String>,
+    },
     /// The tool schema itself is invalid.
     #[error("invalid tool schema: {0}")]
     BadToolSchema(agent_data::MessageFault),

@@ -301,19 +301,99 @@ fn r25_schema_violation_is_refused() {
 
 #[test]
 fn r23_tool_schema_prescribes_or_constrains_output_path() {
+    let ctx = Context::new();
     let fixed = json!({"type": "object", "properties": {"_outputPath": {"type": "string", "const": "†data.user.summary"}}});
-    assert!(check_tool_schema(&json!({"_outputPath": "†data.user.summary"}), &fixed).is_ok());
-    let err = check_tool_schema(&json!({"_outputPath": "†data.other"}), &fixed).unwrap_err();
+    assert!(check_tool_schema(&json!({"_outputPath": "†data.user.summary"}), &ctx, &fixed).is_ok());
+    let err = check_tool_schema(&json!({"_outputPath": "†data.other"}), &ctx, &fixed).unwrap_err();
     assert!(err.to_string().contains("rule `const`"), "{err}");
     let dynamic = json!({"properties": {"_outputPath": {"type": "string", "pattern": "^†"}, "id": {"type": "integer"}}, "required": ["id"]});
-    assert!(check_tool_schema(&json!({"_outputPath": "†state.x", "id": 1}), &dynamic).is_ok());
-    assert!(check_tool_schema(&json!({"_outputPath": "state.x", "id": 1}), &dynamic).is_err());
     assert!(
-        check_tool_schema(&json!({"_outputPath": "†state.x"}), &dynamic).is_err(),
+        check_tool_schema(&json!({"_outputPath": "†state.x", "id": 1}), &ctx, &dynamic).is_ok()
+    );
+    assert!(
+        check_tool_schema(&json!({"_outputPath": "state.x", "id": 1}), &ctx, &dynamic).is_err()
+    );
+    assert!(
+        check_tool_schema(&json!({"_outputPath": "†state.x"}), &ctx, &dynamic).is_err(),
         "required applies to calls"
     );
     assert!(matches!(
-        check_tool_schema(&json!({}), &json!({"type": 7})),
+        check_tool_schema(&json!({}), &ctx, &json!({"type": 7})),
         Err(Error::BadToolSchema(_))
     ));
+}
+
+#[test]
+fn r23_parameters_are_judged_after_resolution_and_meta_keys_as_written() {
+    let ctx = Context::from_json(
+        r#"[{"type":"input","data":{"days":3,"name":"Ada"}},
+            {"type":"input","_instance":"b","data":{"days":"three"}}]"#,
+    )
+    .unwrap();
+    let schema = json!({
+        "properties": {
+            "_tool": {"const": "plan"},
+            "_outputPath": {"const": "†state.plan"},
+            "days": {"type": "integer"}
+        },
+        "required": ["days"]
+    });
+    let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.plan"});
+    assert!(
+        check_tool_schema(&call, &ctx, &schema).is_ok(),
+        "a reference to an integer passes an integer parameter; `_outputPath` is not resolved"
+    );
+    let err = check_tool_schema(
+        &json!({"_tool": "plan", "days": "†input.name", "_outputPath": "†state.plan"}),
+        &ctx,
+        &schema,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the call breaks its tool's schema: at /days: \"Ada\" is not of type \"integer\" (rule `type` at /properties/days/type)"
+    );
+    let in_b = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.plan", "_instance": "b"});
+    assert!(
+        check_tool_schema(&in_b, &ctx, &schema).is_err(),
+        "parameters resolve in the call's instance, where days is a string"
+    );
+}
+
+#[test]
+fn r23_meta_keys_never_trip_additional_properties() {
+    let ctx = Context::from_json(r#"[{"type":"input","data":{"days":3}}]"#).unwrap();
+    let closed =
+        json!({"properties": {"days": {"type": "integer"}}, "additionalProperties": false});
+    let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.x",
+                      "_outputMethod": "push", "_instance": "a"});
+    assert!(check_tool_schema(&call, &ctx, &closed).is_ok());
+    let unevaluated = json!({"properties": {"days": true}, "unevaluatedProperties": false});
+    assert!(check_tool_schema(&call, &ctx, &unevaluated).is_ok());
+    let err = check_tool_schema(
+        &json!({"_tool": "plan", "days": 1, "extra": 2}),
+        &ctx,
+        &closed,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("extra"),
+        "a parameter the tool does not declare is still refused: {err}"
+    );
+}
+
+#[test]
+fn r23_a_missing_reference_cannot_be_judged() {
+    let ctx = Context::new();
+    let schema = json!({"properties": {"days": {"type": "integer"}}});
+    let err = check_tool_schema(
+        &json!({"_tool": "plan", "days": "†input.days"}),
+        &ctx,
+        &schema,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot check the call against its tool's schema: †input.days not present"
+    );
 }
