@@ -223,7 +223,7 @@ fn r33_ten_thousand_deep_nesting_is_an_error() {
         DataMessage::from_value(message),
         Err(agent_data::MessageFault::TooDeep { .. })
     ));
-    std::mem::forget(call);
+    agent_core::drop_deep(call);
 }
 
 #[test]

@@ -48,8 +48,12 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     };
     let clock: Box<dyn Clock> = match &args.date {
         Some(date) => {
-            let time = chrono::DateTime::parse_from_rfc3339(date)
-                .map_err(|e| Failure::invalid(format!("--date {date:?} is not RFC 3339: {e}")))?;
+            let time = chrono::DateTime::parse_from_rfc3339(date).map_err(|e| {
+                Failure::invalid(format!(
+                    "--date {} is not RFC 3339: {e}",
+                    agent_core::quoted(date)
+                ))
+            })?;
             Box::new(FixedClock(time.with_timezone(&chrono::Utc)))
         }
         None => Box::new(SystemClock),

@@ -132,7 +132,8 @@ pub(crate) fn render(
         "append" => agent_render::RenderMode::Append,
         other => {
             return Err(Failure::usage(format!(
-                "unknown mode {other:?}: expected merged or append"
+                "unknown mode {}: expected merged or append",
+                agent_core::quoted(other)
             )));
         }
     };

@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_stored};
+use agent_core::quoted;
 use agent_data::Context;
 use agent_output::{Outcome, SystemClock};
 use agent_plan::{Activities, Activity, Plan, Report, Status};
@@ -127,9 +128,12 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let mut activities = Activities::new();
     for spec in &args.activities {
-        let (name, command) = spec
-            .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("--activity {spec:?}: expected NAME=COMMAND")))?;
+        let (name, command) = spec.split_once('=').ok_or_else(|| {
+            Failure::usage(format!(
+                "--activity {}: expected NAME=COMMAND",
+                quoted(spec)
+            ))
+        })?;
         activities.register(
             name,
             ShellActivity {

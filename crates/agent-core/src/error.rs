@@ -17,11 +17,8 @@ pub enum Error {
         reason: String,
     },
     /// A kind that does not match `[A-Za-z_][A-Za-z0-9_-]*` (R2).
-    #[error("invalid kind {kind:?}: a kind matches [A-Za-z_][A-Za-z0-9_-]*")]
-    InvalidKind {
-        /// The rejected text.
-        kind: String,
-    },
+    #[error(transparent)]
+    InvalidKind(#[from] InvalidKind),
     /// An instance id R2 does not allow: empty, longer than
     /// [`crate::MAX_INSTANCE_CHARS`] characters, with a control character or
     /// a line or paragraph separator, or with a blank at either end.
@@ -33,11 +30,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// A method name other than the five of R10.
-    #[error("unknown output method {name:?}: expected set, merge, assign, push or concat")]
-    UnknownMethod {
-        /// The rejected name.
-        name: String,
-    },
+    #[error(transparent)]
+    UnknownMethod(#[from] UnknownMethod),
     /// A write that cannot be applied to the current value (R10, R11).
     #[error("type error at {at}: {reason}")]
     Type {
@@ -46,6 +40,46 @@ pub enum Error {
         /// Why the write cannot be applied there.
         reason: String,
     },
+}
+
+/// A kind that does not match `[A-Za-z_][A-Za-z0-9_-]*` (R2). Declared
+/// once here; the layers above wrap it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid kind {}: a kind matches [A-Za-z_][A-Za-z0-9_-]*",
+    quoted(kind)
+)]
+pub struct InvalidKind {
+    /// The rejected text.
+    pub kind: String,
+}
+
+/// A method name other than the five of R10. Declared once here; the
+/// layers above wrap it.
+///
+/// ```
+/// use agent_core::Method;
+/// let err = "bogus".parse::<Method>().unwrap_err();
+/// assert_eq!(err.to_string(), r#"unknown method "bogus": expected set, merge, assign, push or concat"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown method {}: expected set, merge, assign, push or concat",
+    quoted(name)
+)]
+pub struct UnknownMethod {
+    /// The rejected name.
+    pub name: String,
+}
+
+/// `text` as a JSON string, the way error messages show user text: quoted
+/// once, escaped as JSON escapes it (not as Rust's debug format does).
+///
+/// ```
+/// assert_eq!(agent_core::quoted("a\"b\u{1b}"), r#""a\"b\u001b""#);
+/// ```
+pub fn quoted(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
 }
 
 /// A path printed in its canonical form, or `(root)` when empty.

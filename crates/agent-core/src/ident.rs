@@ -1,6 +1,6 @@
 //! Kinds and instance ids: the two halves of a data message's identity (R2, R4).
 
-use crate::{Error, Result};
+use crate::{Error, InvalidKind, Result};
 use std::fmt;
 
 /// The `kind` of a data message (`state`, `input`, `user`, …).
@@ -22,7 +22,7 @@ impl Kind {
         if kind_len(&kind) == kind.len() && !kind.is_empty() {
             Ok(Kind(kind))
         } else {
-            Err(Error::InvalidKind { kind })
+            Err(InvalidKind { kind }.into())
         }
     }
 
@@ -160,10 +160,15 @@ mod tests {
         for bad in ["", "9a", "-a", "a.b", "a b", "ä", "st†"] {
             assert_eq!(
                 Kind::new(bad),
-                Err(Error::InvalidKind { kind: bad.into() }),
+                Err(InvalidKind { kind: bad.into() }.into()),
                 "{bad}"
             );
         }
+        assert_eq!(
+            Kind::new("a\"b").unwrap_err().to_string(),
+            r#"invalid kind "a\"b": a kind matches [A-Za-z_][A-Za-z0-9_-]*"#,
+            "quoted once, as JSON"
+        );
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //!   validated on construction (R2).
 //! - [`Method`], [`write`](fn@write) and [`check_write`]: the five write methods and
 //!   writing at a path (R10, R11). Type errors are values, never panics.
+//! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
+//!   limit (R33) and its one way of counting.
+//!
+//! Facts every layer reports — [`InvalidKind`], [`UnknownMethod`],
+//! [`TooDeep`] — are declared here once; the layers above wrap them.
 //!
 //! A view is an `Option<serde_json::Value>`: `None` is *absent*, which is
 //! different from `null`.
@@ -33,13 +38,15 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod depth;
 mod error;
 mod ident;
 mod path;
 mod reference;
 mod write;
 
-pub use error::{DisplayPath, Error, Result};
+pub use depth::{MAX_DEPTH, TooDeep, drop_deep, json_type, within_depth};
+pub use error::{DisplayPath, Error, InvalidKind, Result, UnknownMethod, quoted};
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
 pub use path::{Path, Segment};
 pub use reference::{DAGGER, Reference};

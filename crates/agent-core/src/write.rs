@@ -6,7 +6,7 @@
 
 use crate::error::DisplayPath;
 use crate::path::canonical_index;
-use crate::{Error, Path, Result, Segment};
+use crate::{Error, Path, Result, Segment, UnknownMethod};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -54,12 +54,12 @@ impl fmt::Display for Method {
 }
 
 impl std::str::FromStr for Method {
-    type Err = Error;
-    fn from_str(name: &str) -> Result<Self> {
+    type Err = UnknownMethod;
+    fn from_str(name: &str) -> std::result::Result<Self, UnknownMethod> {
         Method::ALL
             .into_iter()
             .find(|m| m.as_str() == name)
-            .ok_or_else(|| Error::UnknownMethod { name: name.into() })
+            .ok_or_else(|| UnknownMethod { name: name.into() })
     }
 }
 
@@ -89,7 +89,7 @@ fn write_index(path: &Path, depth: usize, segment: &Segment, len: usize) -> Resu
             type_error(
                 path,
                 depth,
-                format!("key {k:?} cannot select an array element"),
+                format!("key {} cannot select an array element", crate::quoted(k)),
             )
         })?,
         Segment::Index(i) => usize::try_from(*i)

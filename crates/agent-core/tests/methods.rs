@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use agent_core::{Error, Method, Path, check_write, write};
+use agent_core::{Error, Method, Path, UnknownMethod, check_write, write};
 use serde_json::{Value, json};
 
 fn apply(
@@ -144,7 +144,7 @@ fn r10_unknown_method_name_is_rejected() {
     assert_eq!("merge".parse::<Method>(), Ok(Method::Merge));
     assert_eq!(
         "replace".parse::<Method>(),
-        Err(Error::UnknownMethod {
+        Err(UnknownMethod {
             name: "replace".into()
         })
     );

@@ -27,17 +27,17 @@ pub enum MessageFault {
     #[error("`content` must be a string, a message object or an array of them")]
     BadContent,
     /// A staged write that is not a data message of the staged instance.
-    #[error("a staged write must be a data message of instance {expected:?}")]
+    #[error(
+        "a staged write must be a data message of instance {}",
+        agent_core::quoted(expected)
+    )]
     WrongInstance {
         /// The instance being staged.
         expected: String,
     },
     /// A message nested deeper than the limit (R33).
-    #[error("the message nests deeper than {limit} levels")]
-    TooDeep {
-        /// The nesting limit.
-        limit: usize,
-    },
+    #[error("the message is {0}")]
+    TooDeep(#[source] agent_core::TooDeep),
     /// A value that had to be one data message is something else.
     #[error("expected exactly one data message")]
     NotData,
@@ -52,23 +52,20 @@ pub enum MessageFault {
         /// What it must be.
         expected: &'static str,
     },
-    /// A kind outside `[A-Za-z_][A-Za-z0-9_-]*` (R2).
-    #[error("invalid kind {kind:?}: a kind matches [A-Za-z_][A-Za-z0-9_-]*")]
-    InvalidKind {
-        /// The rejected kind.
-        kind: String,
-    },
+    /// A `kind` outside `[A-Za-z_][A-Za-z0-9_-]*` (R2).
+    #[error(transparent)]
+    InvalidKind(agent_core::InvalidKind),
     /// An `_instance` R2 does not allow (it could forge a block header).
     #[error("`_instance`: {0}")]
     InvalidInstance(#[source] agent_core::Error),
     /// An `_outputMethod` that is not one of the five methods (R10).
-    #[error("unknown `_outputMethod` {name:?}: expected set, merge, assign, push or concat")]
-    UnknownMethod {
-        /// The rejected name.
-        name: String,
-    },
+    #[error("`_outputMethod`: {0}")]
+    UnknownMethod(#[source] agent_core::UnknownMethod),
     /// An `_outputPath` that is not exactly one reference (R9).
-    #[error("`_outputPath` {text:?} is not one reference: {reason}")]
+    #[error(
+        "`_outputPath` {} is not one reference: {reason}",
+        agent_core::quoted(text)
+    )]
     BadOutputPath {
         /// The rejected text.
         text: String,
@@ -113,10 +110,11 @@ pub enum Error {
         reason: String,
     },
     /// JSON nested deeper than the limit (R33).
-    #[error("JSON nested deeper than {limit} levels at byte {offset}{}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    #[error("JSON {depth} at byte {offset}{}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
     TooDeep {
-        /// The nesting limit.
-        limit: usize,
+        /// The limit it exceeds.
+        #[source]
+        depth: agent_core::TooDeep,
         /// Byte offset (in the whole input) of the bracket that went too deep.
         offset: usize,
         /// 1-based line, for JSONL input.
@@ -165,7 +163,8 @@ pub enum Error {
     /// Staged writes whose context changed since staging (or two batches for
     /// one instance); nothing was committed.
     #[error(
-        "writes staged for instance {instance:?} are stale: the context changed since they were validated"
+        "writes staged for instance {} are stale: the context changed since they were validated",
+        agent_core::quoted(instance)
     )]
     Stale {
         /// The instance of the stale batch.

@@ -47,20 +47,10 @@ mod stage;
 pub use check::{CheckMode, Diagnostic, Problem};
 pub use context::{Context, Identity};
 pub use error::{Error, MessageFault, Result};
-pub use load::{Extended, Format, Loaded, MAX_DEPTH, Position, Warning, within_depth};
+pub use load::{Extended, Format, Loaded, Position, Warning};
 pub use message::{DataMessage, Message, TextMessage};
 pub use prepare::Prepared;
 pub use schema::{Schema, SchemaViolation};
 pub use stage::{Committed, Staged};
 
-/// The name of a JSON value's type, for error messages.
-pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
+use agent_core::json_type;

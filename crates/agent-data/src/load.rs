@@ -2,49 +2,11 @@
 
 use crate::normalise::normalise;
 use crate::{Context, Error, Message, Result, json_type};
+use agent_core::{MAX_DEPTH, TooDeep};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
 use std::io::{BufRead, Read};
-
-/// How deep a message's JSON may nest (R33).
-pub const MAX_DEPTH: usize = 128;
-
-/// True when `value` nests at most `limit` arrays and objects deep (a
-/// scalar is depth 0). Iterative, so it is safe on any value — including one
-/// built in memory far deeper than a parser would accept.
-///
-/// ```
-/// use agent_data::within_depth;
-/// use serde_json::json;
-/// assert!(within_depth(&json!([[1]]), 2));
-/// assert!(!within_depth(&json!([[1]]), 1));
-/// ```
-pub fn within_depth(value: &Value, limit: usize) -> bool {
-    // One explicit stack instead of recursion; scalars are never pushed.
-    let mut stack: Vec<(&Value, usize)> = Vec::new();
-    let mut current = (value, 0);
-    loop {
-        let (value, depth) = current;
-        let children: &mut dyn Iterator<Item = &Value> = match value {
-            Value::Array(items) => &mut items.iter(),
-            Value::Object(map) => &mut map.values(),
-            _ => &mut std::iter::empty(),
-        };
-        if is_container(value) && depth >= limit {
-            return false;
-        }
-        stack.extend(children.filter(|v| is_container(v)).map(|v| (v, depth + 1)));
-        match stack.pop() {
-            Some(next) => current = next,
-            None => return true,
-        }
-    }
-}
-
-fn is_container(value: &Value) -> bool {
-    matches!(value, Value::Array(_) | Value::Object(_))
-}
 
 /// The two file forms of a context (R1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +202,7 @@ fn parse_array(bytes: &[u8]) -> Result<Vec<Value>> {
     // The outer array is one level; each message may nest MAX_DEPTH more.
     if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
         return Err(Error::TooDeep {
-            limit: MAX_DEPTH,
+            depth: TooDeep { limit: MAX_DEPTH },
             offset,
             line: None,
         });
@@ -395,7 +357,7 @@ fn read_jsonl(
         }
         let parsed = match too_deep(raw, MAX_DEPTH) {
             Some(at) => Err(Error::TooDeep {
-                limit: MAX_DEPTH,
+                depth: TooDeep { limit: MAX_DEPTH },
                 offset: start + at,
                 line: Some(line),
             }),

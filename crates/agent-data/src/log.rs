@@ -6,7 +6,8 @@
 //! back to back in one buffer, and parsed again only when asked for. A
 //! parsed `serde_json::Map` costs about fifteen times its text.
 
-use crate::{MAX_DEPTH, Message, MessageFault};
+use crate::{Message, MessageFault};
+use agent_core::{MAX_DEPTH, TooDeep};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -150,7 +151,7 @@ fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), 
     };
     object
         .serialize(&mut serde_json::Serializer::new(out))
-        .map_err(|_| MessageFault::TooDeep { limit: MAX_DEPTH })
+        .map_err(|_| MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }))
 }
 
 /// A message written after the log's end, waiting for [`Log::seal`].

@@ -1,7 +1,7 @@
 //! The three kinds of message (R1) and the data message's fields (R2, R9).
 
 use crate::MessageFault;
-use agent_core::{Instance, Kind, Method, Path, Reference};
+use agent_core::{Instance, Kind, MAX_DEPTH, Method, Path, Reference, TooDeep};
 use serde_json::{Map, Value};
 
 /// One message of a context, normalised (R1).
@@ -43,12 +43,13 @@ impl Message {
     /// Normalises one input message (R1). A chat wrapper whose `content` is
     /// an array yields one message per element.
     pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
-        if !crate::within_depth(&value, crate::MAX_DEPTH) {
-            // Refuse before anything clones or walks it recursively.
-            std::mem::forget(value);
-            return Err(MessageFault::TooDeep {
-                limit: crate::MAX_DEPTH,
-            });
+        if !agent_core::within_depth(&value, MAX_DEPTH) {
+            // Refuse before anything clones or walks it recursively — and
+            // drop it without recursion too: serde_json's drop recurses per
+            // level and would overflow the stack on a value built deep in
+            // memory.
+            agent_core::drop_deep(value);
+            return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));
         }
         let mut out = Vec::with_capacity(1);
         crate::normalise::normalise(value, &mut out)?;
@@ -171,9 +172,9 @@ impl DataMessage {
     pub(crate) fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
         let kind = match fields.get("kind") {
             None => Kind::data(),
-            Some(Value::String(k)) => {
-                Kind::new(k.as_str()).map_err(|_| MessageFault::InvalidKind { kind: k.clone() })?
-            }
+            Some(Value::String(k)) => Kind::new(k.as_str()).map_err(|_| {
+                MessageFault::InvalidKind(agent_core::InvalidKind { kind: k.clone() })
+            })?,
             Some(_) => return Err(field_type("kind", "a string")),
         };
         let instance = match fields.get("_instance") {
@@ -196,7 +197,7 @@ impl DataMessage {
             None => None,
             Some(Value::String(name)) => Some(
                 name.parse::<Method>()
-                    .map_err(|_| MessageFault::UnknownMethod { name: name.clone() })?,
+                    .map_err(MessageFault::UnknownMethod)?,
             ),
             Some(_) => return Err(field_type("_outputMethod", "a string")),
         };

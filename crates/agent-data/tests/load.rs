@@ -265,7 +265,7 @@ fn r2_invalid_fields_are_rejected_on_load() {
         ),
         (
             json!({"type": "data", "data": 1, "_outputMethod": "replace"}),
-            "unknown `_outputMethod` \"replace\": expected set, merge, assign, push or concat",
+            "`_outputMethod`: unknown method \"replace\": expected set, merge, assign, push or concat",
         ),
         (
             json!({"type": "state", "data": {"a": 1}, "_outputPath": "†state.a || †state.b"}),
@@ -323,11 +323,19 @@ fn r33_nesting_up_to_128_loads_deeper_is_an_error() {
     assert!(load(&ok).is_ok());
     let deep = format!("[{{\"data\":{}}}]", nested(128));
     match load(&deep) {
-        Err(Error::TooDeep {
-            limit: 128,
-            offset,
-            line: None,
-        }) => assert_eq!(offset, 9 + 127),
+        Err(
+            e @ Error::TooDeep {
+                depth: agent_core::TooDeep { limit: 128 },
+                offset,
+                line: None,
+            },
+        ) => {
+            assert_eq!(offset, 9 + 127);
+            assert_eq!(
+                e.to_string(),
+                "JSON nested deeper than 128 levels at byte 136"
+            );
+        }
         other => panic!("{other:?}"),
     }
     let line = format!("{{\"data\":{}}}\n", nested(128));
@@ -462,21 +470,26 @@ fn r33_append_and_load_share_the_depth_limit() {
     let kind = Kind::new("data").unwrap();
     let fits = Message::from(agent_data::DataMessage::new(
         kind.clone(),
-        nested_value(agent_data::MAX_DEPTH - 1),
+        nested_value(agent_core::MAX_DEPTH - 1),
     ));
     let deep = Message::from(agent_data::DataMessage::new(
         kind,
-        nested_value(agent_data::MAX_DEPTH),
+        nested_value(agent_core::MAX_DEPTH),
     ));
     let mut ctx = Context::new();
     ctx.append(&fits).unwrap();
     let before = ctx.to_jsonl();
     match ctx.append(&deep) {
-        Err(Error::Message {
-            index: 1,
-            fault: MessageFault::TooDeep { limit: 128 },
-            ..
-        }) => {}
+        Err(
+            e @ Error::Message {
+                index: 1,
+                fault: MessageFault::TooDeep(agent_core::TooDeep { limit: 128 }),
+                ..
+            },
+        ) => assert_eq!(
+            e.to_string(),
+            "message 1: the message is nested deeper than 128 levels"
+        ),
         other => panic!("expected TooDeep, got {other:?}"),
     }
     assert_eq!(ctx.to_jsonl(), before, "a refused append changes nothing");

@@ -12,7 +12,10 @@ pub enum Error {
     #[error("`_outputPath` must be a string")]
     OutputPathNotString,
     /// `_outputPath` is a string but not an expression (no leading `†`).
-    #[error("`_outputPath` {text:?} is not an expression: it must start with '†'")]
+    #[error(
+        "`_outputPath` {} is not an expression: it must start with '†'",
+        agent_core::quoted(text)
+    )]
     OutputPathNotExpression {
         /// The rejected text.
         text: String,
@@ -20,12 +23,15 @@ pub enum Error {
     /// `_outputPath` does not parse (R19).
     #[error("`_outputPath`: {0}")]
     OutputPathSyntax(agent_vars::SyntaxError),
-    /// `_outputMethod` is not one of the five methods (R20).
-    #[error("unknown `_outputMethod` {name}: expected set, merge, assign, push or concat")]
-    UnknownMethod {
-        /// The rejected value, as JSON text (a string keeps its quotes).
-        name: String,
+    /// `_outputMethod` is not a string.
+    #[error("`_outputMethod` must be a string, found {found}")]
+    OutputMethodNotString {
+        /// The JSON type found instead.
+        found: &'static str,
     },
+    /// `_outputMethod` is not one of the five methods (R20).
+    #[error("`_outputMethod`: {0}")]
+    UnknownMethod(#[source] agent_core::UnknownMethod),
     /// A failure with no failure outcome to write it to (R20).
     #[error(
         "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: {value}"
@@ -42,23 +48,28 @@ pub enum Error {
         /// How many outcomes there are.
         count: usize,
     },
-    /// A returned message that is not one valid data message (R22).
+    /// A message the activity returned (R22) that is not one valid data
+    /// message.
     #[error("the returned message is invalid: {0}")]
-    BadMessage(agent_data::MessageFault),
-    /// A returned message naming another instance than the call's (R6).
-    #[error("the returned message writes instance {found:?}, but the call runs in {expected:?}")]
+    BadMessage(#[source] agent_data::MessageFault),
+    /// A message the activity returned naming another instance than the
+    /// call's (R6).
+    #[error("the returned message writes instance {}, but the call runs in {}", scope(.found.as_deref()), scope(.expected.as_deref()))]
     WrongInstance {
         /// The call's instance (`None`: global).
         expected: Option<String>,
         /// The message's instance.
         found: Option<String>,
     },
-    /// The call or the result nests deeper than the limit (R33).
-    #[error("the call or its result nests deeper than {limit} levels")]
-    TooDeep {
-        /// The nesting limit.
-        limit: usize,
-    },
+    /// The message recording the result would nest deeper than the limit
+    /// (R33): the call is copied one level down as `_call`, the value
+    /// `|path| + 1` levels down in `data`.
+    #[error("the message recording this result would be {0}")]
+    TooDeep(#[source] agent_core::TooDeep),
+    /// The message recording the result cannot be built — its `_call` and
+    /// value checked, this is a fault the call carried (a bad field).
+    #[error("the result cannot be recorded: {0}")]
+    Record(#[source] agent_data::MessageFault),
     /// The call breaks its tool's schema (R23).
     #[error("the call breaks its tool's schema: {}", list(.0))]
     ToolSchema(Vec<SchemaViolation>),
@@ -86,6 +97,14 @@ impl From<agent_store::Error> for Error {
             agent_store::Error::Refused(refused) => Error::Append(*refused),
             other => Error::Store(other),
         }
+    }
+}
+
+/// An instance as the user wrote it (JSON-quoted), or `the global scope`.
+fn scope(instance: Option<&str>) -> String {
+    match instance {
+        Some(id) => serde_json::Value::from(id).to_string(),
+        None => "the global scope".into(),
     }
 }
 

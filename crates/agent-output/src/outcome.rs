@@ -2,8 +2,8 @@
 
 use crate::clock::stamp;
 use crate::{Clock, Error, OutputPath, Result};
-use agent_core::{Instance, Method};
-use agent_data::{DataMessage, Message};
+use agent_core::{Instance, MAX_DEPTH, Method, TooDeep, drop_deep, within_depth};
+use agent_data::{DataMessage, Message, MessageFault};
 use serde_json::{Map, Value};
 
 /// How a call finished (R20, R22).
@@ -38,11 +38,9 @@ pub fn output_path(call: &Value) -> Result<Option<OutputPath>> {
 pub fn output_method(call: &Value) -> Result<Method> {
     match call.get("_outputMethod") {
         None => Ok(Method::Set),
-        Some(Value::String(name)) => name.parse().map_err(|_| Error::UnknownMethod {
-            name: Value::from(name.as_str()).to_string(),
-        }),
-        Some(other) => Err(Error::UnknownMethod {
-            name: other.to_string(),
+        Some(Value::String(name)) => name.parse().map_err(Error::UnknownMethod),
+        Some(other) => Err(Error::OutputMethodNotString {
+            found: agent_core::json_type(other),
         }),
     }
 }
@@ -65,16 +63,10 @@ pub fn output_method(call: &Value) -> Result<Method> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result<Vec<Message>> {
-    let limit = agent_data::MAX_DEPTH;
-    let value = match &outcome {
-        Outcome::Success(v)
-        | Outcome::Failure(v)
-        | Outcome::Message(v)
-        | Outcome::Chosen { value: v, .. } => v,
-    };
-    // Both are copied into messages (`_call`, `data`): refuse what is too deep first.
-    if !agent_data::within_depth(call, limit) || !agent_data::within_depth(value, limit) {
-        return Err(Error::TooDeep { limit });
+    // `_call` sits one level below the message object: refuse a call that
+    // could not fit before anything copies it.
+    if !within_depth(call, MAX_DEPTH - 1) {
+        return Err(too_deep());
     }
     let instance = agent_vars::call_instance(call)?;
     let method = output_method(call)?;
@@ -97,6 +89,15 @@ pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result
         index,
         count: outcomes.len(),
     })?;
+    // The value lands in `data` (one level below the message) nested one
+    // level per path segment: refuse what could not fit before copying it.
+    for destination in destinations {
+        let room = (MAX_DEPTH - 1).checked_sub(destination.path.len());
+        if !room.is_some_and(|room| within_depth(&value, room)) {
+            drop_deep(value);
+            return Err(too_deep());
+        }
+    }
     let date = stamp(clock.now());
     destinations
         .iter()
@@ -114,9 +115,13 @@ pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result
             }
             DataMessage::from_value(Value::Object(fields))
                 .map(Message::from)
-                .map_err(Error::BadMessage)
+                .map_err(Error::Record)
         })
         .collect()
+}
+
+fn too_deep() -> Error {
+    Error::TooDeep(TooDeep { limit: MAX_DEPTH })
 }
 
 /// R22: the activity's own message, with `_call` and `_date` added when
@@ -127,6 +132,12 @@ fn returned_message(
     instance: Option<Instance>,
     clock: &dyn Clock,
 ) -> Result<Message> {
+    if !within_depth(&message, MAX_DEPTH) {
+        drop_deep(message);
+        return Err(Error::BadMessage(MessageFault::TooDeep(TooDeep {
+            limit: MAX_DEPTH,
+        })));
+    }
     let data = DataMessage::from_value(message).map_err(Error::BadMessage)?;
     if data.instance().is_some() && data.instance() != instance.as_ref() {
         return Err(Error::WrongInstance {
@@ -146,5 +157,5 @@ fn returned_message(
     }
     DataMessage::from_value(Value::Object(fields))
         .map(Message::from)
-        .map_err(Error::BadMessage)
+        .map_err(Error::Record)
 }

@@ -174,16 +174,23 @@ fn r20_output_method_is_carried_and_validated_first() {
     for (method, shown) in [
         (json!("append"), "\"append\""),
         (json!("a\"b"), "\"a\\\"b\""),
-        (json!(5), "5"),
     ] {
         let bad = json!({"_outputPath": "†state.log", "_outputMethod": method});
         let error = apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()).unwrap_err();
-        assert!(matches!(error, Error::UnknownMethod { .. }), "{error}");
+        assert!(matches!(error, Error::UnknownMethod(_)), "{error}");
         assert_eq!(
             error.to_string(),
-            format!("unknown `_outputMethod` {shown}: expected set, merge, assign, push or concat")
+            format!(
+                "`_outputMethod`: unknown method {shown}: expected set, merge, assign, push or concat"
+            )
         );
     }
+    let bad = json!({"_outputPath": "†state.log", "_outputMethod": 5});
+    let error = apply(&mut ctx, &bad, Outcome::Success(json!(3)), &clock()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "`_outputMethod` must be a string, found a number"
+    );
     assert_eq!(ctx.len(), 2);
 }
 
@@ -395,5 +402,66 @@ fn r23_a_missing_reference_cannot_be_judged() {
     assert_eq!(
         err.to_string(),
         "cannot check the call against its tool's schema: †input.days not present"
+    );
+}
+
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner]))
+}
+
+#[test]
+fn r33_the_recording_message_is_measured_where_it_is_built() {
+    // The message object is level 1 and `data` level 2; `†state.a.b` nests
+    // the value two levels further: the value may be 128 - 1 - 2 = 125 deep.
+    let call = json!({"_outputPath": "†state.a.b"});
+    let fits = messages_for(&call, Outcome::Success(nested(125)), &clock()).unwrap();
+    let mut ctx = Context::new();
+    ctx.append(&fits[0])
+        .expect("what the engine builds within the limit, the context accepts");
+    let err = messages_for(&call, Outcome::Success(nested(126)), &clock()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the message recording this result would be nested deeper than 128 levels"
+    );
+    // `_call` sits one level down: a call may be 127 deep, its object counted.
+    let deep_call = |depth: usize| json!({"_outputPath": "†state.x", "p": nested(depth - 1)});
+    assert!(messages_for(&deep_call(127), Outcome::Success(json!(1)), &clock()).is_ok());
+    assert!(matches!(
+        messages_for(&deep_call(128), Outcome::Success(json!(1)), &clock()),
+        Err(Error::TooDeep(_))
+    ));
+}
+
+#[test]
+fn r22_only_a_returned_message_is_called_the_returned_message() {
+    let call = json!({"_outputPath": "†state.x", "_instance": "c1"});
+    let err = messages_for(
+        &call,
+        Outcome::Message(
+            json!({"type": "data", "kind": "state", "data": {"x": 1}, "_instance": "c2"}),
+        ),
+        &clock(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the returned message writes instance \"c2\", but the call runs in \"c1\""
+    );
+    let global = messages_for(
+        &json!({"_outputPath": "†state.x"}),
+        Outcome::Message(
+            json!({"type": "data", "kind": "state", "data": {"x": 1}, "_instance": "c2"}),
+        ),
+        &clock(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        global.to_string(),
+        "the returned message writes instance \"c2\", but the call runs in the global scope"
+    );
+    let bad = messages_for(&call, Outcome::Message(json!({"type": "data"})), &clock()).unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        "the returned message is invalid: a data message needs `data`"
     );
 }

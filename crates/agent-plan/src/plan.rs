@@ -334,16 +334,22 @@ impl Plan {
             .get("_tool")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let activity = activities
-            .get(tool)
-            .ok_or_else(|| failed(format!("no activity registered for tool {tool:?}")))?;
+        let activity = activities.get(tool).ok_or_else(|| {
+            failed(format!(
+                "no activity registered for tool {}",
+                agent_core::quoted(tool)
+            ))
+        })?;
         catch_unwind(AssertUnwindSafe(|| activity.run(&resolved))).map_err(|panic| {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            failed(format!("activity for {tool:?} panicked: {message}"))
+            failed(format!(
+                "activity for {} panicked: {message}",
+                agent_core::quoted(tool)
+            ))
         })
     }
 }

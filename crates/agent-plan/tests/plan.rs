@@ -100,7 +100,7 @@ fn bad_calls_are_errors_with_their_index() {
         (json!({"_outputPath": "state.a"}), "is not an expression"),
         (
             json!({"_outputPath": "†state.a", "_outputMethod": "upsert"}),
-            "unknown `_outputMethod`",
+            "`_outputMethod`: unknown method \"upsert\"",
         ),
         (json!({"_instance": ""}), "`_instance`"),
     ] {

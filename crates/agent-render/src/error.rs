@@ -10,7 +10,10 @@ pub enum Error {
         index: usize,
     },
     /// A role the provider has no place for.
-    #[error("chat message {index} has role {role:?}, which the {provider} payload cannot carry")]
+    #[error(
+        "chat message {index} has role {}, which the {provider} payload cannot carry",
+        agent_core::quoted(role)
+    )]
     UnsupportedRole {
         /// Index of the chat message.
         index: usize,

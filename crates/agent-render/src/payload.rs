@@ -40,7 +40,12 @@ impl std::str::FromStr for Provider {
         ]
         .into_iter()
         .find(|p| p.name() == s)
-        .ok_or_else(|| format!("unknown provider {s:?}: expected plain, openai, anthropic or text"))
+        .ok_or_else(|| {
+            format!(
+                "unknown provider {}: expected plain, openai, anthropic or text",
+                agent_core::quoted(s)
+            )
+        })
     }
 }
 

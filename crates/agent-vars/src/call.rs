@@ -1,8 +1,8 @@
 //! Resolving a call's parameters (R18).
 
 use crate::{Error, Evaluation, Lookup, Result, Scope, Text, parse};
-use agent_core::{Instance, Reference};
-use agent_data::{Context, MAX_DEPTH};
+use agent_core::{Instance, MAX_DEPTH, Reference, TooDeep, json_type};
+use agent_data::Context;
 use serde_json::{Map, Value};
 
 /// A call after resolution (R18).
@@ -31,8 +31,8 @@ pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
         None => Ok(None),
         Some(Value::String(id)) => Instance::new(id.as_str())
             .map(Some)
-            .map_err(|_| Error::BadInstance),
-        Some(_) => Err(Error::BadInstance),
+            .map_err(Error::Instance),
+        Some(_) => Err(Error::InstanceNotString),
     }
 }
 
@@ -62,12 +62,10 @@ pub fn resolve_call(call: &Value, context: &Context) -> Result<Resolution> {
 /// Resolves a call against any [`Lookup`] (the scope is the caller's choice).
 pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolution> {
     let fields = as_call(call)?;
-    // The call object is level 0; `_` values are copied whole, so check all.
-    if !agent_data::within_depth(call, MAX_DEPTH + 1) {
-        return Err(Error::TooDeep {
-            limit: MAX_DEPTH,
-            at: String::new(),
-        });
+    // Checked whole, its own object counted (agent_core's one convention):
+    // this bounds the recursion of `walk` below.
+    if !agent_core::within_depth(call, MAX_DEPTH) {
+        return Err(Error::TooDeep(TooDeep { limit: MAX_DEPTH }));
     }
     let mut missing = Vec::new();
     let mut out = Map::with_capacity(fields.len());
@@ -76,7 +74,7 @@ pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolutio
             value.clone()
         } else {
             let mut at = format!("/{}", escape_pointer(key));
-            walk(value, lookup, &mut at, 1, &mut missing)?
+            walk(value, lookup, &mut at, &mut missing)?
         };
         out.insert(key.clone(), resolved);
     }
@@ -121,10 +119,8 @@ fn walk(
     value: &Value,
     lookup: &impl Lookup,
     at: &mut String,
-    depth: usize,
     missing: &mut Vec<Reference>,
 ) -> Result<Value> {
-    check_depth(at, depth)?;
     Ok(match value {
         Value::String(text) => match parse(text).map_err(|error| syntax(at, error))? {
             Text::Literal(literal) => Value::String(literal.into_owned()),
@@ -145,7 +141,7 @@ fn walk(
             for (i, item) in items.iter().enumerate() {
                 let len = at.len();
                 at.push_str(&format!("/{i}"));
-                out.push(walk(item, lookup, at, depth + 1, missing)?);
+                out.push(walk(item, lookup, at, missing)?);
                 at.truncate(len);
             }
             Value::Array(out)
@@ -156,24 +152,13 @@ fn walk(
                 let len = at.len();
                 at.push('/');
                 at.push_str(&escape_pointer(key));
-                out.insert(key.clone(), walk(item, lookup, at, depth + 1, missing)?);
+                out.insert(key.clone(), walk(item, lookup, at, missing)?);
                 at.truncate(len);
             }
             Value::Object(out)
         }
         other => other.clone(),
     })
-}
-
-fn check_depth(at: &str, depth: usize) -> Result<()> {
-    if depth > MAX_DEPTH {
-        Err(Error::TooDeep {
-            limit: MAX_DEPTH,
-            at: at.to_owned(),
-        })
-    } else {
-        Ok(())
-    }
 }
 
 fn syntax(at: &str, error: crate::SyntaxError) -> Error {
@@ -186,15 +171,4 @@ fn syntax(at: &str, error: crate::SyntaxError) -> Error {
 /// JSON Pointer escaping of one key (RFC 6901).
 fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

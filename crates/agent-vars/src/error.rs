@@ -63,17 +63,15 @@ pub enum Error {
         /// The JSON type found instead.
         found: &'static str,
     },
-    /// A call's `_instance` that is not a non-empty string.
-    #[error("`_instance` must be a non-empty string")]
-    BadInstance,
-    /// A call nested deeper than the limit (R33).
-    #[error("call nested deeper than {limit} levels at {at}")]
-    TooDeep {
-        /// The nesting limit.
-        limit: usize,
-        /// JSON Pointer of the value that went too deep.
-        at: String,
-    },
+    /// A call's `_instance` that is not a string.
+    #[error("`_instance` must be a string")]
+    InstanceNotString,
+    /// A call's `_instance` that R2 does not allow.
+    #[error("`_instance`: {0}")]
+    Instance(#[source] agent_core::Error),
+    /// A call nested deeper than the limit, its own object counted (R33).
+    #[error("the call is {0}")]
+    TooDeep(#[source] agent_core::TooDeep),
 }
 
 /// Shorthand for results of this crate.

@@ -269,12 +269,24 @@ fn r18_bad_calls_are_errors() {
         Error::CallNotObject { found: "an array" }
     );
     assert_eq!(
-        resolve_call(&json!({"_instance": ""}), &c).unwrap_err(),
-        Error::BadInstance
+        resolve_call(&json!({"_instance": ""}), &c)
+            .unwrap_err()
+            .to_string(),
+        "`_instance`: invalid instance id \"\": it is empty"
+    );
+    assert_eq!(
+        resolve_call(&json!({"_instance": " a"}), &c)
+            .unwrap_err()
+            .to_string(),
+        "`_instance`: invalid instance id \" a\": it starts or ends with a blank"
     );
     assert_eq!(
         resolve_call(&json!({"_instance": 3}), &c).unwrap_err(),
-        Error::BadInstance
+        Error::InstanceNotString
+    );
+    assert_eq!(
+        Error::InstanceNotString.to_string(),
+        "`_instance` must be a string"
     );
 }
 
@@ -285,17 +297,17 @@ fn nest(depth: usize) -> Value {
 #[test]
 fn r33_call_nested_128_levels_resolves_deeper_is_an_error() {
     let c = ctx();
-    // The call object is level 0; the parameter value nests 128 levels.
+    // The call object is level 1 (agent_core's one convention); the
+    // parameter value nests 127 more.
     let call = json!({"p": nest(127)});
     let Resolution::Ready(r) = resolve_call(&call, &c).unwrap() else {
         panic!()
     };
     let leaf = (0..127).fold(&r["p"], |v, _| &v["n"]);
     assert_eq!(leaf, &json!("ada"));
-    assert!(matches!(
-        resolve_call(&json!({"p": nest(128)}), &c),
-        Err(Error::TooDeep { limit: 128, .. })
-    ));
+    let err = resolve_call(&json!({"p": nest(128)}), &c).unwrap_err();
+    assert_eq!(err, Error::TooDeep(agent_core::TooDeep { limit: 128 }));
+    assert_eq!(err.to_string(), "the call is nested deeper than 128 levels");
 }
 
 #[test]
