@@ -22,7 +22,8 @@ pub(crate) struct ApplyArgs {
     /// Write --result to this outcome (0-based) instead of outcome 0.
     #[arg(long, requires = "result")]
     outcome: Option<usize>,
-    /// The activity returned this whole data message (JSON or @path, R22).
+    /// The activity returned this whole data message, appended as given
+    /// (JSON or @path).
     #[arg(long)]
     message: Option<String>,
     /// The write time for `_date` (RFC 3339); default: now.

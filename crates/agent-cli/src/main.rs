@@ -1,4 +1,5 @@
-//! `agentctx`: inspect and drive agent contexts from the shell (SPEC §10).
+//! `agentctx`: inspect and drive agent contexts from the shell (docs/spec.md
+//! §10 is its contract).
 //!
 //! Exit status: 0 success, 1 invalid input, 2 usage error, 3 unresolved.
 //! Errors go to stderr as `error: …`.
@@ -14,8 +15,13 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Structured, append-only working memory for LLM agents.
+///
+/// A CONTEXT is a file (.jsonl, or a .json array) or a PostgreSQL URL
+/// (postgres://…?context=NAME). Exit status: 0 success, 1 invalid input,
+/// 2 usage error, 3 unresolved (nothing there yet). The rules every command
+/// follows are in docs/spec.md; docs/concepts.md is a guided tour.
 #[derive(Parser)]
-#[command(name = "agentctx", version, about)]
+#[command(name = "agentctx", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,7 +36,9 @@ enum Command {
     /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
     /// or a call failed, 3 calls blocked or skipped).
     Run(run::RunArgs),
-    /// Print the view of KIND (R5); exit 3 when its layer(s) hold no message.
+    /// Print the view of KIND: its messages folded into one value (with
+    /// --instance, the instance's layer over the global one); exit 3 when
+    /// no message of KIND is there.
     View {
         /// Context file (.json array or .jsonl), or - for stdin.
         context: String,
@@ -43,7 +51,8 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
-    /// Evaluate an expression (R15–R17); exit 3 when unresolved.
+    /// Evaluate an expression such as '†input.name || †state.name' and
+    /// print its value; exit 3 when nothing it names is there.
     Resolve {
         /// Context file, or - for stdin.
         context: String,
@@ -56,7 +65,8 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
-    /// Resolve a call's parameters (R18), in the call's `_instance`; exit 3 when pending.
+    /// Replace the references in a call's parameters by their values,
+    /// reading in the call's `_instance`; exit 3 while one is missing.
     ResolveCall {
         /// Context file, or - for stdin.
         context: String,
@@ -66,8 +76,8 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
-    /// Write a call's result through its `_outputPath` (R19–R23) and print
-    /// the appended messages as JSONL.
+    /// Record a call's result where its `_outputPath` says, with its
+    /// `_outputMethod`, and print the messages that records as JSONL.
     Apply(apply::ApplyArgs),
     /// Append messages to CONTEXT: validated against it as it is when they
     /// land, all or none, durably; a missing CONTEXT is created.
@@ -86,7 +96,8 @@ enum Command {
         /// The context to write: missing or empty.
         to: String,
     },
-    /// Print what the model sees, as a provider payload (R28–R31).
+    /// Print what the model sees: the context as chat messages, in a
+    /// provider's payload format.
     Render {
         /// Context file, or - for stdin.
         context: String,
@@ -108,11 +119,12 @@ enum Command {
         /// Context file, or - for stdin.
         context: String,
     },
-    /// Print `ok`, or one line per fold diagnostic or schema violation (R27).
+    /// Print `ok`, or one line per problem: a write that could not be
+    /// folded, or a view that breaks its schema.
     Check {
         /// Context file, or - for stdin.
         context: String,
-        /// Also enforce `required` (R26).
+        /// Also enforce `required` (views are partial while a task runs).
         #[arg(long)]
         complete: bool,
     },

@@ -989,3 +989,43 @@ fn r5_reading_in_an_instance_with_no_message_says_so_and_reads_global_layers() {
         (0, "2\n", "")
     );
 }
+
+#[test]
+fn help_says_what_commands_do_in_words_and_points_to_the_spec() {
+    let top = agentctx(&["--help"], None);
+    assert_eq!(top.code, 0);
+    assert!(top.stdout.contains("docs/spec.md"), "{}", top.stdout);
+    let commands = [
+        "demo",
+        "run",
+        "view",
+        "resolve",
+        "resolve-call",
+        "apply",
+        "append",
+        "copy",
+        "render",
+        "instances",
+        "check",
+    ];
+    let cites_a_rule = |text: &str| {
+        text.as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b'R' && w[1].is_ascii_digit())
+            || text.contains('§')
+    };
+    assert!(!cites_a_rule(&top.stdout), "{}", top.stdout);
+    for command in commands {
+        assert!(
+            top.stdout.contains(&format!("\n  {command} ")),
+            "{command} listed"
+        );
+        let help = agentctx(&[command, "--help"], None);
+        assert_eq!(help.code, 0, "{command}");
+        assert!(
+            !cites_a_rule(&help.stdout),
+            "`{command} --help` cites a rule number:\n{}",
+            help.stdout
+        );
+    }
+}
