@@ -114,6 +114,19 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
+    /// Put each input into a new instance of its own: one `input` message
+    /// per input, with fresh ids; print the messages as JSONL.
+    Assign {
+        /// Context file or URL, or - for stdin (not with --write).
+        context: String,
+        /// A JSON array of inputs, inline or @path.
+        inputs: String,
+        /// Also append the messages: the ids are chosen against the context
+        /// as it is when they land, so concurrent assigners never share an
+        /// instance; a missing CONTEXT is created.
+        #[arg(long)]
+        write: bool,
+    },
     /// Print the instance ids as a JSON array, in order of first appearance.
     Instances {
         /// Context file, or - for stdin.
@@ -214,6 +227,11 @@ fn main() -> ExitCode {
             pretty,
         } => commands::render(&context, &provider, &mode, tokens, pretty),
         Command::Instances { context } => commands::instances(&context),
+        Command::Assign {
+            context,
+            inputs,
+            write,
+        } => write::assign(&context, &inputs, write),
         Command::Append { context, messages } => write::append(&context, &messages),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Check { context, complete } => commands::check(&context, complete),

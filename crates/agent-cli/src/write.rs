@@ -2,7 +2,7 @@
 //! context (SPEC §10).
 
 use crate::Failure;
-use crate::input::{load_context, open_store, open_stored};
+use crate::input::{json_arg, load_context, open_store, open_stored};
 use agent_data::{Context, Format, Message};
 use agent_store::Append;
 use serde_json::Value;
@@ -16,6 +16,30 @@ pub(crate) fn append(context: &str, messages: &str) -> Result<String, Failure> {
     let mut stored = open_stored(context, true)?;
     stored.append_all(&messages).map_err(Failure::invalid)?;
     Ok(String::new())
+}
+
+/// `agentctx assign CONTEXT INPUTS [--write]`: each input of the JSON
+/// array INPUTS into a new instance (agent-instancing), printed as JSONL.
+pub(crate) fn assign(context: &str, inputs: &str, write: bool) -> Result<String, Failure> {
+    let inputs = match json_arg("INPUTS", inputs)? {
+        Value::Array(inputs) => inputs,
+        other => {
+            return Err(Failure::invalid(format!(
+                "INPUTS must be a JSON array of inputs, found {}",
+                agent_core::json_type(&other)
+            )));
+        }
+    };
+    let (_, messages) = if write {
+        agent_instancing::assign_inputs(&mut open_stored(context, true)?, inputs)
+    } else {
+        agent_instancing::assign_inputs(&mut load_context(context)?, inputs)
+    }
+    .map_err(Failure::invalid)?;
+    Ok(messages
+        .iter()
+        .map(|m| format!("{}\n", m.to_value()))
+        .collect())
 }
 
 /// The messages of a MESSAGES argument, normalised (R1).

@@ -10,7 +10,7 @@
 
 mod support;
 
-use support::{PUSH, Run, agentctx, spawn};
+use support::{PUSH, Run, agentctx, assigners_never_share_an_instance, spawn};
 
 use serde_json::Value;
 use std::fs::{self, File};
@@ -1056,4 +1056,16 @@ fn r34b_copy_refuses_a_non_empty_target() {
         )
     );
     assert_eq!(names(&dir.0), ["source.jsonl", "t.json", "t.jsonl"]);
+}
+
+#[test]
+fn r6_concurrent_assign_write_gives_every_input_its_own_instance() {
+    let dir = Dir::new("assign");
+    let path = dir.join("assign.jsonl");
+    assigners_never_share_an_instance(s(&path));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap().lines().count(),
+        30,
+        "one line per input, nothing lost"
+    );
 }

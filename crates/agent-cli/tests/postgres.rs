@@ -520,3 +520,9 @@ fn r34b_a_restarted_server_and_terminated_backends_lose_nothing_acknowledged() {
     );
     assert_check_ok(&url);
 }
+
+#[test]
+fn r6_concurrent_assign_write_on_postgresql_gives_every_input_its_own_instance() {
+    let url = fresh("assign");
+    support::assigners_never_share_an_instance(&url);
+}

@@ -15,7 +15,7 @@ fn setup() -> (Context, Vec<(Value, Outcome)>) {
     let inputs = (0..1000)
         .map(|i| json!({"comment": format!("comment number {i}"), "author": i}))
         .collect();
-    let ids = assign_inputs(&mut ctx, inputs).unwrap();
+    let (ids, _) = assign_inputs(&mut ctx, inputs).unwrap();
     let mut items = Vec::with_capacity(20_000);
     for step in 0..20 {
         for id in &ids {

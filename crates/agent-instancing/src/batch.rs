@@ -5,6 +5,7 @@ use crate::{Error, Result};
 use agent_core::{Instance, Kind};
 use agent_data::{Context, DataMessage, Message};
 use agent_output::{Clock, Outcome};
+use agent_store::Append;
 use agent_vars::Resolution;
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -23,32 +24,44 @@ pub enum Schedule {
 
 /// Puts each input into a new instance: one targeted `input` message per
 /// value, with ids from [`fresh_ids`](crate::fresh_ids). All are appended
-/// together, or none (R13).
-pub fn assign_inputs(context: &mut Context, inputs: Vec<Value>) -> Result<Vec<Instance>> {
-    let ids = crate::fresh_ids(context, inputs.len());
-    // The index an invalid input's message would have had in the context.
-    let start = context.len();
-    let messages = ids
-        .iter()
-        .zip(inputs)
-        .enumerate()
-        .map(|(i, (id, data))| {
-            let mut fields = Map::new();
-            fields.insert("type".into(), "data".into());
-            fields.insert("kind".into(), "input".into());
-            fields.insert("data".into(), data);
-            fields.insert("_instance".into(), id.as_str().into());
-            DataMessage::from_value(Value::Object(fields))
-                .map(Message::from)
-                .map_err(|fault| agent_data::Error::Message {
-                    index: start + i,
-                    line: None,
-                    fault,
-                })
-        })
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    context.append_all(&messages)?;
-    Ok(ids)
+/// together, or none (R13). `target` is a [`Context`] in memory or a stored
+/// context ([`agent_store::Stored`]); there the ids are chosen against the
+/// context as it is when the messages land, so writers assigning at once
+/// never share an instance. Returns the new ids and the messages appended.
+pub fn assign_inputs(
+    target: &mut (impl Append + ?Sized),
+    inputs: Vec<Value>,
+) -> Result<(Vec<Instance>, Vec<Message>)> {
+    // The ids and messages of the attempt that landed.
+    let mut assigned = (Vec::new(), Vec::new());
+    let mut build = |context: &Context| {
+        let ids = crate::fresh_ids(context, inputs.len());
+        // The index an invalid input's message would have had in the context.
+        let start = context.len();
+        let messages = ids
+            .iter()
+            .zip(inputs.iter().cloned())
+            .enumerate()
+            .map(|(i, (id, data))| {
+                let mut fields = Map::new();
+                fields.insert("type".into(), "data".into());
+                fields.insert("kind".into(), "input".into());
+                fields.insert("data".into(), data);
+                fields.insert("_instance".into(), id.as_str().into());
+                DataMessage::from_value(Value::Object(fields))
+                    .map(Message::from)
+                    .map_err(|fault| agent_data::Error::Message {
+                        index: start + i,
+                        line: None,
+                        fault,
+                    })
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        assigned = (ids, messages.clone());
+        Ok(messages)
+    };
+    target.append_built(&mut build)?;
+    Ok(assigned)
 }
 
 /// One context per instance (in order of first appearance): every message

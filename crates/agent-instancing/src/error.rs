@@ -12,6 +12,18 @@ pub enum Error {
     /// Writing a call's result failed.
     #[error(transparent)]
     Output(#[from] agent_output::Error),
+    /// The store failed (I/O, a full disk, contention); nothing was appended.
+    #[error(transparent)]
+    Store(agent_store::Error),
+}
+
+impl From<agent_store::Error> for Error {
+    fn from(error: agent_store::Error) -> Self {
+        match error {
+            agent_store::Error::Refused(refused) => Error::Data(*refused),
+            other => Error::Store(other),
+        }
+    }
 }
 
 /// Shorthand for results of this crate.

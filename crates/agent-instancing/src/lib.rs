@@ -21,7 +21,7 @@
 //! use serde_json::json;
 //!
 //! let mut ctx = Context::from_json(r#"[{"type":"input","data":{"policy":"be kind"}}]"#)?;
-//! let ids = assign_inputs(&mut ctx, vec![json!({"comment": "great post"}), json!({"comment": "spam!!"})])?;
+//! let (ids, _) = assign_inputs(&mut ctx, vec![json!({"comment": "great post"}), json!({"comment": "spam!!"})])?;
 //! assert_eq!(ids.iter().map(|x| x.as_str()).collect::<Vec<_>>(), ["①", "②"]);
 //!
 //! let verdicts = ids.iter().zip(["ok", "remove"]).map(|(x, verdict)| {

@@ -44,7 +44,7 @@ fn fresh_ids_never_collide_with_existing_ones() {
 #[test]
 fn r5_instance_ids_in_order_of_first_appearance_after_assign() {
     let mut ctx = Context::from_json(r#"[{"data":1,"_instance":"x"}]"#).unwrap();
-    let new = assign_inputs(&mut ctx, vec![json!({"c": "a"}), json!({"c": "b"})]).unwrap();
+    let (new, _) = assign_inputs(&mut ctx, vec![json!({"c": "a"}), json!({"c": "b"})]).unwrap();
     assert_eq!(ids(&new), ["①", "②"]);
     let all: Vec<&str> = ctx.instances().map(Instance::as_str).collect();
     assert_eq!(all, ["x", "①", "②"]);

@@ -1,7 +1,7 @@
 //! [`Append`]: the narrow seam writers above this layer take, so the same
 //! code appends to a context in memory or, durably, to a stored one.
 
-use crate::{Error, Result, Store};
+use crate::{Build, Error, Result, Store};
 use agent_data::{Context, Loaded, Message, Warning};
 use std::ops::Range;
 
@@ -14,6 +14,12 @@ pub trait Append {
     /// Appends `messages` all or none, each validated against the views as
     /// the earlier ones leave them (R13, R25). Returns their index range.
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>>;
+
+    /// Appends the messages `build` makes from the context as it is when
+    /// they land — for messages that depend on it, like fresh instance
+    /// ids, which another writer must not make stale. `build` may run more
+    /// than once (once per attempt).
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>>;
 }
 
 impl Append for Context {
@@ -23,6 +29,11 @@ impl Append for Context {
 
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
         Context::append_all(self, messages).map_err(|e| Error::Refused(Box::new(e)))
+    }
+
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
+        let messages = build(self).map_err(|e| Error::Refused(Box::new(e)))?;
+        Append::append_all(self, &messages)
     }
 }
 
@@ -113,5 +124,9 @@ impl<S: Store> Append for Stored<S> {
 
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
         self.store.commit(&mut self.context, messages)
+    }
+
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
+        self.store.commit_with(&mut self.context, build)
     }
 }

@@ -56,5 +56,5 @@ pub use error::{Error, Result};
 pub use files::FileStore;
 #[cfg(feature = "postgres")]
 pub use pg::{MAX_NAME_BYTES, PgStore, SCHEMA_VERSION};
-pub use store::{MAX_ATTEMPTS, Store, copy, copy_context, open};
+pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
 pub use url::{is_postgres_url, without_password};

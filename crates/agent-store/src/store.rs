@@ -69,7 +69,43 @@ pub trait Store {
             attempts: MAX_ATTEMPTS,
         })
     }
+
+    /// Like [`Store::commit`], for messages that depend on the context they
+    /// land on (fresh instance ids, say): `build` makes them from the
+    /// context as it is now, caught up, and makes them again after a
+    /// conflict, so another writer can never make them stale. On success
+    /// `context` holds them and their index range is returned.
+    fn commit_with(
+        &mut self,
+        context: &mut Context,
+        build: &mut Build<'_>,
+    ) -> Result<Range<usize>> {
+        for attempt in 0..MAX_ATTEMPTS {
+            self.lock()?;
+            // Built from the context as caught up, then appended at exactly
+            // that length: no second catch-up may slip other writers'
+            // messages under what was built (a store without locks would).
+            let result = self.catch_up(context).and_then(|()| {
+                let messages = build(context).map_err(|e| Error::Refused(Box::new(e)))?;
+                append_caught_up(self, context, &messages)
+            });
+            self.unlock();
+            match result {
+                Err(Error::Conflict { .. }) => backoff(attempt),
+                other => return other,
+            }
+        }
+        Err(Error::Contended {
+            name: self.name().to_owned(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
 }
+
+/// Makes the messages to append from the context as it is when they land
+/// ([`Store::commit_with`], [`Append::append_built`](crate::Append::append_built)).
+pub type Build<'a> =
+    dyn FnMut(&Context) -> std::result::Result<Vec<Message>, agent_data::Error> + 'a;
 
 fn commit_once<S: Store + ?Sized>(
     store: &mut S,
@@ -77,6 +113,16 @@ fn commit_once<S: Store + ?Sized>(
     messages: &[Message],
 ) -> Result<Range<usize>> {
     store.catch_up(context)?;
+    append_caught_up(store, context, messages)
+}
+
+/// Validates `messages` against `context` and appends them at its length
+/// (compare-and-append: a conflict if another writer came first).
+fn append_caught_up<S: Store + ?Sized>(
+    store: &mut S,
+    context: &mut Context,
+    messages: &[Message],
+) -> Result<Range<usize>> {
     let prepared = context
         .prepare(messages)
         .map_err(|e| Error::Refused(Box::new(e)))?;
@@ -129,6 +175,13 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
         (**self).commit(context, messages)
+    }
+    fn commit_with(
+        &mut self,
+        context: &mut Context,
+        build: &mut Build<'_>,
+    ) -> Result<Range<usize>> {
+        (**self).commit_with(context, build)
     }
 }
 

@@ -2,6 +2,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // each test file uses a part
 
+use serde_json::Value;
 use std::process::{Child, Command, Output, Stdio};
 
 /// A push onto `†state.items`: the call most concurrency tests race with.
@@ -44,4 +45,41 @@ pub fn agentctx(args: &[&str]) -> Run {
 /// Starts `agentctx ARGS`.
 pub fn spawn(args: &[&str]) -> Child {
     command(args).spawn().unwrap()
+}
+
+/// Every process's `assign --write` lands in instances of its own: ids are
+/// chosen against the file as it is when the inputs land, not as it was read.
+pub fn assigners_never_share_an_instance(context: &str) {
+    const PROCESSES: usize = 6;
+    const EACH: usize = 5;
+    let children: Vec<Child> = (0..PROCESSES)
+        .map(|p| {
+            let inputs: Vec<Value> = (0..EACH)
+                .map(|i| serde_json::json!({"process": p, "item": i}))
+                .collect();
+            spawn(&[
+                "assign",
+                context,
+                &Value::from(inputs).to_string(),
+                "--write",
+            ])
+        })
+        .collect();
+    let mut printed = Vec::new();
+    for child in children {
+        let run = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        printed.extend(run.stdout.lines().map(str::to_owned));
+    }
+    let ids = agentctx(&["instances", context]);
+    let ids: Vec<String> = serde_json::from_str(&ids.stdout).unwrap();
+    assert_eq!(ids.len(), PROCESSES * EACH, "{ids:?}");
+    // Each instance holds exactly the one input its assigner printed.
+    for line in printed {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        let id = message["_instance"].as_str().unwrap();
+        let view = agentctx(&["view", context, "input", "--instance", id]);
+        let view: Value = serde_json::from_str(&view.stdout).unwrap();
+        assert_eq!(view, message["data"], "instance {id}");
+    }
 }
