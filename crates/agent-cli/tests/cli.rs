@@ -1002,6 +1002,7 @@ fn help_says_what_commands_do_in_words_and_points_to_the_spec() {
         "resolve",
         "resolve-call",
         "apply",
+        "assign",
         "append",
         "copy",
         "render",
