@@ -1,6 +1,8 @@
 //! Fold diagnostics (R12) and `check` (R26, R27).
 
+use crate::layer::Layer;
 use crate::{Context, Identity, SchemaViolation};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -65,13 +67,34 @@ impl Context {
     /// Every write the fold skipped, layer by layer (R12). Instance layers
     /// are folded over the current global view (R5).
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        self.check(CheckMode::Normal)
-            .into_iter()
-            .filter_map(|p| match p {
-                Problem::Fold(d) => Some(d),
-                Problem::Schema { .. } => None,
-            })
-            .collect()
+        let mut diagnostics = Vec::new();
+        for (identity, layer) in &self.layers {
+            self.folded(identity, layer, &mut diagnostics);
+        }
+        diagnostics
+    }
+
+    /// A layer's view as read (an instance layer folded over the global
+    /// view, R5), with the writes that fold skipped added to `diagnostics`.
+    fn folded<'a>(
+        &'a self,
+        identity: &Identity,
+        layer: &'a Layer,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Option<Cow<'a, Value>> {
+        match &identity.instance {
+            None => {
+                diagnostics.extend(layer.diagnostics().iter().cloned());
+                layer.view().map(Cow::Borrowed)
+            }
+            Some(_) => {
+                let global = self
+                    .layer(&identity.kind, None)
+                    .and_then(|l| l.view().cloned());
+                self.fold_instance(layer, global, Some(diagnostics))
+                    .map(Cow::Owned)
+            }
+        }
     }
 
     /// Every fold diagnostic and schema violation, layer by layer in order of
@@ -80,21 +103,10 @@ impl Context {
         let complete = mode == CheckMode::Complete;
         let mut problems = Vec::new();
         for (identity, layer) in &self.layers {
-            let kind = &identity.kind;
             let mut diagnostics = Vec::new();
-            let view = match &identity.instance {
-                None => {
-                    diagnostics.extend(layer.diagnostics.iter().cloned());
-                    layer.view.as_ref().map(Cow::Borrowed)
-                }
-                Some(_) => {
-                    let global = self.layer(kind, None).and_then(|l| l.view.clone());
-                    self.fold_instance(layer, global, Some(&mut diagnostics))
-                        .map(Cow::Owned)
-                }
-            };
+            let view = self.folded(identity, layer, &mut diagnostics);
             problems.extend(diagnostics.into_iter().map(Problem::Fold));
-            let schema = self.compiled_schema(kind, identity.instance.as_ref());
+            let schema = self.compiled_schema(&identity.kind, identity.instance.as_ref());
             if let (Some(schema), Some(view)) = (schema, view) {
                 problems.extend(
                     schema

@@ -1,15 +1,18 @@
-//! The [`Context`]: the message log, its layers, and scoped reads (R4, R5, R14).
+//! The [`Context`]: the message log and its layers, and how messages join
+//! them (R4, R12). Reads are in `read.rs`; validated appends in `prepare.rs`
+//! and `stage.rs`.
 
+use crate::layer::{Layer, Write};
 use crate::log::{Log, Written};
 use crate::schema::{Compiled, SchemaCache};
-use crate::{Diagnostic, Message, MessageFault};
-use agent_core::{Instance, Kind, Reference, write};
+use crate::{Message, MessageFault};
+use agent_core::{Instance, Kind};
 use indexmap::{Equivalent, IndexMap, IndexSet};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The identity of a data message: `(kind, instance)` (R4). `instance` is
 /// `None` for the global layer.
@@ -97,28 +100,6 @@ pub(crate) fn index_or_insert<T: Default>(
     }
 }
 
-/// All data messages of one identity (R4).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Layer {
-    /// Context indexes of the layer's messages, in order.
-    pub(crate) messages: Vec<usize>,
-    /// The fold of this layer's own writes on an absent value, kept up to
-    /// date on every append: for a global layer its view (R12); for an
-    /// instance layer what the instance wrote, without the global layer
-    /// under it (what R28 renders; instance reads fold over the global view).
-    pub(crate) view: Option<Value>,
-    /// Global layers: writes the fold skipped (R12).
-    pub(crate) diagnostics: Vec<Diagnostic>,
-    /// The newest schema among the layer's messages, compiled (R24).
-    pub(crate) schema: Option<Arc<Compiled>>,
-    /// The newest description among the layer's messages (R24).
-    pub(crate) description: Option<String>,
-    /// Instance layers: the layered view (global view with this layer
-    /// folded on top, R5), built on first read, updated in place by this
-    /// layer's appends and reset when the global layer of its kind grows.
-    pub(crate) layered: OnceLock<Option<Value>>,
-}
-
 /// An append-only log of messages and the views it defines.
 ///
 /// Every read is the fold of the log (R12, R14); views are kept folded as
@@ -198,133 +179,6 @@ impl Context {
         self.len() == 0
     }
 
-    /// Instance ids in order of first appearance.
-    pub fn instances(&self) -> impl ExactSizeIterator<Item = &Instance> {
-        self.instances.iter()
-    }
-
-    /// Identities of every layer, in order of first appearance.
-    pub fn identities(&self) -> impl ExactSizeIterator<Item = &Identity> {
-        self.layers.keys()
-    }
-
-    /// Context indexes of the messages of one layer, in order.
-    pub fn layer_messages(&self, identity: &Identity) -> &[usize] {
-        self.layers.get(identity).map_or(&[], |l| &l.messages)
-    }
-
-    /// True when a read of `kind` for `instance` sees at least one message:
-    /// the global layer, or (for an instance read) the instance layer (R5).
-    pub fn has_messages(&self, kind: &Kind, instance: Option<&Instance>) -> bool {
-        self.layer(kind, None).is_some()
-            || instance.is_some_and(|_| self.layer(kind, instance).is_some())
-    }
-
-    pub(crate) fn layer(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Layer> {
-        self.layers.get(&IdentityRef::new(kind, instance))
-    }
-
-    /// The view of `kind` as read for `instance` (R5): the global view, with
-    /// the instance layer folded on top. `None` when absent.
-    pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
-        let global = self.layer(kind, None).and_then(|l| l.view.as_ref());
-        match instance.and_then(|x| self.layer(kind, Some(x))) {
-            None => global,
-            Some(layer) => layer
-                .layered
-                .get_or_init(|| self.fold_instance(layer, global.cloned(), None))
-                .as_ref(),
-        }
-    }
-
-    /// The value at a reference, read for `instance` (R5, R14). `None` when
-    /// the path is absent.
-    pub fn read(&self, reference: &Reference, instance: Option<&Instance>) -> Option<&Value> {
-        reference.path.get(self.view(&reference.kind, instance)?)
-    }
-
-    /// The fold of one layer's own writes on an absent value — for a global
-    /// layer its view; for an instance layer only what that instance wrote,
-    /// without the global layer under it (what R28 renders).
-    pub fn layer_view(&self, identity: &Identity) -> Option<&Value> {
-        self.layers.get(identity)?.view.as_ref()
-    }
-
-    /// The schema declared by the layer's own messages (its newest), without
-    /// falling back to the global layer's.
-    pub fn layer_schema(&self, identity: &Identity) -> Option<&Value> {
-        Some(self.layers.get(identity)?.schema.as_ref()?.schema())
-    }
-
-    /// The description declared by the layer's own messages (its newest).
-    pub fn layer_description(&self, identity: &Identity) -> Option<&str> {
-        self.layers.get(identity)?.description.as_deref()
-    }
-
-    /// The schema that applies to a layer (R24): its newest, else (for an
-    /// instance layer) the global layer's.
-    pub fn schema(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
-        self.effective(kind, instance, |l| l.schema.as_deref())
-            .map(Compiled::schema)
-    }
-
-    /// The description that applies to a layer, found like its schema (R24).
-    pub fn description(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&str> {
-        self.effective(kind, instance, |l| l.description.as_deref())
-    }
-
-    /// The layer's own value of `pick`, else the global layer's.
-    fn effective<'a, T>(
-        &'a self,
-        kind: &Kind,
-        instance: Option<&Instance>,
-        pick: impl Fn(&'a Layer) -> Option<T>,
-    ) -> Option<T> {
-        instance
-            .and_then(|x| self.layer(kind, Some(x)))
-            .and_then(&pick)
-            .or_else(|| self.layer(kind, None).and_then(&pick))
-    }
-
-    pub(crate) fn compiled_schema(
-        &self,
-        kind: &Kind,
-        instance: Option<&Instance>,
-    ) -> Option<Arc<Compiled>> {
-        self.effective(kind, instance, |l| l.schema.clone())
-    }
-
-    /// Folds an instance layer's writes onto `base` (R5, R12), recording
-    /// skipped writes in `diagnostics` when given.
-    pub(crate) fn fold_instance(
-        &self,
-        layer: &Layer,
-        mut view: Option<Value>,
-        mut diagnostics: Option<&mut Vec<Diagnostic>>,
-    ) -> Option<Value> {
-        for &index in &layer.messages {
-            let Some(Message::Data(data)) = self.log.message(index) else {
-                continue;
-            };
-            // Needed only to report a skipped write.
-            let identity = diagnostics.is_some().then(|| Identity {
-                kind: data.kind().clone(),
-                instance: data.instance().cloned(),
-            });
-            let (destination, method, value) = data.into_write();
-            if let Err(error) = write(&mut view, &destination, method, value)
-                && let (Some(out), Some(identity)) = (diagnostics.as_deref_mut(), identity)
-            {
-                out.push(Diagnostic {
-                    index,
-                    identity,
-                    error,
-                });
-            }
-        }
-        view
-    }
-
     /// Adds a message without validating its write: a type error is skipped
     /// and recorded as a diagnostic (R12). Loading uses this; appends use it
     /// after validation. The schema was compiled by the caller.
@@ -349,7 +203,6 @@ impl Context {
             return self.log.seal(written, None);
         };
         let index = self.log.len();
-        let global = data.instance().is_none();
         match data.instance() {
             Some(x) if !self.instances.contains(x) => {
                 self.instances.insert(x.clone());
@@ -359,7 +212,7 @@ impl Context {
                 // Every layered view of this kind folded over the old global view.
                 for (id, layer) in self.layers.iter_mut() {
                     if &id.kind == data.kind() && id.instance.is_some() {
-                        layer.layered = OnceLock::new();
+                        layer.invalidate_layered();
                     }
                 }
             }
@@ -369,13 +222,7 @@ impl Context {
         let Some((identity, layer)) = self.layers.get_index_mut(at) else {
             return;
         };
-        layer.messages.push(index);
-        if let Some(compiled) = schema {
-            layer.schema = Some(compiled);
-        }
-        if let Some(description) = data.description() {
-            layer.description = Some(description.to_owned());
-        }
+        let description = data.description().map(str::to_owned);
         // The message is stored as text now: an owned one's value moves
         // into the view.
         let (destination, method, value) = match message {
@@ -387,21 +234,13 @@ impl Context {
             ),
             _ => return,
         };
-        if let Some(layered) = layer.layered.get_mut() {
-            // Appending to the fold is applying on top; a type error is
-            // skipped here exactly as the fold skips it.
-            let _ = write(layered, &destination, method, value.clone());
-        }
-        let written = write(&mut layer.view, &destination, method, value);
-        // An instance layer's own fold is only what it renders; its R12
-        // diagnostics come from folding over the global view (`check`).
-        if let (Err(error), true) = (written, global) {
-            layer.diagnostics.push(Diagnostic {
-                index,
-                identity: identity.clone(),
-                error,
-            });
-        }
+        let write = Write {
+            index,
+            destination,
+            method,
+            value,
+        };
+        layer.apply(identity, write, schema, description.as_deref());
     }
 
     /// Copies every view into freshly allocated memory, without spare
@@ -413,14 +252,9 @@ impl Context {
     pub fn compact(&mut self) {
         // Copy every view before dropping any, so the copies are laid out
         // together instead of filling the holes the old ones leave.
-        let copies: Vec<(Option<Value>, Option<Option<Value>>)> = self
-            .layers
-            .values()
-            .map(|layer| (layer.view.clone(), layer.layered.get().cloned()))
-            .collect();
-        for (layer, (view, layered)) in self.layers.values_mut().zip(copies) {
-            layer.view = view;
-            layer.layered = layered.map_or_else(OnceLock::new, OnceLock::from);
+        let copies: Vec<_> = self.layers.values().map(Layer::copies).collect();
+        for (layer, copy) in self.layers.values_mut().zip(copies) {
+            layer.compact(copy);
         }
     }
 

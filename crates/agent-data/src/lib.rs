@@ -1,7 +1,7 @@
 //! # agent-data
 //!
 //! The layer that turns a list of messages into values: loading every wire
-//! form (SPEC R1–R3), identity and layers (R4, R5), the fold that defines
+//! form (spec R1–R3), identity and layers (R4, R5), the fold that defines
 //! every view (R9–R12, R14), validated atomic appends (R13) and JSON Schema
 //! checks (R24–R27). Everything is owned by a [`Context`].
 //!
@@ -10,7 +10,7 @@
 //! use agent_data::{CheckMode, Context};
 //! use serde_json::json;
 //!
-//! // SPEC §11, example 1: two `user` messages merge into one view.
+//! // spec §11, example 1: two `user` messages merge into one view.
 //! let ctx = Context::from_json(r#"[
 //!   {"type": "text", "text": "Update the user's city to Austin"},
 //!   {"type": "data", "kind": "user", "data": {"name": "John Doe"},
@@ -36,11 +36,13 @@
 mod check;
 mod context;
 mod error;
+mod layer;
 mod load;
 mod log;
 mod message;
 mod normalise;
 mod prepare;
+mod read;
 mod schema;
 mod stage;
 

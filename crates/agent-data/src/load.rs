@@ -39,7 +39,7 @@ impl Format {
         Ok(Format::detect(Some(path), &head))
     }
 
-    /// The format for a file (SPEC §10): `.json` is an array and `.jsonl` is
+    /// The format for a file (spec §10): `.json` is an array and `.jsonl` is
     /// JSONL; anything else (or stdin, `path` = `None`) is an array when its
     /// first non-blank byte is `[`, else JSONL.
     pub fn detect(path: Option<&std::path::Path>, bytes: &[u8]) -> Format {

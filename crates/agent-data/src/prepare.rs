@@ -431,7 +431,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         }
         let context = self.context;
         let mut view = match instance {
-            None => context.layer(kind, None).and_then(|l| l.view.clone()),
+            None => context.layer(kind, None).and_then(|l| l.view().cloned()),
             Some(_) if global_changed => {
                 self.build(kind, None);
                 let global = self.view(kind, None).cloned();
@@ -472,7 +472,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     fn layer_schema(&self, kind: &Kind, instance: Option<&Instance>) -> Option<Arc<Compiled>> {
         self.pending(kind, instance)
             .and_then(|p| p.schema.clone())
-            .or_else(|| self.context.layer(kind, instance)?.schema.clone())
+            .or_else(|| self.context.layer(kind, instance)?.schema().cloned())
     }
 
     /// Instance layers of `kind`: the context's and those the batch created.
@@ -548,7 +548,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
             if !reads.iter().any(|(seen, _)| id.equivalent_to(seen)) {
                 let len = context
                     .layer(kind, instance)
-                    .map_or(0, |l| l.messages.len());
+                    .map_or(0, |l| l.messages().len());
                 reads.push((
                     Identity {
                         kind: kind.clone(),
