@@ -1,4 +1,4 @@
-//! R32: every mode × provider rendered for the SPEC examples and an
+//! R32: every mode × provider rendered for the spec's examples and an
 //! instanced batch, compared byte for byte with files under `golden/`.
 //! `UPDATE_GOLDEN=1 cargo test -p agentctx-tests --test golden` rewrites them.
 

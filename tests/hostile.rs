@@ -43,6 +43,10 @@ fn exercise(ctx: &Context, call: &Value) {
     let _ = agent_vars::call_reads(call);
     let _ = agent_instancing::split(ctx);
     let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    // Hostile calls must fail to parse, not panic; the rest go on.
+    let Ok(parsed) = agent_output::Call::parse(call.clone()) else {
+        return;
+    };
     for outcome in [
         Outcome::Success(json!(1)),
         Outcome::Failure(json!("e")),
@@ -54,13 +58,13 @@ fn exercise(ctx: &Context, call: &Value) {
     ] {
         let mut copy = ctx.clone();
         let before = copy.to_jsonl();
-        if agent_output::apply(&mut copy, call, outcome, &clock).is_err() {
+        if agent_output::apply(&mut copy, &parsed, outcome, &clock).is_err() {
             assert_eq!(copy.to_jsonl(), before, "a refused write changes nothing");
         }
     }
     let _ = agent_instancing::apply_batch(
         &mut ctx.clone(),
-        vec![(call.clone(), Outcome::Success(json!(2)))],
+        vec![(parsed, Outcome::Success(json!(2)))],
         &clock,
         agent_instancing::Schedule::Parallel,
     );
@@ -215,8 +219,8 @@ fn r33_ten_thousand_deep_nesting_is_an_error() {
     assert!(matches!(err, agent_vars::Error::TooDeep { .. }), "{err}");
     let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
     let outcome = Outcome::Success(deep());
-    let err = agent_output::messages_for(&json!({"_outputPath": "†state.x"}), outcome, &clock)
-        .unwrap_err();
+    let shallow = agent_output::Call::parse(json!({"_outputPath": "†state.x"})).unwrap();
+    let err = agent_output::messages_for(&shallow, outcome, &clock).unwrap_err();
     assert!(matches!(err, agent_output::Error::TooDeep { .. }), "{err}");
     let message = object(vec![("type", Value::from("data")), ("data", deep())]);
     assert!(matches!(
@@ -245,7 +249,9 @@ fn r33_ten_megabyte_strings_and_huge_arrays_load() {
     assert!(payload(&chat, Provider::OpenAi).is_ok());
     assert!(agent_vars::resolve_call(&json!({"s": "†state.s"}), &ctx).is_ok());
     let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
-    let call = json!({"_outputPath": "†state.s", "_outputMethod": "concat"});
+    let call =
+        agent_output::Call::parse(json!({"_outputPath": "†state.s", "_outputMethod": "concat"}))
+            .unwrap();
     agent_output::apply(&mut ctx, &call, Outcome::Success(json!("y")), &clock).unwrap();
     assert_eq!(
         ctx.read(&"†state.s".parse().unwrap(), None)

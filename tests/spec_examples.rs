@@ -1,4 +1,4 @@
-//! SPEC §11 worked examples, as far as the layers built so far reach.
+//! spec §11 worked examples, as far as the layers built so far reach.
 //! (Rendering and `apply` parts are tested in their own crates.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code

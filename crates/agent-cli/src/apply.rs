@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_stored};
-use agent_output::{Clock, FixedClock, Outcome, SystemClock};
+use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
 use agent_store::Append;
 
 /// The arguments of `agentctx apply`.
@@ -41,7 +41,7 @@ pub(crate) struct ApplyArgs {
 
 /// Applies the outcome and prints the appended messages as JSONL.
 pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
-    let call = json_arg("CALL", &args.call)?;
+    let call = Call::parse(json_arg("CALL", &args.call)?).map_err(Failure::invalid)?;
     let outcome = outcome(&args)?;
     let tool_schema = match &args.tool_schema {
         Some(schema) => Some(json_arg("--tool-schema", schema)?),
@@ -80,7 +80,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
 /// The tool schema check (R23), when a schema was given: exit 3 when a
 /// parameter's reference is missing, 1 when the call breaks the schema.
 fn check_tool_schema(
-    call: &serde_json::Value,
+    call: &Call,
     context: &agent_data::Context,
     schema: Option<&serde_json::Value>,
 ) -> Result<(), Failure> {

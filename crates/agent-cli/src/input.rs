@@ -6,10 +6,10 @@ use agent_store::{Store, Stored};
 use serde_json::Value;
 use std::io::Read;
 
-/// A stored context of any kind: a file, or (SPEC §10) a PostgreSQL URL.
+/// A stored context of any kind: a file, or (spec §10) a PostgreSQL URL.
 pub(crate) type AnyStore = Box<dyn Store + Send>;
 
-/// Loads CONTEXT: a file path, a PostgreSQL URL, or `-` for stdin (SPEC
+/// Loads CONTEXT: a file path, a PostgreSQL URL, or `-` for stdin (spec
 /// §10). Load warnings (a torn last line, R34) go to stderr.
 pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
     if arg == "-" {
@@ -70,7 +70,7 @@ pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
     text.unwrap_or_default() + "\n"
 }
 
-/// A JSON argument (SPEC §10): inline JSON, or `@path` to read a file.
+/// A JSON argument (spec §10): inline JSON, or `@path` to read a file.
 pub(crate) fn json_arg(what: &str, arg: &str) -> Result<Value, Failure> {
     let text = match arg.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path)
@@ -81,7 +81,7 @@ pub(crate) fn json_arg(what: &str, arg: &str) -> Result<Value, Failure> {
         .map_err(|e| Failure::invalid(format!("{what} is not valid JSON: {e}")))
 }
 
-/// A syntax error with the expression and a caret under the fault (SPEC §10).
+/// A syntax error with the expression and a caret under the fault (spec §10).
 pub(crate) fn syntax_failure(prefix: &str, error: &agent_vars::SyntaxError) -> Failure {
     Failure::invalid(format!("{prefix}{error}\n{}", error.caret()))
 }

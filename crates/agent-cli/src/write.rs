@@ -1,5 +1,5 @@
 //! `agentctx append` and `agentctx copy`: writing messages into a stored
-//! context (SPEC §10).
+//! context (spec §10).
 
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_store, open_stored};

@@ -1,4 +1,4 @@
-//! `agentctx` end to end (SPEC §10): output, exit codes, `error:` lines.
+//! `agentctx` end to end (spec §10): output, exit codes, `error:` lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 

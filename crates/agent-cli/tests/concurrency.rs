@@ -1,7 +1,7 @@
 //! R34, R34b through the real binary on real files: many `agentctx` processes
 //! appending to one context at once, schema limits raced for, torn tails,
 //! the advisory lock, a full disk, file modes, symlinks, read-only files,
-//! planted temporary names, and `agentctx append` / `agentctx copy` (SPEC §10).
+//! planted temporary names, and `agentctx append` / `agentctx copy` (spec §10).
 //!
 //! The full-disk tests mount a tmpfs and so need root; run as another user
 //! they fail and say so (`sudo -E cargo test -p agent-cli --test concurrency`).

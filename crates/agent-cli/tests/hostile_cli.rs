@@ -1,4 +1,4 @@
-//! Hostile input at the command line (R33, SPEC §10): whatever the files and
+//! Hostile input at the command line (R33, spec §10): whatever the files and
 //! arguments, `agentctx` exits 0, 1, 2 or 3 — never 101 (a panic) or by a
 //! signal — and every failure prints an `error: …` line.
 

@@ -1,4 +1,4 @@
-//! R34b and SPEC §10 through the real binary on a real PostgreSQL server:
+//! R34b and spec §10 through the real binary on a real PostgreSQL server:
 //! many `agentctx` processes writing one context, the `maxItems` race,
 //! every command reading a URL, copies in and out, bad addresses, two
 //! processes migrating at once, and a server restarted and its backends

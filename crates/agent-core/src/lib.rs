@@ -2,7 +2,7 @@
 //!
 //! The bottom layer of agentctx: the vocabulary every other layer speaks.
 //!
-//! - [`Path`] and [`Segment`]: the path grammar (SPEC R7), canonical
+//! - [`Path`] and [`Segment`]: the path grammar (spec R7), canonical
 //!   display, and read traversal with negative indexes (R8).
 //! - [`Reference`]: one `†kind.path` operand (R15).
 //! - [`Kind`] and [`Instance`]: the two halves of a data message's identity,

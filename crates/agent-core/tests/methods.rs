@@ -1,4 +1,4 @@
-//! SPEC R10 (methods) and R11 (writing at a path), rule by rule.
+//! spec R10 (methods) and R11 (writing at a path), rule by rule.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 

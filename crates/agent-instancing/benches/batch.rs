@@ -4,11 +4,11 @@
 
 use agent_data::Context;
 use agent_instancing::{Schedule, apply_batch, assign_inputs};
-use agent_output::{FixedClock, Outcome};
+use agent_output::{Call, FixedClock, Outcome};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn setup() -> (Context, Vec<(Value, Outcome)>) {
+fn setup() -> (Context, Vec<(Call, Outcome)>) {
     let mut ctx =
         Context::from_json(r#"[{"type":"input","data":{"policy":"be kind","threshold":0.5}}]"#)
             .unwrap();
@@ -19,7 +19,7 @@ fn setup() -> (Context, Vec<(Value, Outcome)>) {
     let mut items = Vec::with_capacity(20_000);
     for step in 0..20 {
         for id in &ids {
-            let call = json!({"_tool": "score", "_instance": id.as_str(), "_outputPath": format!("†state.scores.s{step}")});
+            let call = Call::parse(json!({"_tool": "score", "_instance": id.as_str(), "_outputPath": format!("†state.scores.s{step}")})).unwrap();
             items.push((
                 call,
                 Outcome::Success(json!({"score": step, "labels": ["a", "b"]})),

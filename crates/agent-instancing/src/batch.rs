@@ -4,7 +4,7 @@
 use crate::{Error, Result};
 use agent_core::{Instance, Kind};
 use agent_data::{Context, DataMessage, Message};
-use agent_output::{Clock, Outcome};
+use agent_output::{Call, Clock, Outcome};
 use agent_store::Append;
 use agent_vars::Resolution;
 use indexmap::IndexMap;
@@ -86,15 +86,12 @@ pub fn split(context: &Context) -> Result<IndexMap<Instance, Context>> {
 
 /// Call positions grouped by `_instance` (`None`: global), groups in order
 /// of first appearance.
-pub fn group_calls(calls: &[Value]) -> Result<IndexMap<Option<Instance>, Vec<usize>>> {
+pub fn group_calls(calls: &[Call]) -> IndexMap<Option<Instance>, Vec<usize>> {
     let mut groups: IndexMap<Option<Instance>, Vec<usize>> = IndexMap::new();
     for (i, call) in calls.iter().enumerate() {
-        groups
-            .entry(agent_vars::call_instance(call)?)
-            .or_default()
-            .push(i);
+        groups.entry(call.instance().cloned()).or_default().push(i);
     }
-    Ok(groups)
+    groups
 }
 
 /// The view of `kind` for every instance, in order of first appearance (R5).
@@ -108,10 +105,10 @@ pub fn views(context: &Context, kind: &Kind) -> IndexMap<Instance, Option<Value>
 /// Resolves every call in its own instance scope (R18, R5).
 pub fn resolve_batch(
     context: &Context,
-    calls: &[Value],
+    calls: &[Call],
     schedule: Schedule,
 ) -> Vec<Result<Resolution>> {
-    let resolve = |call: &Value| agent_vars::resolve_call(call, context).map_err(Error::from);
+    let resolve = |call: &Call| call.resolve(context).map_err(Error::from);
     match schedule {
         Schedule::Sequential => calls.iter().map(resolve).collect(),
         Schedule::Parallel => calls.par_iter().map(resolve).collect(),
@@ -129,7 +126,7 @@ pub fn resolve_batch(
 /// write changes what every instance reads.
 pub fn apply_batch(
     context: &mut Context,
-    items: Vec<(Value, Outcome)>,
+    items: Vec<(Call, Outcome)>,
     clock: &(dyn Clock + Sync),
     schedule: Schedule,
 ) -> Vec<Result<Vec<Message>>> {
@@ -197,7 +194,7 @@ type Item = (usize, Vec<Message>);
 
 fn sequential(
     context: &mut Context,
-    items: Vec<(Value, Outcome)>,
+    items: Vec<(Call, Outcome)>,
     clock: &dyn Clock,
 ) -> Vec<Result<Vec<Message>>> {
     items

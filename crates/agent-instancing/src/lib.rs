@@ -3,7 +3,7 @@
 //! Many independent copies of a task in one context. One request can carry
 //! a hundred comments to moderate, each its own instance (`"_instance":
 //! "①"`), sharing one global input and one plan. Reads and writes are
-//! already scoped by agent-data (SPEC R5, R6); this crate is the batch layer
+//! already scoped by agent-data (spec R5, R6); this crate is the batch layer
 //! on top, and the place where isolation is proven:
 //!
 //! - [`fresh_ids`] / [`nth_id`]: short ids (`①`…`⑳`, …) that never collide.
@@ -17,7 +17,7 @@
 //! use agent_core::Kind;
 //! use agent_data::Context;
 //! use agent_instancing::{apply_batch, assign_inputs, views, Schedule};
-//! use agent_output::{FixedClock, Outcome};
+//! use agent_output::{Call, FixedClock, Outcome};
 //! use serde_json::json;
 //!
 //! let mut ctx = Context::from_json(r#"[{"type":"input","data":{"policy":"be kind"}}]"#)?;
@@ -25,9 +25,9 @@
 //! assert_eq!(ids.iter().map(|x| x.as_str()).collect::<Vec<_>>(), ["①", "②"]);
 //!
 //! let verdicts = ids.iter().zip(["ok", "remove"]).map(|(x, verdict)| {
-//!     (json!({"_tool": "moderate", "_instance": x.as_str(), "_outputPath": "†state.verdict"}),
-//!      Outcome::Success(json!(verdict)))
-//! }).collect();
+//!     let call = json!({"_tool": "moderate", "_instance": x.as_str(), "_outputPath": "†state.verdict"});
+//!     Ok((Call::parse(call)?, Outcome::Success(json!(verdict))))
+//! }).collect::<Result<_, agent_output::Error>>()?;
 //! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
 //! for result in apply_batch(&mut ctx, verdicts, &clock, Schedule::Parallel) {
 //!     result?;

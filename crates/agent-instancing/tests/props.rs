@@ -6,7 +6,7 @@
 use agent_core::{Instance, Kind, Method};
 use agent_data::Context;
 use agent_instancing::{Schedule, apply_batch, split};
-use agent_output::{FixedClock, Outcome};
+use agent_output::{Call, FixedClock, Outcome};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -59,7 +59,7 @@ fn context() -> impl Strategy<Value = Context> {
 }
 
 /// A batch item: a call in some instance (or, sometimes, global) with an outcome.
-fn item(global: bool) -> impl Strategy<Value = (Value, Outcome)> {
+fn item(global: bool) -> impl Strategy<Value = (Call, Outcome)> {
     let instance = if global {
         prop::option::of(prop::sample::select(INSTANCES.to_vec())).boxed()
     } else {
@@ -92,7 +92,7 @@ fn item(global: bool) -> impl Strategy<Value = (Value, Outcome)> {
                 2 => Outcome::Failure(v),
                 _ => Outcome::Message(json!({"type": "data", "kind": outcomes[0].0, "data": v})),
             };
-            (call, outcome)
+            (Call::parse(call).unwrap(), outcome)
         })
 }
 
@@ -116,7 +116,7 @@ fn layer_bytes(ctx: &Context, instance: &str) -> String {
 }
 
 /// Both modes give the same results (errors included) and the same bytes.
-fn assert_modes_agree(ctx: Context, items: Vec<(Value, Outcome)>) -> Result<(), TestCaseError> {
+fn assert_modes_agree(ctx: Context, items: Vec<(Call, Outcome)>) -> Result<(), TestCaseError> {
     let mut seq = ctx.clone();
     let mut par = ctx;
     let rs = apply_batch(&mut seq, items.clone(), &clock(), Schedule::Sequential);
@@ -153,7 +153,11 @@ proptest! {
         x in prop::sample::select(INSTANCES.to_vec()),
         items in prop::collection::vec(item(false), 0..8),
     ) {
-        let items: Vec<(Value, Outcome)> = items.into_iter().map(|(mut call, outcome)| { call["_instance"] = json!(x); (call, outcome) }).collect();
+        let items: Vec<(Call, Outcome)> = items.into_iter().map(|(call, outcome)| {
+            let mut call = call.into_value();
+            call["_instance"] = json!(x);
+            (Call::parse(call).unwrap(), outcome)
+        }).collect();
         let mut after = ctx.clone();
         for mode in [Schedule::Sequential, Schedule::Parallel] {
             apply_batch(&mut after, items.clone(), &clock(), mode);

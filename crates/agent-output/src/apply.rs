@@ -1,6 +1,6 @@
 //! Validating and appending a call's result (R20, R23).
 
-use crate::{Clock, Error, Outcome, Result, messages_for};
+use crate::{Call, Clock, Error, Outcome, Result, messages_for};
 use agent_data::{CheckMode, Context, Message, Schema};
 use agent_store::Append;
 use agent_vars::Resolution;
@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use agent_data::Context;
-/// use agent_output::check_tool_schema;
+/// use agent_output::{check_tool_schema, Call};
 /// use serde_json::json;
 ///
 /// let ctx = Context::from_json(r#"[{"type":"input","data":{"days":3}}]"#)?;
@@ -25,14 +25,15 @@ use serde_json::{Map, Value};
 ///     "properties": {"_outputPath": {"pattern": "^†"}, "days": {"type": "integer"}},
 ///     "additionalProperties": false
 /// });
-/// let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.x"});
+/// let call = Call::parse(json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.x"}))?;
 /// assert!(check_tool_schema(&call, &ctx, &schema).is_ok());
-/// let call = json!({"_tool": "plan", "days": "†input.days", "_outputPath": "state.x"});
-/// assert!(check_tool_schema(&call, &ctx, &schema).is_err());
+/// let call = Call::parse(json!({"_tool": "plan", "days": "†input.days", "_outputPath": "†state.y"}))?;
+/// let closed = json!({"properties": {"_outputPath": {"const": "†state.x"}}});
+/// assert!(check_tool_schema(&call, &ctx, &closed).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn check_tool_schema(call: &Value, context: &Context, tool_schema: &Value) -> Result<()> {
-    let resolved = match agent_vars::resolve_call(call, context)? {
+pub fn check_tool_schema(call: &Call, context: &Context, tool_schema: &Value) -> Result<()> {
+    let resolved = match call.resolve(context)? {
         Resolution::Ready(resolved) => resolved,
         Resolution::Pending(missing) => {
             return Err(Error::ToolSchemaUnresolved {
@@ -81,11 +82,11 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
 ///
 /// ```
 /// use agent_data::Context;
-/// use agent_output::{apply, Outcome, SystemClock};
+/// use agent_output::{apply, Call, Outcome, SystemClock};
 /// use serde_json::json;
 ///
 /// let mut ctx = Context::from_json(r#"[{"type":"data","data":{"user":{"name":"Alex","status":"active"}}}]"#)?;
-/// let call = json!({"_tool": "updateUserStatus", "_outputPath": "†data.user.status"});
+/// let call = Call::parse(json!({"_tool": "updateUserStatus", "_outputPath": "†data.user.status"}))?;
 /// apply(&mut ctx, &call, Outcome::Success(json!("inactive")), &SystemClock)?;
 /// assert_eq!(ctx.read(&"†data.user.status".parse()?, None), Some(&json!("inactive")));
 /// assert_eq!(ctx.read(&"†data.user.name".parse()?, None), Some(&json!("Alex")));
@@ -93,7 +94,7 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
 /// ```
 pub fn apply(
     target: &mut (impl Append + ?Sized),
-    call: &Value,
+    call: &Call,
     outcome: Outcome,
     clock: &dyn Clock,
 ) -> Result<Vec<Message>> {

@@ -8,6 +8,12 @@ pub enum Error {
     /// The call is not a JSON object, or its `_instance` is bad.
     #[error(transparent)]
     Call(#[from] agent_vars::Error),
+    /// `_tool` is not a string.
+    #[error("`_tool` must be a string, found {found}")]
+    ToolNotString {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
     /// `_outputPath` is not a string.
     #[error("`_outputPath` must be a string")]
     OutputPathNotString,

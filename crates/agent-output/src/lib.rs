@@ -4,8 +4,10 @@
 //! result goes with `_outputPath` (`"†state.summary"`, `"†state.receipt ||
 //! †state.error"` for success or failure, `"†data.a && †data.b"` to fan
 //! out); when it finishes, the engine *appends* data messages that record
-//! the write and the call that made it (SPEC R19–R23):
+//! the write and the call that made it (spec R19–R23):
 //!
+//! - [`Call`]: a tool call, its `_tool`, `_instance`, `_outputPath` and
+//!   `_outputMethod` parsed once (R18–R20).
 //! - [`OutputPath`]: `_outputPath` parsed into outcomes of destinations (R19).
 //! - [`Outcome`] and [`messages_for`]: the messages for a result (R20–R22),
 //!   stamped by an injectable [`Clock`].
@@ -18,19 +20,19 @@
 //!
 //! ```
 //! use agent_data::Context;
-//! use agent_output::{apply, FixedClock, Outcome};
+//! use agent_output::{apply, Call, FixedClock, Outcome};
 //! use serde_json::json;
 //!
 //! let mut ctx = Context::new();
 //! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
-//! let call = json!({"_tool": "charge", "_outputPath": "†state.receipt || †state.error"});
+//! let call = Call::parse(json!({"_tool": "charge", "_outputPath": "†state.receipt || †state.error"}))?;
 //!
 //! apply(&mut ctx, &call, Outcome::Failure(json!("card declined")), &clock)?;
 //! assert_eq!(ctx.read(&"†state.error".parse()?, None), Some(&json!("card declined")));
 //! assert!(ctx.read(&"†state.receipt".parse()?, None).is_none());
 //!
 //! // One outcome and a failure: an error, and nothing is appended.
-//! let strict = json!({"_tool": "charge", "_outputPath": "†state.receipt"});
+//! let strict = Call::parse(json!({"_tool": "charge", "_outputPath": "†state.receipt"}))?;
 //! assert!(apply(&mut ctx, &strict, Outcome::Failure(json!("declined")), &clock).is_err());
 //! assert_eq!(ctx.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -38,13 +40,15 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+mod call;
 mod clock;
 mod error;
 mod outcome;
 mod output_path;
 
 pub use apply::{apply, check_tool_schema};
+pub use call::Call;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Result};
-pub use outcome::{Outcome, messages_for, output_method, output_path};
+pub use outcome::{Outcome, messages_for};
 pub use output_path::OutputPath;

@@ -1,8 +1,8 @@
 //! From a call and its outcome to the messages that record it (R20–R22).
 
 use crate::clock::stamp;
-use crate::{Clock, Error, OutputPath, Result};
-use agent_core::{Instance, MAX_DEPTH, Method, TooDeep, drop_deep, within_depth};
+use crate::{Call, Clock, Error, Result};
+use agent_core::{Instance, MAX_DEPTH, TooDeep, drop_deep, within_depth};
 use agent_data::{DataMessage, Message, MessageFault};
 use serde_json::{Map, Value};
 
@@ -25,52 +25,33 @@ pub enum Outcome {
     Message(Value),
 }
 
-/// The `_outputPath` of a call, if it has one.
-pub fn output_path(call: &Value) -> Result<Option<OutputPath>> {
-    match call.get("_outputPath") {
-        None => Ok(None),
-        Some(Value::String(text)) => OutputPath::parse(text).map(Some),
-        Some(_) => Err(Error::OutputPathNotString),
-    }
-}
-
-/// The call's `_outputMethod`, `set` when absent (R20).
-pub fn output_method(call: &Value) -> Result<Method> {
-    match call.get("_outputMethod") {
-        None => Ok(Method::Set),
-        Some(Value::String(name)) => name.parse().map_err(Error::UnknownMethod),
-        Some(other) => Err(Error::OutputMethodNotString {
-            found: agent_core::json_type(other),
-        }),
-    }
-}
-
 /// Builds the messages that record `outcome` of `call` (R20–R22), without
 /// appending them. A call without `_outputPath` yields none (R21).
 ///
 /// ```
-/// use agent_output::{messages_for, FixedClock, Outcome};
+/// use agent_output::{messages_for, Call, FixedClock, Outcome};
 /// use serde_json::json;
 ///
-/// let call = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
+/// let written = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
+/// let call = Call::parse(written.clone())?;
 /// let clock = FixedClock("2025-10-26T12:00:00Z".parse()?);
 /// let messages = messages_for(&call, Outcome::Success(json!("inactive")), &clock)?;
 /// assert_eq!(messages[0].to_value(), json!({
 ///     "type": "data", "kind": "data", "data": {"user": {"status": "inactive"}},
 ///     "_outputPath": "†data.user.status", "_outputMethod": "set",
-///     "_call": call, "_date": "2025-10-26T12:00:00Z"
+///     "_call": written, "_date": "2025-10-26T12:00:00Z"
 /// }));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result<Vec<Message>> {
+pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<Vec<Message>> {
     // `_call` sits one level below the message object: refuse a call that
     // could not fit before anything copies it.
-    if !within_depth(call, MAX_DEPTH - 1) {
+    if !within_depth(call.as_value(), MAX_DEPTH - 1) {
         return Err(too_deep());
     }
-    let instance = agent_vars::call_instance(call)?;
-    let method = output_method(call)?;
-    let Some(path) = output_path(call)? else {
+    let instance = call.instance().cloned();
+    let method = call.method();
+    let Some(path) = call.output_path() else {
         return Ok(Vec::new());
     };
     let outcomes = path.outcomes();
@@ -82,7 +63,7 @@ pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result
         Outcome::Failure(value) => (1, value),
         Outcome::Chosen { index, value } => (index, value),
         Outcome::Message(message) => {
-            return returned_message(call, message, instance, clock).map(|m| vec![m]);
+            return returned_message(call.as_value(), message, instance, clock).map(|m| vec![m]);
         }
     };
     let destinations = outcomes.get(index).ok_or(Error::NoSuchOutcome {
@@ -108,7 +89,7 @@ pub fn messages_for(call: &Value, outcome: Outcome, clock: &dyn Clock) -> Result
             fields.insert("data".into(), destination.path.nest(value.clone()));
             fields.insert("_outputPath".into(), destination.to_string().into());
             fields.insert("_outputMethod".into(), method.as_str().into());
-            fields.insert("_call".into(), call.clone());
+            fields.insert("_call".into(), call.as_value().clone());
             fields.insert("_date".into(), date.clone().into());
             if let Some(x) = &instance {
                 fields.insert("_instance".into(), x.as_str().into());

@@ -6,7 +6,7 @@
 
 use agent_core::{Method, Reference, write};
 use agent_data::Context;
-use agent_output::{FixedClock, Outcome, apply};
+use agent_output::{Call, FixedClock, Outcome, apply};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ proptest! {
         let call = json!({"_tool": "t", "_outputPath": path, "_outputMethod": method.as_str()});
         let before = ctx.clone();
         let before_jsonl = ctx.to_jsonl();
-        match apply(&mut ctx, &call, Outcome::Success(v.clone()), &clock()) {
+        match apply(&mut ctx, &Call::parse(call.clone()).unwrap(), Outcome::Success(v.clone()), &clock()) {
             Ok(appended) => {
                 prop_assert_eq!(appended.len(), destinations.len());
                 for d in &destinations {

@@ -1,12 +1,35 @@
-//! SPEC R19–R23, with R6, R13 and R25 as they apply to writes.
+//! spec R19–R23, with R6, R13 and R25 as they apply to writes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_data::{Context, Error as DataError};
-use agent_output::{
-    Error, FixedClock, Outcome, OutputPath, apply, check_tool_schema, messages_for,
-};
+use agent_output::{Call, Clock, Error, FixedClock, Outcome, OutputPath, Result};
+use agent_store::Append;
 use serde_json::{Value, json};
+
+// The crate's functions, given a call as the model wrote it: parsed here,
+// so a call's parse errors are part of what each rule test sees.
+
+fn apply(
+    target: &mut (impl Append + ?Sized),
+    call: &Value,
+    outcome: Outcome,
+    clock: &dyn Clock,
+) -> Result<Vec<agent_data::Message>> {
+    agent_output::apply(target, &Call::parse(call.clone())?, outcome, clock)
+}
+
+fn messages_for(
+    call: &Value,
+    outcome: Outcome,
+    clock: &dyn Clock,
+) -> Result<Vec<agent_data::Message>> {
+    agent_output::messages_for(&Call::parse(call.clone())?, outcome, clock)
+}
+
+fn check_tool_schema(call: &Value, context: &Context, schema: &Value) -> Result<()> {
+    agent_output::check_tool_schema(&Call::parse(call.clone())?, context, schema)
+}
 
 fn clock() -> FixedClock {
     FixedClock("2026-11-21T10:00:00Z".parse().unwrap())
@@ -40,7 +63,7 @@ fn r19_outcomes_and_destinations() {
 
 #[test]
 fn r20_success_writes_outcome_0_with_metadata() {
-    // SPEC §11 example 2.
+    // spec §11 example 2.
     let mut ctx = Context::from_json(
         r#"[{"type":"data","data":{"user":{"name":"Alex","status":"active"}}}]"#,
     )
@@ -464,4 +487,53 @@ fn r22_only_a_returned_message_is_called_the_returned_message() {
         bad.to_string(),
         "the returned message is invalid: a data message needs `data`"
     );
+}
+
+#[test]
+fn r18_r20_a_call_parses_its_meta_keys_once_and_says_what_is_wrong() {
+    let call = Call::parse(json!({
+        "_tool": "score", "_instance": "c1", "text": "†input.text", "_outputPath": "†state.a && †log.a",
+        "_outputMethod": "push", "_extra": 1, "limit": 3
+    }))
+    .unwrap();
+    assert_eq!(call.tool(), Some("score"));
+    assert_eq!(call.instance().map(|x| x.as_str()), Some("c1"));
+    assert_eq!(call.method(), agent_core::Method::Push);
+    assert_eq!(
+        call.output_path().map(ToString::to_string).as_deref(),
+        Some("†state.a && †log.a")
+    );
+    let parameters: Vec<&str> = call.parameters().map(|(k, _)| k).collect();
+    assert_eq!(parameters, ["text", "limit"], "`_`-keys are not parameters");
+    assert_eq!(call.as_value()["_extra"], json!(1), "kept as written");
+    for (bad, shown) in [
+        (json!([1]), "a call must be a JSON object, found an array"),
+        (
+            json!({"_tool": 7}),
+            "`_tool` must be a string, found a number",
+        ),
+        (json!({"_instance": 7}), "`_instance` must be a string"),
+        (
+            json!({"_instance": "a\nb"}),
+            "`_instance`: invalid instance id \"a\\nb\": it contains a control character or a line or paragraph separator",
+        ),
+        (
+            json!({"_outputPath": ["†state.a"]}),
+            "`_outputPath` must be a string",
+        ),
+        (
+            json!({"_outputPath": "state.a"}),
+            "`_outputPath` \"state.a\" is not an expression: it must start with '†'",
+        ),
+        (
+            json!({"_outputMethod": null}),
+            "`_outputMethod` must be a string, found null",
+        ),
+    ] {
+        assert_eq!(
+            Call::parse(bad.clone()).unwrap_err().to_string(),
+            shown,
+            "{bad}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 
 use crate::{Error, Result};
 use agent_core::{Instance, Reference};
-use serde_json::Value;
+use agent_output::Call;
 
 /// What one call reads and may write, in its instance scope.
 #[derive(Debug, Clone)]
@@ -12,16 +12,17 @@ pub(crate) struct Access {
     pub(crate) writes: Vec<Reference>,
 }
 
-pub(crate) fn access(index: usize, call: &Value) -> Result<Access> {
-    let bad = |reason: String| Error::BadCall { index, reason };
-    let reads = agent_vars::call_reads(call).map_err(|e| bad(e.to_string()))?;
-    agent_output::output_method(call).map_err(|e| bad(e.to_string()))?;
-    let writes = agent_output::output_path(call)
-        .map_err(|e| bad(e.to_string()))?
+pub(crate) fn access(index: usize, call: &Call) -> Result<Access> {
+    let reads = agent_vars::call_reads(call.as_value()).map_err(|e| Error::BadCall {
+        index,
+        reason: e.to_string(),
+    })?;
+    let writes = call
+        .output_path()
         .map(|path| path.outcomes().iter().flatten().cloned().collect())
         .unwrap_or_default();
     Ok(Access {
-        instance: reads.instance,
+        instance: call.instance().cloned(),
         reads: reads.references,
         writes,
     })

@@ -1,10 +1,10 @@
 //! A validated plan and its execution in waves.
 
 use crate::graph::{self, Access};
-use crate::{Activities, Result};
+use crate::{Activities, Error, Result};
 use agent_core::Reference;
 use agent_data::{Context, Message};
-use agent_output::{Clock, Outcome};
+use agent_output::{Call, Clock, Outcome};
 use agent_store::Append;
 use agent_vars::Resolution;
 use rayon::prelude::*;
@@ -27,7 +27,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// ```
 #[derive(Debug, Clone)]
 pub struct Plan {
-    calls: Vec<Value>,
+    calls: Vec<Call>,
     deps: Vec<Vec<usize>>,
     waves: Vec<Vec<usize>>,
 }
@@ -180,6 +180,16 @@ impl Plan {
     /// `_outputPath`, `_outputMethod`) and orders them; a cycle is an error
     /// naming its calls.
     pub fn new(calls: Vec<Value>) -> Result<Plan> {
+        let calls: Vec<Call> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| {
+                Call::parse(call).map_err(|e| Error::BadCall {
+                    index,
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<_>>()?;
         let accesses: Vec<Access> = calls
             .iter()
             .enumerate()
@@ -190,8 +200,8 @@ impl Plan {
         Ok(Plan { calls, deps, waves })
     }
 
-    /// The calls, as given.
-    pub fn calls(&self) -> &[Value] {
+    /// The calls, parsed.
+    pub fn calls(&self) -> &[Call] {
         &self.calls
     }
 
@@ -211,7 +221,7 @@ impl Plan {
     pub fn tools_without_activity(&self, activities: &Activities) -> Vec<String> {
         let mut missing: Vec<String> = Vec::new();
         for call in &self.calls {
-            let tool = tool_name(call);
+            let tool = call.tool().unwrap_or_default();
             if activities.get(tool).is_none() && !missing.iter().any(|m| m == tool) {
                 missing.push(tool.to_owned());
             }
@@ -299,7 +309,7 @@ impl Plan {
             .enumerate()
             .map(|(index, status)| CallReport {
                 index,
-                tool: tool_name(&self.calls[index]).to_owned(),
+                tool: self.calls[index].tool().unwrap_or_default().to_owned(),
                 wave: wave_of[index],
                 status: status.unwrap_or(Status::Failed {
                     error: "never became ready".into(),
@@ -321,7 +331,8 @@ impl Plan {
             error,
             failure: None,
         };
-        let resolved = match agent_vars::resolve_call(&self.calls[call], context) {
+        let call = &self.calls[call];
+        let resolved = match call.resolve(context) {
             Ok(Resolution::Ready(resolved)) => resolved,
             Ok(Resolution::Pending(missing)) => {
                 return Err(Status::Blocked {
@@ -330,10 +341,7 @@ impl Plan {
             }
             Err(e) => return Err(failed(e.to_string())),
         };
-        let tool = resolved
-            .get("_tool")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let tool = call.tool().unwrap_or_default();
         let activity = activities.get(tool).ok_or_else(|| {
             failed(format!(
                 "no activity registered for tool {}",
@@ -352,13 +360,6 @@ impl Plan {
             ))
         })
     }
-}
-
-/// A call's `_tool`, empty when it has none.
-fn tool_name(call: &Value) -> &str {
-    call.get("_tool")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// Where an appended message wrote: its `_outputPath` destination, or for

@@ -1,7 +1,7 @@
 //! # agent-render
 //!
 //! The last step before the model: a context becomes chat messages and a
-//! provider payload (SPEC R28–R32).
+//! provider payload (spec R28–R32).
 //!
 //! - [`Renderer::render`] walks the context. Text passes through; each layer
 //!   of data becomes one block at its first message ([`RenderMode::Merged`], R28),

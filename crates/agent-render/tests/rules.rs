@@ -1,4 +1,4 @@
-//! SPEC R28–R31, rule by rule, plus token counts.
+//! spec R28–R31, rule by rule, plus token counts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 

@@ -77,7 +77,7 @@ impl FileStore {
     /// A store for the file at `path`; nothing is read yet. The format is
     /// `.json` → array, `.jsonl` → JSONL, else the first non-blank byte
     /// decides (`[`: array), and a missing file of another extension is
-    /// JSONL (SPEC §10).
+    /// JSONL (spec §10).
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore> {
         let path = path.as_ref().to_path_buf();
         let name = path.display().to_string();

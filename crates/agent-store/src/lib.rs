@@ -2,7 +2,7 @@
 //!
 //! Where contexts live, and the one write path to them. A context is an
 //! append-only log; this layer makes appending to a *stored* one safe when
-//! many processes do it at once (SPEC R34, R34b): every append is validated
+//! many processes do it at once (spec R34, R34b): every append is validated
 //! against the context as it is when the append lands, lands whole or not
 //! at all, and is never lost once acknowledged.
 //!

@@ -185,7 +185,7 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
 }
 
-/// Opens the store an address names (SPEC §10): a `postgres://` or
+/// Opens the store an address names (spec §10): a `postgres://` or
 /// `postgresql://` URL is a context in PostgreSQL (with the `postgres`
 /// feature), anything else a file path.
 pub fn open(address: &str) -> Result<Box<dyn Store + Send>> {

@@ -1,6 +1,6 @@
 //! Telling a PostgreSQL address from a path, and showing it safely.
 
-/// True when `address` names a context in PostgreSQL (SPEC §10) rather
+/// True when `address` names a context in PostgreSQL (spec §10) rather
 /// than a file.
 pub fn is_postgres_url(address: &str) -> bool {
     scheme(address).is_some()

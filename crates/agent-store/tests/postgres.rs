@@ -1,4 +1,4 @@
-//! The PostgreSQL store against a real server (R34b, SPEC §10).
+//! The PostgreSQL store against a real server (R34b, spec §10).
 //!
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test` (what `cargo xtask ci` provides).

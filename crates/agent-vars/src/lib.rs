@@ -4,7 +4,7 @@
 //! tool call, a model writes a reference (`"†input.userName"`), a fallback
 //! (`"†input.optional || †state.default"`) or a gate
 //! (`"†state.profile && †state.permissions"`), and this crate fills in the
-//! values (SPEC R15–R18):
+//! values (spec R15–R18):
 //!
 //! - [`parse`] / [`Expression::parse`]: the expression grammar (R15), with
 //!   syntax errors that carry a byte offset and print a caret

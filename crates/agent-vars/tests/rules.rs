@@ -1,4 +1,4 @@
-//! SPEC R15–R18, rule by rule.
+//! spec R15–R18, rule by rule.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 

@@ -1,4 +1,4 @@
-//! Reading a PostgreSQL CONTEXT address (SPEC §10): an ordinary connection
+//! Reading a PostgreSQL CONTEXT address (spec §10): an ordinary connection
 //! URL whose `context` query parameter names the context.
 
 use crate::url::{percent_decode, scheme, split_query, without_password};

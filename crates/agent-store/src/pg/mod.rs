@@ -66,7 +66,7 @@ impl Statements {
 const SESSION_END: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A context stored in PostgreSQL, addressed by a URL whose `context`
-/// parameter names it (SPEC §10).
+/// parameter names it (spec §10).
 ///
 /// The store holds one connection, opened by [`PgStore::open`] and opened
 /// again when the server dropped it. It takes no lock: every append is a
