@@ -1,28 +1,30 @@
 //! The chat message model: what the model sees, before a provider's format.
 
-/// One chat message: a role and its text parts, in order.
-///
-/// Rendering produces one part per message; the Anthropic payload merges
-/// runs of one role into one message with several parts.
+/// One chat message: a role and its text. Rendering makes one per block;
+/// a provider payload may merge runs of one role (Anthropic's alternating
+/// turns become one message of several text blocks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatMessage {
-    /// `user`, `assistant`, `system`, …
-    pub role: String,
-    /// The texts.
-    pub parts: Vec<String>,
+    role: String,
+    text: String,
 }
 
 impl ChatMessage {
-    /// A message of one text part.
+    /// A message of `role` (`user`, `assistant`, `system`, …) saying `text`.
     pub fn new(role: impl Into<String>, text: impl Into<String>) -> Self {
         ChatMessage {
             role: role.into(),
-            parts: vec![text.into()],
+            text: text.into(),
         }
     }
 
-    /// The parts joined by blank lines: the text of a one-string message.
-    pub fn text(&self) -> String {
-        self.parts.join("\n\n")
+    /// `user`, `assistant`, `system`, …
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 }

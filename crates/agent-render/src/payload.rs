@@ -87,7 +87,7 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
     let simple = || -> Vec<Value> {
         messages
             .iter()
-            .map(|m| json!({"role": m.role, "content": m.text()}))
+            .map(|m| json!({"role": m.role(), "content": m.text()}))
             .collect()
     };
     Ok(match provider {
@@ -97,7 +97,7 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
         Provider::Text => Payload::Text(
             messages
                 .iter()
-                .map(|m| format!("[{}]\n{}\n\n", m.role, m.text()))
+                .map(|m| format!("[{}]\n{}\n\n", m.role(), m.text()))
                 .collect(),
         ),
     })
@@ -107,9 +107,9 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
     let mut system: Vec<&str> = Vec::new();
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
-        let role = match message.role.as_str() {
+        let role = match message.role() {
             "system" | "developer" => {
-                system.extend(message.parts.iter().map(String::as_str));
+                system.push(message.text());
                 continue;
             }
             "user" => "user",
@@ -125,13 +125,10 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
         if turns.is_empty() && role == "assistant" {
             return Err(Error::AssistantFirst { index });
         }
-        let blocks = message
-            .parts
-            .iter()
-            .map(|t| json!({"type": "text", "text": t}));
+        let block = json!({"type": "text", "text": message.text()});
         match turns.last_mut() {
-            Some((last, content)) if *last == role => content.extend(blocks),
-            _ => turns.push((role, blocks.collect())),
+            Some((last, content)) if *last == role => content.push(block),
+            _ => turns.push((role, vec![block])),
         }
     }
     let mut out = serde_json::Map::new();

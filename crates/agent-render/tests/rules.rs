@@ -17,7 +17,7 @@ fn texts(c: &Context, mode: RenderMode) -> Vec<String> {
     Renderer::new()
         .render(c, mode)
         .iter()
-        .map(ChatMessage::text)
+        .map(|m| m.text().to_owned())
         .collect()
 }
 
