@@ -1,23 +1,32 @@
-//! The layering rule: a crate depends only on crates earlier in `LAYERS`.
+//! The layering rule. The layers form a tree over agent-data, not a line:
+//! agent-store, agent-vars and agent-render each build on agent-data alone
+//! and never see each other; agent-output joins store and vars. Each crate
+//! names the crates it builds on directly ([`LAYERS`]); it may depend on
+//! those and, transitively, on everything they may depend on — nothing else
+//! in the workspace.
 
 use serde_json::Value;
 use std::process::Command;
 
-/// The layer order, bottom first (README, docs/architecture.md).
-pub(crate) const LAYERS: [&str; 9] = [
-    "agent-core",
-    "agent-data",
-    "agent-store",
-    "agent-vars",
-    "agent-output",
-    "agent-instancing",
-    "agent-render",
-    "agent-plan",
-    "agent-cli",
+/// Each layer and the layers it builds on directly, bottom first
+/// (drawn in docs/architecture.md).
+pub(crate) const LAYERS: [(&str, &[&str]); 9] = [
+    ("agent-core", &[]),
+    ("agent-data", &["agent-core"]),
+    ("agent-store", &["agent-data"]),
+    ("agent-vars", &["agent-data"]),
+    ("agent-render", &["agent-data"]),
+    ("agent-output", &["agent-store", "agent-vars"]),
+    ("agent-instancing", &["agent-output"]),
+    ("agent-plan", &["agent-output"]),
+    (
+        "agent-cli",
+        &["agent-plan", "agent-instancing", "agent-render"],
+    ),
 ];
 
-/// Reads `cargo metadata` and fails on any dependency edge that points up
-/// (or sideways) in `LAYERS`, or from a layer to a non-layer workspace crate.
+/// Reads `cargo metadata` and fails on any dependency edge [`LAYERS`] does
+/// not allow, or from a layer to a workspace crate that is not a layer.
 pub(crate) fn check() -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
@@ -40,33 +49,61 @@ pub(crate) fn check() -> Result<(), String> {
     }
 }
 
-fn rank(name: &str) -> Option<usize> {
-    LAYERS.iter().position(|layer| *layer == name)
+/// The layers `name` may depend on: those it builds on, and theirs.
+fn allowed(name: &str) -> Vec<&'static str> {
+    let mut allowed: Vec<&'static str> = Vec::new();
+    let mut todo: Vec<&str> = vec![name];
+    while let Some(layer) = todo.pop() {
+        let below = LAYERS
+            .iter()
+            .find(|(l, _)| *l == layer)
+            .map_or(&[][..], |(_, below)| *below);
+        for b in below {
+            if !allowed.contains(b) {
+                allowed.push(b);
+                todo.push(b);
+            }
+        }
+    }
+    allowed
+}
+
+fn is_layer(name: &str) -> bool {
+    LAYERS.iter().any(|(layer, _)| *layer == name)
 }
 
 fn violations(packages: &[Value], workspace: &[&str]) -> Vec<String> {
     let mut found = Vec::new();
     for package in packages {
         let name = package["name"].as_str().unwrap_or_default();
-        let Some(own) = rank(name) else { continue };
+        if !is_layer(name) {
+            continue;
+        }
+        let allowed = allowed(name);
         let deps = package["dependencies"]
             .as_array()
             .cloned()
             .unwrap_or_default();
         for dep in deps {
             let dep_name = dep["name"].as_str().unwrap_or_default();
-            if !workspace.contains(&dep_name) {
+            // Tests may build their fixtures with any layer: dev-dependencies
+            // are not part of the library graph downstream users get.
+            let dev = dep["kind"].as_str() == Some("dev");
+            if dev || !workspace.contains(&dep_name) || allowed.contains(&dep_name) {
                 continue;
             }
-            match rank(dep_name) {
-                Some(r) if r < own => {}
-                Some(_) => found.push(format!(
-                    "{name} (layer {own}) depends on {dep_name}, which is not below it"
-                )),
-                None => found.push(format!(
-                    "{name} depends on {dep_name}, which is not a layer"
-                )),
-            }
+            found.push(if is_layer(dep_name) {
+                format!(
+                    "{name} depends on {dep_name}, which it does not build on (it may use {})",
+                    if allowed.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
+                )
+            } else {
+                format!("{name} depends on {dep_name}, which is not a layer")
+            });
         }
     }
     found
@@ -78,13 +115,38 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn upward_edges_are_reported() {
+    fn upward_and_sideways_edges_are_reported() {
         let packages = vec![
             json!({"name": "agent-core", "dependencies": [{"name": "agent-data"}, {"name": "serde"}]}),
             json!({"name": "agent-data", "dependencies": [{"name": "agent-core"}]}),
+            json!({"name": "agent-render", "dependencies": [{"name": "agent-vars"}, {"name": "agent-core"}]}),
+            json!({"name": "agent-output", "dependencies": [{"name": "agent-core"}, {"name": "agent-vars"}]}),
+            json!({"name": "agent-vars", "dependencies": [{"name": "agent-output", "kind": "dev"}]}),
         ];
-        let found = violations(&packages, &["agent-core", "agent-data"]);
-        assert_eq!(found.len(), 1);
-        assert!(found[0].starts_with("agent-core (layer 0) depends on agent-data"));
+        let workspace = [
+            "agent-core",
+            "agent-data",
+            "agent-render",
+            "agent-vars",
+            "agent-output",
+        ];
+        assert_eq!(
+            violations(&packages, &workspace),
+            [
+                "agent-core depends on agent-data, which it does not build on (it may use nothing)",
+                "agent-render depends on agent-vars, which it does not build on (it may use agent-data, agent-core)",
+            ],
+            "agent-output may use agent-core through agent-data; a dev-dependency may point anywhere"
+        );
+    }
+
+    #[test]
+    fn every_layer_builds_only_on_layers_listed_before_it() {
+        for (i, (layer, below)) in LAYERS.iter().enumerate() {
+            for b in *below {
+                let at = LAYERS.iter().position(|(l, _)| l == b);
+                assert!(at.is_some_and(|at| at < i), "{layer} builds on {b}");
+            }
+        }
     }
 }
