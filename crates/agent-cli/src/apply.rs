@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use crate::input::{json_arg, load_context, open_stored};
-use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
+use agent_output::{Call, Outcome};
 use agent_store::Append;
 
 /// The arguments of `agentctx apply`.
@@ -47,18 +47,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
         Some(schema) => Some(json_arg("--tool-schema", schema)?),
         None => None,
     };
-    let clock: Box<dyn Clock> = match &args.date {
-        Some(date) => {
-            let time = chrono::DateTime::parse_from_rfc3339(date).map_err(|e| {
-                Failure::invalid(format!(
-                    "--date {} is not RFC 3339: {e}",
-                    agent_core::quoted(date)
-                ))
-            })?;
-            Box::new(FixedClock(time.with_timezone(&chrono::Utc)))
-        }
-        None => Box::new(SystemClock),
-    };
+    let clock = crate::input::clock(args.date.as_deref())?;
     // With --write, the append is a commit: validated against the file as it
     // is when the append lands, other writers' appends included (R34b).
     let appended = if args.write {

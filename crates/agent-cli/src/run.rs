@@ -18,6 +18,7 @@ const STDERR_TAIL_BYTES: usize = 2000;
 /// stdin, the result as JSON on stdout. A non-zero exit is a failure whose
 /// value is `{"exitStatus": N, "stderr": "…"}` (the end of its stderr).
 struct ShellActivity {
+    tool: String,
     command: String,
 }
 
@@ -58,6 +59,11 @@ impl Activity for ShellActivity {
                 "exitStatus": out.status.code(),
                 "stderr": tail(&out.stderr, STDERR_TAIL_BYTES),
             }));
+        }
+        // A command that succeeds may still say something: pass it on,
+        // each line marked with the tool it came from.
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            eprintln!("{}: {line}", self.tool);
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         if stdout.trim().is_empty() {
@@ -108,6 +114,9 @@ pub(crate) struct RunArgs {
     /// against the file as it is then (other writers' appends included).
     #[arg(long)]
     write: bool,
+    /// The write time for `_date` (RFC 3339); default: now.
+    #[arg(long)]
+    date: Option<String>,
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
@@ -137,6 +146,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         activities.register(
             name,
             ShellActivity {
+                tool: name.to_owned(),
                 command: command.to_owned(),
             },
         );
@@ -151,14 +161,19 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     }
     // With --write, each call's result is committed as it is written, so it
     // is validated against the file as it is then (R34b).
+    let clock = crate::input::clock(args.date.as_deref())?;
     let report = if args.write {
         plan.run(
             &mut open_stored(&args.context, false)?,
             &activities,
-            &SystemClock,
+            clock.as_ref(),
         )
     } else {
-        plan.run(&mut load_context(&args.context)?, &activities, &SystemClock)
+        plan.run(
+            &mut load_context(&args.context)?,
+            &activities,
+            clock.as_ref(),
+        )
     };
     finish(&report, args.pretty)
 }

@@ -1030,3 +1030,44 @@ fn help_says_what_commands_do_in_words_and_points_to_the_spec() {
         );
     }
 }
+
+#[test]
+fn run_date_fixes_the_write_time_and_a_succeeding_commands_stderr_is_passed_on() {
+    let path = temp(
+        "run-date.jsonl",
+        "{\"type\":\"input\",\"data\":{\"n\":1}}\n",
+    );
+    let plan = r#"[{"_tool":"t","_outputPath":"†state.out"}]"#;
+    let run = agentctx(
+        &[
+            "run",
+            &path,
+            plan,
+            "--write",
+            "--date",
+            "2026-02-03T04:05:06Z",
+            "--activity",
+            "t=echo working >&2; echo 7",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "t: working\n");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        written
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",\"_date\":\"2026-02-03T04:05:06Z\"}"),
+        "{written}"
+    );
+    let run = agentctx(&["run", &path, plan, "--date", "soon"], None);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .starts_with("error: --date \"soon\" is not RFC 3339"),
+        "{}",
+        run.stderr
+    );
+}

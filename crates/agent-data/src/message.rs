@@ -182,7 +182,7 @@ impl DataMessage {
             Some(Value::String(id)) => {
                 Some(Instance::new(id.as_str()).map_err(MessageFault::InvalidInstance)?)
             }
-            Some(_) => return Err(field_type("_instance", "a non-empty string")),
+            Some(_) => return Err(field_type("_instance", "a string")),
         };
         if fields.get("description").is_some_and(|d| !d.is_string()) {
             return Err(field_type("description", "a string"));

@@ -253,7 +253,7 @@ fn r2_invalid_fields_are_rejected_on_load() {
         ),
         (
             json!({"type": "data", "data": 1, "_instance": 3}),
-            "`_instance` must be a non-empty string",
+            "`_instance` must be a string",
         ),
         (
             json!({"type": "data", "data": 1, "description": []}),
