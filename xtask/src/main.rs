@@ -6,12 +6,14 @@
 //!   `target/bench-summary.json` (not part of CI, which only compiles it).
 //! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
+//! - `cargo xtask tidy`: only the conventions check (spec, spec map, tests).
 #![forbid(unsafe_code)]
 
 mod bench;
 mod database;
 mod layers;
 mod stress;
+mod tidy;
 
 use std::process::{Command, ExitCode};
 
@@ -20,10 +22,11 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "ci" => ci(),
         "layers" => layers::check(),
+        "tidy" => tidy::check(),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy>"
         )),
     };
     match result {
@@ -68,11 +71,11 @@ fn ci() -> Result<(), String> {
         cargo(step, env)?;
     }
     layers::check()?;
+    tidy::check()?;
     eprintln!("xtask: ci passed");
     Ok(())
 }
 
-/// Runs `cargo ARGS` with extra environment, failing on a non-zero exit.
 /// Runs one of the measuring binaries of `agentctx-tests` (release build)
 /// with `args` and returns the JSON object it prints.
 pub(crate) fn probe(bin: &str, args: &[&std::ffi::OsStr]) -> Result<serde_json::Value, String> {
@@ -99,6 +102,7 @@ pub(crate) fn probe(bin: &str, args: &[&std::ffi::OsStr]) -> Result<serde_json::
     serde_json::from_slice(&out.stdout).map_err(|e| format!("bad {bin} output: {e}"))
 }
 
+/// Runs `cargo ARGS` with extra environment, failing on a non-zero exit.
 pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask: cargo {}", args.join(" "));

@@ -36,6 +36,9 @@
 //! assert_eq!(err.to_string(), "type error at .user.name: cannot push onto a string");
 //! # Ok::<(), agent_core::Error>(())
 //! ```
+//!
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
 mod depth;

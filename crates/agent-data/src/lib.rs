@@ -31,6 +31,9 @@
 //! traversal however long the log. The messages themselves are stored as
 //! compact JSON text (about 1.3× the size of the JSONL file in memory);
 //! [`Context::message`] parses one again when it is needed.
+//!
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
 mod check;

@@ -27,6 +27,9 @@
 //! assert!(p["messages"][1]["content"].as_str().unwrap().starts_with("## Data: ¶input@①\n"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
 mod chat;

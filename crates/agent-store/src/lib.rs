@@ -39,6 +39,9 @@
 //!
 //! `docs/store.md` says what is atomic, what is linearizable, and what a
 //! program that is not agentctx must do to write a context file safely.
+//!
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
 mod append;

@@ -46,6 +46,9 @@
 //! measures parsing a five-segment reference and resolving a 20-parameter
 //! call against a 10,000-message context; see `docs/performance.md` for
 //! the numbers.
+//!
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
 mod call;
