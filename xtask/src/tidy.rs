@@ -10,7 +10,9 @@
 //! - nothing in the repository points outside it (the contract is
 //!   `docs/spec.md`, not a file beside the repository);
 //! - every crate inherits the workspace lints, which deny undocumented
-//!   public items and unsafe code.
+//!   public items and unsafe code;
+//! - every ```rust block of the README is the text of an example that
+//!   compiles (`crates/*/examples/*.rs`), so it cannot drift.
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +48,15 @@ pub(crate) fn check() -> Result<(), String> {
     texts.extend(docs);
     problems.extend(pointers_outside(&texts, &root));
     problems.extend(crates_without_workspace_lints(&root)?);
+    let examples: Vec<String> = sources
+        .iter()
+        .filter(|(path, _)| path.contains("/examples/"))
+        .map(|(_, text)| text.clone())
+        .collect();
+    problems.extend(readme_blocks_not_in_examples(
+        &read("README.md")?,
+        &examples,
+    ));
     if problems.is_empty() {
         eprintln!(
             "xtask: tidy ok ({} rules, {} tests)",
@@ -224,6 +235,22 @@ fn pointers_outside(texts: &[(String, String)], root: &Path) -> Vec<String> {
     problems
 }
 
+/// The README's ```rust blocks that no example file contains verbatim.
+fn readme_blocks_not_in_examples(readme: &str, examples: &[String]) -> Vec<String> {
+    readme
+        .split("```rust\n")
+        .skip(1)
+        .filter_map(|part| part.split("```").next())
+        .filter(|block| !examples.iter().any(|e| e.contains(block)))
+        .map(|block| {
+            let first = block.lines().next().unwrap_or_default();
+            format!(
+                "README.md: the rust block starting `{first}` is not the text of any crates/*/examples/*.rs"
+            )
+        })
+        .collect()
+}
+
 fn crates_without_workspace_lints(root: &Path) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     let crates = std::fs::read_dir(root.join("crates")).map_err(|e| format!("crates/: {e}"))?;
@@ -321,6 +348,19 @@ mod tests {
         );
         assert!(
             missing_mapped_tests(map, &["r1_gone".to_owned(), "r1_loads".to_owned()]).is_empty()
+        );
+    }
+
+    #[test]
+    fn readme_rust_blocks_must_be_examples() {
+        let readme =
+            "text\n```rust\nfn main() {}\n```\nmore\n```rust\nlet x = 1;\n```\n```sh\nls\n```\n";
+        let examples = vec!["//! doc\nfn main() {}\n".to_owned()];
+        assert_eq!(
+            readme_blocks_not_in_examples(readme, &examples),
+            [
+                "README.md: the rust block starting `let x = 1;` is not the text of any crates/*/examples/*.rs"
+            ]
         );
     }
 

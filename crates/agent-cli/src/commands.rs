@@ -67,36 +67,16 @@ pub(crate) fn resolve(
 ) -> Result<String, Failure> {
     let ctx = load_context(context)?;
     let instance = parse_instance(&ctx, instance)?;
-    match agent_vars::parse(expr).map_err(|e| syntax_failure("", &e))? {
-        // `resolve` evaluates an expression; plain text is a slip (a
-        // forgotten `†`), not a value to echo back.
-        agent_vars::Text::Literal(_) => Err(syntax_failure("", &not_an_expression(expr))),
-        agent_vars::Text::Expression(expression) => {
-            let scope = agent_vars::Scope::new(&ctx, instance.as_ref());
-            match expression.evaluate(&scope) {
-                agent_vars::Evaluation::Value(value) => Ok(print_value(&value, pretty)),
-                agent_vars::Evaluation::Unresolved(missing) => Err(Failure::unresolved(format!(
-                    "unresolved: not present: {}",
-                    missing_list(&missing)
-                ))),
-            }
-        }
-    }
-}
-
-/// The syntax error for text that does not start with `†`, with a hint.
-fn not_an_expression(text: &str) -> agent_vars::SyntaxError {
-    let offset = text.len() - text.trim_start().len();
-    let rest = text.trim();
-    let reason = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        format!("expected '†' (an expression starts with a reference): did you mean \"†{rest}\"?")
-    } else {
-        "expected '†' (an expression starts with a reference, like †state.a)".to_owned()
-    };
-    agent_vars::SyntaxError {
-        source: text.to_owned(),
-        offset,
-        reason,
+    // `resolve` evaluates an expression; plain text is a slip (a forgotten
+    // `†`), not a value to echo back, and the parser's error says so.
+    let expression = agent_vars::Expression::parse(expr).map_err(|e| syntax_failure("", &e))?;
+    let scope = agent_vars::Scope::new(&ctx, instance.as_ref());
+    match expression.evaluate(&scope) {
+        agent_vars::Evaluation::Value(value) => Ok(print_value(&value, pretty)),
+        agent_vars::Evaluation::Unresolved(missing) => Err(Failure::unresolved(format!(
+            "unresolved: not present: {}",
+            missing_list(&missing)
+        ))),
     }
 }
 

@@ -95,15 +95,10 @@ pub(crate) fn missing_list(references: &[agent_core::Reference]) -> String {
 /// The clock for `_date`: fixed at `--date` (RFC 3339), else the system's.
 pub(crate) fn clock(date: Option<&str>) -> Result<Box<dyn agent_output::Clock + Sync>, Failure> {
     Ok(match date {
-        Some(date) => {
-            let time = chrono::DateTime::parse_from_rfc3339(date).map_err(|e| {
-                Failure::invalid(format!(
-                    "--date {} is not RFC 3339: {e}",
-                    agent_core::quoted(date)
-                ))
-            })?;
-            Box::new(agent_output::FixedClock(time.with_timezone(&chrono::Utc)))
-        }
+        Some(date) => Box::new(
+            agent_output::FixedClock::parse(date)
+                .map_err(|e| Failure::invalid(format!("--date {e}")))?,
+        ),
         None => Box::new(agent_output::SystemClock),
     })
 }

@@ -8,6 +8,14 @@ pub enum Error {
     /// The call is not a JSON object, or its `_instance` is bad.
     #[error(transparent)]
     Call(#[from] agent_vars::Error),
+    /// A write time that is not an RFC 3339 date ([`crate::FixedClock::parse`]).
+    #[error("{} is not RFC 3339: {reason}", agent_core::quoted(text))]
+    Date {
+        /// The text given.
+        text: String,
+        /// What the date parser said.
+        reason: String,
+    },
     /// `_tool` is not a string.
     #[error("`_tool` must be a string, found {found}")]
     ToolNotString {

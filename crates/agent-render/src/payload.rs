@@ -59,6 +59,25 @@ pub enum Payload {
 }
 
 impl Payload {
+    /// The payload as one JSON value: the JSON payloads as they are, the
+    /// `text` transcript as a JSON string.
+    ///
+    /// ```
+    /// use agent_render::{payload, ChatMessage, Provider};
+    /// use serde_json::json;
+    ///
+    /// let chat = [ChatMessage::new("user", "hi")];
+    /// assert_eq!(payload(&chat, Provider::Plain)?.into_value(), json!([{"role": "user", "content": "hi"}]));
+    /// assert_eq!(payload(&chat, Provider::Text)?.into_value(), json!("[user]\nhi\n\n"));
+    /// # Ok::<(), agent_render::Error>(())
+    /// ```
+    pub fn into_value(self) -> Value {
+        match self {
+            Payload::Json(value) => value,
+            Payload::Text(text) => Value::String(text),
+        }
+    }
+
     /// The payload as text: JSON (pretty or compact) or the transcript.
     pub fn to_text(&self, pretty: bool) -> String {
         match self {

@@ -86,6 +86,10 @@ impl Parser<'_> {
     }
 
     fn expression(mut self) -> Result<Expression, SyntaxError> {
+        self.skip_blanks();
+        if !self.rest().starts_with(DAGGER) {
+            return Err(self.not_an_expression());
+        }
         let mut alternatives = vec![self.alternative()?];
         loop {
             self.skip_blanks();
@@ -95,6 +99,21 @@ impl Parser<'_> {
             self.operator("||")?;
             alternatives.push(self.alternative()?);
         }
+    }
+
+    /// Text that does not start with `†` is not an expression: most often a
+    /// forgotten `†`, so the error suggests it.
+    fn not_an_expression(&self) -> SyntaxError {
+        let rest = self.rest().trim_end();
+        let reason = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            format!(
+                "expected '†' (an expression starts with a reference): did you mean {}?",
+                agent_core::quoted(&format!("{DAGGER}{rest}"))
+            )
+        } else {
+            "expected '†' (an expression starts with a reference, like †state.a)".to_owned()
+        };
+        self.error(self.pos, reason)
     }
 
     fn alternative(&mut self) -> Result<Alternative, SyntaxError> {
@@ -120,7 +139,10 @@ impl Parser<'_> {
             Some('|') => "a single '|'; the operator is '||'".to_owned(),
             Some('&') => "a single '&'; the operator is '&&'".to_owned(),
             Some('(' | ')') => "parentheses are not part of the expression syntax".to_owned(),
-            Some(c) => format!("unexpected {c:?}; expected '||', '&&' or the end"),
+            Some(c) => format!(
+                "unexpected {}; expected '||', '&&' or the end",
+                agent_core::quoted(&c.to_string())
+            ),
             None => "unexpected end".to_owned(),
         };
         Err(self.error(self.pos, reason))
@@ -134,7 +156,10 @@ impl Parser<'_> {
                 None => "expected a reference after the operator, found the end".to_owned(),
                 Some('|' | '&') => "empty operand: expected a reference".to_owned(),
                 Some('(' | ')') => "parentheses are not part of the expression syntax".to_owned(),
-                Some(c) => format!("expected a reference starting with '†', found {c:?}"),
+                Some(c) => format!(
+                    "expected a reference starting with '†', found {}",
+                    agent_core::quoted(&c.to_string())
+                ),
             };
             return Err(self.error(self.pos, reason));
         }

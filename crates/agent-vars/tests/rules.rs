@@ -115,13 +115,43 @@ fn r15_syntax_errors_report_byte_offsets() {
         ("†", 3, "expected a kind"),
         ("†a.", 5, "expected a name"),
         ("†a[x]", 5, "expected an index"),
-        ("†a.b c", 7, "unexpected 'c'"),
-        ("†a || b", 8, "expected a reference starting with '†'"),
+        ("†a.b c", 7, "unexpected \"c\"; expected"),
+        (
+            "†a || b",
+            8,
+            "expected a reference starting with '†', found \"b\"",
+        ),
     ];
     for (text, offset, reason) in cases {
         let (got, why) = syntax_offset(text);
         assert_eq!(got, offset, "{text}: {why}");
         assert!(why.contains(reason), "{text}: {why}");
+    }
+}
+
+#[test]
+fn r15_text_without_a_leading_dagger_is_not_an_expression_and_the_error_hints_at_it() {
+    let cases = [
+        (
+            "  state.a ",
+            "syntax error at byte 2: expected '†' (an expression starts with a reference): did you mean \"†state.a\"?",
+        ),
+        (
+            ".a",
+            "syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)",
+        ),
+        (
+            "|| †state.a",
+            "syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)",
+        ),
+        (
+            "\\†state.a",
+            "syntax error at byte 0: expected '†' (an expression starts with a reference, like †state.a)",
+        ),
+    ];
+    for (text, message) in cases {
+        let err = Expression::parse(text).unwrap_err();
+        assert_eq!(err.to_string(), message, "{text}");
     }
 }
 

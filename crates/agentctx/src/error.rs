@@ -1,0 +1,98 @@
+//! One error type over every layer's.
+
+use agent_core::Reference;
+use agent_vars::SyntaxError;
+
+/// Anything that can go wrong through this crate: each layer's error as it
+/// is, plus the two a reader meets first — an expression that does not
+/// parse (shown with a caret under the fault) and one that reads nothing.
+///
+/// `Display` says what and where, as each layer's does; match on the
+/// variant to tell them apart, or use [`Error::is_unresolved`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An expression that does not parse (spec R15). `Display` shows the
+    /// expression on a second line and a caret under the fault.
+    #[error("{}{error}\n{}", if at.is_empty() { String::new() } else { format!("{at}: ") }, error.caret())]
+    Syntax {
+        /// Where the expression sits in a call (a JSON Pointer), `""` for a
+        /// lone expression.
+        at: String,
+        /// The fault.
+        error: SyntaxError,
+    },
+    /// Nothing an expression names is present (spec R17), or a call still
+    /// waits for references (R18).
+    #[error("{what} is unresolved: not present: {}", names(missing))]
+    Unresolved {
+        /// The expression, or `the call`.
+        what: String,
+        /// Every reference that was not present, in order, once each.
+        missing: Vec<Reference>,
+    },
+    /// An activity ended with an error instead of a value.
+    #[error("activity failed: {0}")]
+    Activity(String),
+    /// JSON text that does not parse.
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Paths, references, kinds, instance ids, the write methods.
+    #[error(transparent)]
+    Core(#[from] agent_core::Error),
+    /// Loading, messages, appends refused by a type error or a schema.
+    #[error(transparent)]
+    Data(#[from] agent_data::Error),
+    /// Reading or appending a stored context (a file or PostgreSQL).
+    #[error(transparent)]
+    Store(#[from] agent_store::Error),
+    /// Resolving references in a call (syntax errors become [`Error::Syntax`]).
+    #[error(transparent)]
+    Vars(agent_vars::Error),
+    /// Recording a call's result.
+    #[error(transparent)]
+    Output(#[from] agent_output::Error),
+    /// Batches of instances.
+    #[error(transparent)]
+    Instancing(#[from] agent_instancing::Error),
+    /// Rendering and provider payloads.
+    #[error(transparent)]
+    Render(#[from] agent_render::Error),
+    /// Building or running a plan.
+    #[error(transparent)]
+    Plan(#[from] agent_plan::Error),
+}
+
+impl Error {
+    /// True for [`Error::Unresolved`]: the read or the call may succeed
+    /// once more has been written (the CLI's exit status 3).
+    pub fn is_unresolved(&self) -> bool {
+        matches!(self, Error::Unresolved { .. })
+    }
+}
+
+impl From<SyntaxError> for Error {
+    fn from(error: SyntaxError) -> Self {
+        Error::Syntax {
+            at: String::new(),
+            error,
+        }
+    }
+}
+
+impl From<agent_vars::Error> for Error {
+    fn from(error: agent_vars::Error) -> Self {
+        match error {
+            agent_vars::Error::Syntax { at, error } => Error::Syntax { at, error },
+            other => Error::Vars(other),
+        }
+    }
+}
+
+fn names(references: &[Reference]) -> String {
+    let names: Vec<String> = references.iter().map(ToString::to_string).collect();
+    names.join(", ")
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,99 @@
+//! # agentctx
+//!
+//! One crate for building with agentctx: every layer re-exported under a
+//! short name, a [`prelude`], one [`Error`] over all of theirs, and the
+//! conveniences a small agent flow reaches for first —
+//! [`ContextExt::get`] (`ctx.get("†state.x")`: parse and read in one call),
+//! [`StoredContext`] (a file or PostgreSQL context that opens, applies and
+//! saves in one motion), [`render()`] (a provider payload as one JSON value)
+//! and [`activity`] (activity closures that use `?` on any error).
+//!
+//! The layers stay usable alone; this crate adds no behaviour of its own.
+//! Rule numbers (R1–R41) are those of agentctx's normative spec,
+//! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
+//!
+//! ```
+//! use agentctx::prelude::*;
+//! use serde_json::{json, Value};
+//!
+//! // A task, two tools and a plan that wires them by reference.
+//! let mut ctx = Context::from_json(r#"[{"type": "input", "data": {"user": 7}}]"#)?;
+//! let mut activities = Activities::new();
+//! activities.register("fetch", activity(|call: &Value| {
+//!     let id = call["id"].as_i64().ok_or("id must be an integer")?;
+//!     Ok(json!({"name": format!("user {id}")}))
+//! }));
+//! activities.register("greet", activity(|call: &Value| {
+//!     Ok(json!(format!("Hello, {}!", call["name"].as_str().ok_or("no name")?)))
+//! }));
+//! let plan = Plan::new(vec![
+//!     json!({"_tool": "greet", "name": "†state.profile.name", "_outputPath": "†state.greeting"}),
+//!     json!({"_tool": "fetch", "id": "†input.user", "_outputPath": "†state.profile"}),
+//! ])?;
+//! assert!(plan.run(&mut ctx, &activities, &SystemClock).all_done());
+//!
+//! assert_eq!(ctx.get("†state.greeting")?, json!("Hello, user 7!"));
+//! let payload = render(&ctx, Provider::OpenAi, RenderMode::Merged)?;
+//! assert_eq!(payload["messages"][0]["role"], "user");
+//!
+//! // A forgotten † is a syntax error whose text points at it.
+//! let error = ctx.get("state.greeting").unwrap_err();
+//! assert_eq!(error.to_string(), "syntax error at byte 0: expected '†' (an expression \
+//!     starts with a reference): did you mean \"†state.greeting\"?\nstate.greeting\n^");
+//! # Ok::<(), agentctx::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod activity;
+mod error;
+mod get;
+mod stored;
+
+pub use activity::{BoxError, Failure, FnActivity, activity};
+pub use error::{Error, Result};
+pub use get::ContextExt;
+pub use stored::StoredContext;
+
+/// Paths, references, kinds, instance ids and the five write methods
+/// (the `agent-core` crate).
+pub use agent_core as core;
+/// Messages, loading, identity and layers, the fold, schemas, `Context`
+/// (the `agent-data` crate).
+pub use agent_data as data;
+/// Batches of instances (the `agent-instancing` crate).
+pub use agent_instancing as instancing;
+/// Recording a call's result at its `_outputPath` (the `agent-output` crate).
+pub use agent_output as output;
+/// Plans of calls in dependency order, and activities (the `agent-plan`
+/// crate).
+pub use agent_plan as plan;
+/// What the model sees: chat messages and provider payloads (the
+/// `agent-render` crate). The function [`render()`] is its common case.
+pub use agent_render as render;
+/// Where contexts live: files and PostgreSQL (the `agent-store` crate).
+pub use agent_store as store;
+/// `†` expressions: parse, evaluate, resolve calls (the `agent-vars`
+/// crate).
+pub use agent_vars as vars;
+
+/// What a small agent flow imports: `use agentctx::prelude::*;`.
+pub mod prelude {
+    pub use crate::{ContextExt, Failure, StoredContext, activity, render};
+    pub use agent_core::{Instance, Kind, Method, Path, Reference};
+    pub use agent_data::{Context, Message};
+    pub use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
+    pub use agent_plan::{Activities, Activity, Plan, Report, Status};
+    pub use agent_render::{Provider, RenderMode};
+}
+
+/// What the model sees of `context`: rendered in `mode` (spec R28, R30)
+/// and serialised for `provider` (R31) as one JSON value — the payload for
+/// `plain`, `openai` and `anthropic`, a JSON string for `text`.
+pub fn render(
+    context: &data::Context,
+    provider: agent_render::Provider,
+    mode: agent_render::RenderMode,
+) -> Result<serde_json::Value> {
+    let chat = agent_render::Renderer::new().render(context, mode);
+    Ok(agent_render::payload(&chat, provider)?.into_value())
+}
