@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Each layer and the layers it builds on directly, bottom first
 /// (drawn in docs/architecture.md).
-pub(crate) const LAYERS: [(&str, &[&str]); 10] = [
+pub(crate) const LAYERS: [(&str, &[&str]); 11] = [
     ("agent-core", &[]),
     ("agent-data", &["agent-core"]),
     ("agent-store", &["agent-data"]),
@@ -19,6 +19,7 @@ pub(crate) const LAYERS: [(&str, &[&str]); 10] = [
     ("agent-output", &["agent-store", "agent-vars"]),
     ("agent-instancing", &["agent-output"]),
     ("agent-plan", &["agent-output"]),
+    ("agent-loop", &["agent-plan", "agent-render"]),
     // The facade for library users and the binary: two tops, side by side.
     (
         "agentctx",
