@@ -16,9 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// Rules whose layer is not built yet: the turn and provider faults of
-/// agent-loop (issue 16).
-const PENDING: [&str; 2] = ["R39", "R41"];
+/// Rules whose layer is not built yet: the turn of agent-loop (issue 16).
+const PENDING: [&str; 1] = ["R39"];
 
 /// Text that points outside the repository.
 const OUTSIDE: [&str; 3] = ["../shared", "SPEC.md", "shared beside"];

@@ -13,6 +13,44 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A request that could not be made or completed: no connection, a
+    /// timeout, a response that could not be read.
+    #[error("request to {url} failed: {reason}")]
+    Http {
+        /// Where it was sent.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The provider answered with an error status (R41), with its message.
+    #[error("{url} answered {status}: {message}")]
+    Status {
+        /// Where the request was sent.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error message.
+        message: String,
+    },
+    /// Every attempt failed with a fault worth retrying (429, 5xx, no
+    /// connection).
+    #[error("gave up after {attempts} attempts; the last: {last}")]
+    GaveUp {
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<Error>,
+    },
+    /// A successful response without an answer where the provider's format
+    /// puts it.
+    #[error("the provider's response has no answer: {reason}")]
+    BadReply {
+        /// What is missing or malformed.
+        reason: String,
+    },
+    /// The context cannot be sent as this provider's request.
+    #[error("cannot build the request: {0}")]
+    Request(String),
 }
 
 /// Shorthand for results of this crate.

@@ -10,6 +10,10 @@
 //! - [`answer_schema`] (R37): the one JSON object a request asks for, and
 //!   [`Answer`] to read it back.
 //! - [`SYSTEM_TEXT`] (R38): what the model reads before the context.
+//! - [`Provider`] (R38, R41): one [`Request`] in, one [`Reply`] out;
+//!   [`OpenAi`] (Chat Completions, also local OpenAI-compatible servers)
+//!   and [`Anthropic`] (Messages) over HTTP, retrying 429, 5xx and lost
+//!   connections as [`Retry`] says.
 //!
 //! ```
 //! use agent_data::Context;
@@ -37,11 +41,19 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod anthropic;
 mod error;
+mod http;
+mod openai;
+mod provider;
 mod system;
 mod tools;
 
 pub use answer::{Answer, answer_schema};
+pub use anthropic::Anthropic;
 pub use error::{Error, Result};
+pub use http::Retry;
+pub use openai::OpenAi;
+pub use provider::{Provider, Reply, Request, Usage};
 pub use system::SYSTEM_TEXT;
 pub use tools::{Tool, Tools};

@@ -1,0 +1,60 @@
+//! What a request carries and what comes back (spec R38), independent of
+//! the provider.
+
+use crate::{Answer, Result};
+use agent_render::ChatMessage;
+use serde_json::Value;
+
+/// One request: the model, the instructions, the rendered context and the
+/// schema of the answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The model's name, as the provider knows it.
+    pub model: &'a str,
+    /// The system text ([`crate::SYSTEM_TEXT`]).
+    pub system: &'a str,
+    /// The context as chat messages (R28–R30).
+    pub chat: &'a [ChatMessage],
+    /// The answer's schema ([`crate::answer_schema`], R37).
+    pub answer_schema: &'a Value,
+    /// The most tokens the answer may take (Anthropic requires a bound).
+    pub max_tokens: u32,
+}
+
+/// Tokens a request used, as the provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens sent (prompt / input).
+    pub input: u64,
+    /// Tokens generated (completion / output).
+    pub output: u64,
+}
+
+/// What came back: the answer, or why the reply is not one (for the model
+/// to see on its next turn, R40), and the tokens used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The answer, or what is wrong with the reply.
+    pub answer: std::result::Result<Answer, String>,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// A model behind an API. [`crate::OpenAi`] and [`crate::Anthropic`] speak
+/// the two providers' formats over HTTP; tests and embedders may implement
+/// it over anything else.
+pub trait Provider {
+    /// Sends one request. An `Err` is a failed request (nothing of it is
+    /// kept, R41); a reply that is not a valid answer is an `Ok` whose
+    /// `answer` says why.
+    fn send(&self, request: &Request<'_>) -> Result<Reply>;
+}
+
+/// The tokens a usage object holds under `input` and `output` names.
+pub(crate) fn usage(body: &Value, input: &str, output: &str) -> Usage {
+    let n = |name: &str| body["usage"][name].as_u64().unwrap_or(0);
+    Usage {
+        input: n(input),
+        output: n(output),
+    }
+}
