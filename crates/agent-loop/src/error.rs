@@ -48,6 +48,19 @@ pub enum Error {
         /// What is missing or malformed.
         reason: String,
     },
+    /// A message the loop builds (an error, the output) cannot be recorded.
+    #[error("cannot record the message: {0}")]
+    Record(#[source] agent_data::MessageFault),
+    /// The context could not be written: a file or database fault (the
+    /// loop stops; what was committed before stays).
+    #[error(transparent)]
+    Store(#[from] agent_store::Error),
+    /// The context holds no valid tools, or another fault of its own.
+    #[error(transparent)]
+    Context(#[from] agent_data::Error),
+    /// The output schema is not a valid JSON Schema.
+    #[error("invalid output schema: {0}")]
+    OutputSchema(#[source] agent_data::MessageFault),
     /// The context cannot be sent as this provider's request.
     #[error("cannot build the request: {0}")]
     Request(String),

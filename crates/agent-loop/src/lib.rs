@@ -46,8 +46,10 @@ mod error;
 mod http;
 mod openai;
 mod provider;
+mod run;
 mod system;
 mod tools;
+mod turn;
 
 pub use answer::{Answer, answer_schema};
 pub use anthropic::Anthropic;
@@ -55,5 +57,6 @@ pub use error::{Error, Result};
 pub use http::Retry;
 pub use openai::OpenAi;
 pub use provider::{Provider, Reply, Request, Usage};
+pub use run::{Finish, Loop, TurnReport};
 pub use system::SYSTEM_TEXT;
 pub use tools::{Tool, Tools};

@@ -1,0 +1,171 @@
+//! The loop (spec R39, R40): request, run the answer's calls, append what
+//! failed, until the model gives a valid final output or the turns run out.
+
+use crate::turn::{error_message, run_calls};
+use crate::{Error, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools, answer_schema};
+use agent_data::{CheckMode, Message, Schema};
+use agent_output::Clock;
+use agent_plan::Activities;
+use agent_render::{RenderMode, Renderer};
+use agent_store::Append;
+use serde_json::{Value, json};
+
+/// How a loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finish {
+    /// The model's final output, valid against the output schema (R40).
+    Output(Value),
+    /// `max_turns` turns passed without one (R40).
+    Unfinished {
+        /// Turns taken.
+        turns: u32,
+    },
+}
+
+/// What one turn did, for a progress line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnReport {
+    /// 1-based turn number.
+    pub turn: u32,
+    /// Calls whose results were written.
+    pub calls_run: usize,
+    /// Error messages appended.
+    pub errors: usize,
+    /// Tokens sent, as the provider counted them (0 when it does not say).
+    pub tokens_sent: u64,
+}
+
+/// A loop's settings: the model, the caller's tools and output schema, and
+/// its bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loop {
+    /// The model's name.
+    pub model: String,
+    /// Tools from the caller; they come after the context's (R35).
+    pub tools: Vec<Tool>,
+    /// The schema the final output must match (any value when `None`).
+    pub output_schema: Option<Value>,
+    /// Turns before the loop ends unfinished (default 10).
+    pub max_turns: u32,
+    /// How the context is rendered for the model (default merged, R38).
+    pub mode: RenderMode,
+    /// The answer's token bound, where the provider needs one (default 4096).
+    pub max_tokens: u32,
+}
+
+impl Loop {
+    /// A loop for `model` with the defaults.
+    pub fn new(model: impl Into<String>) -> Loop {
+        Loop {
+            model: model.into(),
+            tools: Vec::new(),
+            output_schema: None,
+            max_turns: 10,
+            mode: RenderMode::Merged,
+            max_tokens: 4096,
+        }
+    }
+
+    /// Runs turns against `target` — a context in memory, or a stored one
+    /// whose every append is a durable commit — until an output or
+    /// `max_turns`. `progress` hears of each turn as it ends. A failed
+    /// request (R41) or an unwritable store ends the loop with an error;
+    /// what earlier turns appended stays.
+    pub fn run(
+        &self,
+        provider: &dyn Provider,
+        activities: &Activities,
+        target: &mut (impl Append + ?Sized),
+        clock: &dyn Clock,
+        progress: &mut dyn FnMut(&TurnReport),
+    ) -> Result<Finish> {
+        let output_schema = match &self.output_schema {
+            Some(schema) => Some(Schema::compile(schema).map_err(Error::OutputSchema)?),
+            None => None,
+        };
+        for turn in 1..=self.max_turns {
+            let mut tools = Tools::from_context(target.context())?;
+            for tool in &self.tools {
+                tools.add(tool.clone());
+            }
+            let instances: Vec<_> = target.context().instances().cloned().collect();
+            let schema = answer_schema(
+                &tools,
+                |name| activities.get(name).is_some(),
+                &instances,
+                self.output_schema.as_ref(),
+            );
+            let chat = Renderer::new().render(target.context(), self.mode);
+            let reply = provider.send(&Request {
+                model: &self.model,
+                system: SYSTEM_TEXT,
+                chat: &chat,
+                answer_schema: &schema,
+                max_tokens: self.max_tokens,
+            })?;
+            let (ran, mut errors, output) = match reply.answer {
+                Ok(answer) => {
+                    let calls = run_calls(&answer, &tools, activities, target, clock)?;
+                    (calls.ran, calls.errors, answer.output)
+                }
+                Err(error) => (0, vec![(Value::Null, error)], None),
+            };
+            let mut finished = None;
+            if let Some(output) = output {
+                match output_violations(output_schema.as_ref(), &output) {
+                    None => finished = Some(output),
+                    Some(problems) => errors.push((
+                        Value::Null,
+                        format!("the output does not match the output schema: {problems}"),
+                    )),
+                }
+            }
+            let mut messages = Vec::with_capacity(errors.len() + 1);
+            for (call, error) in &errors {
+                messages.push(error_message(call.clone(), error)?);
+            }
+            if let Some(output) = &finished {
+                messages.push(output_message(output)?);
+            }
+            if !messages.is_empty() {
+                target.append_all(&messages)?;
+            }
+            progress(&TurnReport {
+                turn,
+                calls_run: ran,
+                errors: errors.len(),
+                tokens_sent: reply.usage.input,
+            });
+            if let Some(output) = finished {
+                return Ok(Finish::Output(output));
+            }
+        }
+        Ok(Finish::Unfinished {
+            turns: self.max_turns,
+        })
+    }
+}
+
+/// `None` when `output` is valid, else its violations in one line.
+fn output_violations(schema: Option<&Schema>, output: &Value) -> Option<String> {
+    let violations = schema?.violations(output, CheckMode::Complete);
+    if violations.is_empty() {
+        return None;
+    }
+    let texts: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Some(texts.join("; "))
+}
+
+/// The `output` message (R40): the value set as the `output` view.
+fn output_message(output: &Value) -> Result<Message> {
+    let mut built = Message::from_value(json!({
+        "type": "data",
+        "kind": "output",
+        "data": output,
+        "_outputMethod": "set"
+    }))
+    .map_err(Error::Record)?;
+    built
+        .pop()
+        .ok_or_else(|| Error::Request("the output message normalised to nothing".into()))
+}

@@ -1,0 +1,355 @@
+//! Turns and the loop (spec R39, R40): scripted answers, real activities,
+//! and one two-turn run over HTTP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+use agent_data::Context;
+use agent_loop::{
+    Answer, Error, Finish, Loop, OpenAi, Provider, Reply, Request, Retry, Tool, TurnReport, Usage,
+};
+use agent_output::FixedClock;
+use agent_plan::Activities;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A provider that answers from a script and keeps what it was asked.
+struct Script {
+    answers: Mutex<VecDeque<Result<std::result::Result<Value, String>, Error>>>,
+    asked: Mutex<Vec<(Vec<String>, Value)>>,
+}
+
+impl Script {
+    fn new(answers: Vec<std::result::Result<Value, String>>) -> Script {
+        Script {
+            answers: Mutex::new(answers.into_iter().map(Ok).collect()),
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Provider for Script {
+    fn send(&self, request: &Request<'_>) -> Result<Reply, Error> {
+        let texts = request.chat.iter().map(|m| m.text().to_owned()).collect();
+        self.asked
+            .lock()
+            .unwrap()
+            .push((texts, request.answer_schema.clone()));
+        let next = self.answers.lock().unwrap().pop_front();
+        let answer = next.unwrap_or_else(|| Ok(Ok(json!({"calls": [], "output": null}))))?;
+        Ok(Reply {
+            answer: answer.and_then(Answer::from_value),
+            usage: Usage {
+                input: 100,
+                output: 10,
+            },
+        })
+    }
+}
+
+fn clock() -> FixedClock {
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            json!({"type": "object", "properties": {"_tool": {"const": "summarize"},
+                "text": {"type": "string"}, "_output": {"type": "string"}}}),
+            "caller tool 0",
+        )
+        .unwrap(),
+        Tool::new(
+            json!({"type": "object", "properties": {"_tool": {"const": "shout"},
+                "text": {"type": "string"}}, "required": ["text"]}),
+            "caller tool 1",
+        )
+        .unwrap(),
+    ]
+}
+
+fn activities() -> Activities {
+    let mut activities = Activities::new();
+    activities.register("shout", |call: &Value| {
+        let text = call["text"].as_str().unwrap_or_default();
+        if text.is_empty() {
+            Err(json!("nothing to shout"))
+        } else {
+            Ok(json!(text.to_uppercase()))
+        }
+    });
+    activities
+}
+
+fn run(
+    ctx: &mut Context,
+    script: &Script,
+    settings: &Loop,
+) -> (Result<Finish, Error>, Vec<TurnReport>) {
+    let mut reports = Vec::new();
+    let finish = settings.run(script, &activities(), ctx, &clock(), &mut |r| {
+        reports.push(r.clone())
+    });
+    (finish, reports)
+}
+
+fn settings() -> Loop {
+    let mut settings = Loop::new("scripted");
+    settings.tools = tools();
+    settings
+}
+
+fn task() -> Context {
+    Context::from_json(r#"[{"type": "input", "data": {"text": "agents keep state in logs"}}]"#)
+        .unwrap()
+}
+
+fn kinds(ctx: &Context) -> Vec<String> {
+    ctx.messages()
+        .map(|m| m.to_value()["kind"].as_str().unwrap_or("-").to_owned())
+        .collect()
+}
+
+#[test]
+fn r39_calls_of_one_answer_run_in_dependency_order_latent_and_explicit() {
+    let mut ctx = task();
+    // The consumer comes first; it reads what the latent call writes.
+    let script = Script::new(vec![
+        Ok(json!({"calls": [
+            {"_tool": "shout", "text": "†state.summary", "_outputPath": "†state.loud"},
+            {"_tool": "summarize", "text": "†input.text", "_output": "logs hold state",
+             "_outputPath": "†state.summary"}
+        ], "output": null})),
+        Ok(json!({"calls": [], "output": {"answer": "LOGS HOLD STATE"}})),
+    ]);
+    let (finish, reports) = run(&mut ctx, &script, &settings());
+    assert_eq!(
+        finish.unwrap(),
+        Finish::Output(json!({"answer": "LOGS HOLD STATE"}))
+    );
+    assert_eq!(
+        ctx.read(&"†state".parse().unwrap(), None),
+        Some(&json!({"summary": "logs hold state", "loud": "LOGS HOLD STATE"}))
+    );
+    // The answers themselves are not appended; the output is.
+    assert_eq!(kinds(&ctx), ["input", "state", "state", "output"]);
+    assert_eq!(
+        ctx.read(&"†output".parse().unwrap(), None),
+        Some(&json!({"answer": "LOGS HOLD STATE"}))
+    );
+    assert_eq!(
+        reports,
+        [
+            TurnReport {
+                turn: 1,
+                calls_run: 2,
+                errors: 0,
+                tokens_sent: 100
+            },
+            TurnReport {
+                turn: 2,
+                calls_run: 0,
+                errors: 0,
+                tokens_sent: 100
+            }
+        ]
+    );
+    // The second request was rebuilt from the context: it shows the results.
+    let asked = script.asked.lock().unwrap();
+    assert!(asked[1].0.iter().any(|t| t.contains("LOGS HOLD STATE")));
+    // R36: the explicit tool has no _output in the answer schema.
+    let variants = &asked[0].1["properties"]["calls"]["items"]["anyOf"];
+    assert!(variants[1]["properties"].get("_output").is_none());
+    assert!(variants[0]["properties"].get("_output").is_some());
+}
+
+#[test]
+fn r39_every_failed_call_becomes_one_error_message_after_the_turn() {
+    let mut ctx = task();
+    let script = Script::new(vec![Ok(json!({"calls": [
+        {"_tool": "translate", "text": "†input.text"},
+        {"_tool": "shout", "text": 42, "_outputPath": "†state.a"},
+        {"_tool": "shout", "text": "†state.missing", "_outputPath": "†state.b"},
+        {"_tool": "shout", "text": "", "_outputPath": "†state.c"},
+        {"_tool": "shout", "text": "†input.text", "_outputPath": "†state.d"},
+        "not a call",
+        {"_tool": "summarize", "_output": 7, "_outputPath": "†state.e"}
+    ], "output": null}))]);
+    let mut once = settings();
+    once.max_turns = 1;
+    let (finish, reports) = run(&mut ctx, &script, &once);
+    assert_eq!(finish.unwrap(), Finish::Unfinished { turns: 1 });
+    assert_eq!(reports[0].calls_run, 1);
+    assert_eq!(reports[0].errors, 6);
+    // The one good call's result, then the errors, in answer order for
+    // the checks before running and in running order after.
+    assert_eq!(
+        kinds(&ctx),
+        [
+            "input", "state", "error", "error", "error", "error", "error", "error"
+        ]
+    );
+    let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
+    let texts: Vec<&str> = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["error"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "unknown tool \"translate\"; the tools are \"summarize\", \"shout\"",
+            "a call must be a JSON object, found a string",
+            "the call breaks its tool's schema: at /text: 42 is not of type \"string\" (rule `type` at /properties/text/type)",
+            "still pending when nothing else could run: †state.missing not present",
+            "unhandled failure: `_outputPath` has one outcome, so a failure has nowhere to go: \"nothing to shout\"",
+            "the call breaks its tool's schema: at /_output: 7 is not of type \"string\" (rule `type` at /properties/_output/type)",
+        ]
+    );
+    assert_eq!(
+        errors[0]["call"],
+        json!({"_tool": "translate", "text": "†input.text"})
+    );
+    assert_eq!(
+        ctx.read(&"†state.d".parse().unwrap(), None),
+        Some(&json!("AGENTS KEEP STATE IN LOGS"))
+    );
+}
+
+#[test]
+fn r39_a_call_whose_producer_failed_is_not_run() {
+    let mut ctx = task();
+    let script = Script::new(vec![Ok(json!({"calls": [
+        {"_tool": "shout", "text": "", "_outputPath": "†state.first"},
+        {"_tool": "shout", "text": "†state.first", "_outputPath": "†state.second"}
+    ], "output": null}))]);
+    let mut once = settings();
+    once.max_turns = 1;
+    run(&mut ctx, &script, &once).0.unwrap();
+    let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
+    assert_eq!(
+        errors[1]["error"],
+        "not run: it reads what another call of this answer writes (shout), and that call failed"
+    );
+}
+
+#[test]
+fn r40_an_invalid_output_is_an_error_and_the_loop_goes_on() {
+    let mut ctx = task();
+    let script = Script::new(vec![
+        Ok(json!({"calls": [], "output": {"answer": 3}})),
+        Err("the answer is not JSON (expected value at line 1 column 1): \"hm\"".into()),
+        Ok(json!({"calls": [], "output": {"answer": "ok"}})),
+    ]);
+    let mut settings = settings();
+    settings.output_schema = Some(
+        json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}),
+    );
+    let (finish, reports) = run(&mut ctx, &script, &settings);
+    assert_eq!(finish.unwrap(), Finish::Output(json!({"answer": "ok"})));
+    assert_eq!(reports.len(), 3);
+    let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
+    assert_eq!(
+        errors,
+        &json!([
+            {"call": null, "error": "the output does not match the output schema: at /answer: 3 is not of type \"string\" (rule `type` at /properties/answer/type)"},
+            {"call": null, "error": "the answer is not JSON (expected value at line 1 column 1): \"hm\""}
+        ])
+    );
+    // The next request showed the model its error.
+    let asked = script.asked.lock().unwrap();
+    assert!(
+        asked[1]
+            .0
+            .iter()
+            .any(|t| t.contains("does not match the output schema"))
+    );
+}
+
+#[test]
+fn r40_after_max_turns_the_loop_ends_unfinished() {
+    let mut ctx = task();
+    let script = Script::new(Vec::new());
+    let mut settings = settings();
+    settings.max_turns = 3;
+    let (finish, reports) = run(&mut ctx, &script, &settings);
+    assert_eq!(finish.unwrap(), Finish::Unfinished { turns: 3 });
+    assert_eq!(reports.len(), 3);
+    assert_eq!(ctx.len(), 1);
+}
+
+#[test]
+fn r41_a_failed_request_appends_nothing_and_ends_the_loop() {
+    let mut ctx = task();
+    let script = Script {
+        answers: Mutex::new(VecDeque::from([Err(Error::Status {
+            url: "http://x/chat/completions".into(),
+            status: 401,
+            message: "Incorrect API key provided".into(),
+        })])),
+        asked: Mutex::new(Vec::new()),
+    };
+    let (finish, reports) = run(&mut ctx, &script, &settings());
+    assert_eq!(
+        finish.unwrap_err().to_string(),
+        "http://x/chat/completions answered 401: Incorrect API key provided"
+    );
+    assert!(reports.is_empty());
+    assert_eq!(ctx.len(), 1);
+}
+
+#[test]
+fn r39_a_two_turn_run_over_http() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let completion = |content: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1741569952,
+               "model": "gpt-4.1", "choices": [{"index": 0, "message": {"role": "assistant",
+               "content": content.to_string(), "refusal": null}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 321, "completion_tokens": 20, "total_tokens": 341}})
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!({"calls": [
+                {"_tool": "summarize", "text": "†input.text", "_output": "logs", "_outputPath": "†state.summary"},
+                {"_tool": "shout", "text": "†state.summary", "_outputPath": "†state.loud"}
+            ], "output": null}))))
+            .up_to_n_times(1)
+            .mount(&server),
+    );
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(completion(json!({"calls": [], "output": "LOGS"}))),
+            )
+            .mount(&server),
+    );
+    let provider = OpenAi::new(
+        &server.uri(),
+        None,
+        Duration::from_secs(5),
+        Retry::default(),
+    )
+    .unwrap();
+    let mut ctx = task();
+    let mut reports = Vec::new();
+    let finish = settings()
+        .run(&provider, &activities(), &mut ctx, &clock(), &mut |r| {
+            reports.push(r.clone())
+        })
+        .unwrap();
+    assert_eq!(finish, Finish::Output(json!("LOGS")));
+    assert_eq!(reports[0].tokens_sent, 321);
+    assert_eq!(reports[0].calls_run, 2);
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let shown = second["messages"].to_string();
+    assert!(shown.contains("## Data: ¶state"), "{shown}");
+    assert!(shown.contains("LOGS"), "{shown}");
+}
