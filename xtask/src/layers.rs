@@ -25,10 +25,7 @@ pub(crate) const LAYERS: [(&str, &[&str]); 11] = [
         "agentctx",
         &["agent-plan", "agent-instancing", "agent-render"],
     ),
-    (
-        "agent-cli",
-        &["agent-plan", "agent-instancing", "agent-render"],
-    ),
+    ("agent-cli", &["agent-loop", "agent-instancing"]),
 ];
 
 /// Reads `cargo metadata` and fails on any dependency edge [`LAYERS`] does

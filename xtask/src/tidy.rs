@@ -37,7 +37,7 @@ pub(crate) fn check() -> Result<(), String> {
     }
     let tests = test_names(&sources);
     let mut problems = Vec::new();
-    problems.extend(uncited_rules(&rules(&spec), &tests));
+    problems.extend(uncited_rules(&rules(&spec), &tests, &PENDING));
     problems.extend(missing_map_rows(&rules(&spec), &map));
     problems.extend(missing_mapped_tests(&map, &tests));
     let mut texts: Vec<(String, String)> = sources.clone();
@@ -104,11 +104,11 @@ fn cites(name: &str, rule: &str) -> bool {
     name.starts_with(&tag) || name.contains(&format!("_{tag}"))
 }
 
-fn uncited_rules(rules: &[String], tests: &[String]) -> Vec<String> {
+fn uncited_rules(rules: &[String], tests: &[String], pending: &[&str]) -> Vec<String> {
     let mut problems = Vec::new();
     for rule in rules {
         let cited = tests.iter().any(|t| cites(t, rule));
-        let pending = PENDING.contains(&rule.as_str());
+        let pending = pending.contains(&rule.as_str());
         match (cited, pending) {
             (false, false) => problems.push(format!(
                 "{rule} has no test whose name cites it (name one `{}_…`)",
@@ -318,7 +318,7 @@ mod tests {
         let tests = vec!["r1_loads".to_owned(), "r35_tools".to_owned()];
         let rules = vec!["R1".to_owned(), "R2".to_owned(), "R35".to_owned()];
         assert_eq!(
-            uncited_rules(&rules, &tests),
+            uncited_rules(&rules, &tests, &["R35"]),
             [
                 "R2 has no test whose name cites it (name one `r2_…`)",
                 "R35 has tests now: take it off PENDING in xtask/src/tidy.rs"

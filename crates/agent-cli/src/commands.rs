@@ -107,16 +107,7 @@ pub(crate) fn render(
     pretty: bool,
 ) -> Result<String, Failure> {
     let provider: agent_render::Provider = provider.parse().map_err(Failure::usage)?;
-    let mode = match mode {
-        "merged" => agent_render::RenderMode::Merged,
-        "append" => agent_render::RenderMode::Append,
-        other => {
-            return Err(Failure::usage(format!(
-                "unknown mode {}: expected merged or append",
-                agent_core::quoted(other)
-            )));
-        }
-    };
+    let mode = crate::input::render_mode(mode)?;
     let ctx = load_context(context)?;
     let chat = agent_render::Renderer::new().render(&ctx, mode);
     let payload = agent_render::payload(&chat, provider).map_err(Failure::invalid)?;

@@ -102,3 +102,15 @@ pub(crate) fn clock(date: Option<&str>) -> Result<Box<dyn agent_output::Clock + 
         None => Box::new(agent_output::SystemClock),
     })
 }
+
+/// `--mode`: `merged` (one block per layer) or `append` (one per write).
+pub(crate) fn render_mode(mode: &str) -> Result<agent_render::RenderMode, Failure> {
+    match mode {
+        "merged" => Ok(agent_render::RenderMode::Merged),
+        "append" => Ok(agent_render::RenderMode::Append),
+        other => Err(Failure::usage(format!(
+            "unknown mode {}: expected merged or append",
+            agent_core::quoted(other)
+        ))),
+    }
+}

@@ -5,9 +5,11 @@
 //! Errors go to stderr as `error: …`.
 #![forbid(unsafe_code)]
 
+mod activity;
 mod apply;
 mod commands;
 mod input;
+mod looping;
 mod run;
 mod write;
 
@@ -36,6 +38,10 @@ enum Command {
     /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
     /// or a call failed, 3 calls blocked or skipped).
     Run(run::RunArgs),
+    /// Let a model work on the context: send it the context and the tools,
+    /// run the calls it answers with, show it what failed, and repeat until
+    /// it gives its final output (printed; exit 3 when the turns run out).
+    Loop(looping::LoopArgs),
     /// Print the view of KIND: its messages folded into one value (with
     /// --instance, the instance's layer over the global one); exit 3 when
     /// no message of KIND is there.
@@ -201,6 +207,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo => run::demo(),
         Command::Run(args) => run::run(args),
+        Command::Loop(args) => looping::run_loop(args),
         Command::View {
             context,
             kind,

@@ -1,0 +1,153 @@
+//! `agentctx loop`: the model in the loop (docs/spec.md §12).
+
+use crate::Failure;
+use crate::input::{json_arg, load_context, open_stored, print_value, render_mode};
+use agent_loop::{Anthropic, Finish, Loop, OpenAi, Provider, Retry, Tool, TurnReport};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The arguments of `agentctx loop`.
+#[derive(clap::Args)]
+pub(crate) struct LoopArgs {
+    /// Context file or URL, or - for stdin (not with --write).
+    context: String,
+    /// The model, as the provider names it.
+    #[arg(long)]
+    model: String,
+    /// openai (Chat Completions, also local OpenAI-compatible servers) or
+    /// anthropic (Messages).
+    #[arg(long, default_value = "openai")]
+    provider: String,
+    /// The server's base URL (default: the provider's own; for a local
+    /// server, e.g. http://127.0.0.1:8000/v1).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// More tools: a JSON array of tool schemas, inline or @path; they come
+    /// after the context's own tool messages.
+    #[arg(long)]
+    tools: Option<String>,
+    /// The schema the final output must match (JSON or @path).
+    #[arg(long)]
+    output_schema: Option<String>,
+    /// NAME=COMMAND: run tool NAME through `sh -c COMMAND` (the resolved
+    /// call on stdin, the result as JSON on stdout). Repeatable; tools
+    /// without one are carried out by the model.
+    #[arg(long = "activity")]
+    activities: Vec<String>,
+    /// Turns before giving up (exit 3).
+    #[arg(long, default_value_t = 10)]
+    max_turns: u32,
+    /// How the context is shown to the model: merged or append.
+    #[arg(long, default_value = "merged")]
+    mode: String,
+    /// The answer's token bound (sent to Anthropic, which requires one).
+    #[arg(long, default_value_t = 4096)]
+    max_tokens: u32,
+    /// Seconds to wait for one response.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Append each turn's messages to CONTEXT durably as they are written.
+    #[arg(long)]
+    write: bool,
+    /// The write time for `_date` (RFC 3339); default: now.
+    #[arg(long)]
+    date: Option<String>,
+    /// Pretty-print the JSON.
+    #[arg(long)]
+    pretty: bool,
+}
+
+/// Runs the loop and prints the final output; exit 3 when the turns ran
+/// out first, 1 when a request failed.
+pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
+    if args.max_turns == 0 {
+        return Err(Failure::usage("--max-turns must be at least 1"));
+    }
+    let activities = crate::activity::activities(&args.activities)?;
+    let mut settings = Loop::new(args.model.as_str());
+    settings.max_turns = args.max_turns;
+    settings.mode = render_mode(&args.mode)?;
+    settings.max_tokens = args.max_tokens;
+    if let Some(tools) = &args.tools {
+        let Value::Array(tools) = json_arg("--tools", tools)? else {
+            return Err(Failure::invalid(
+                "--tools must be a JSON array of tool schemas",
+            ));
+        };
+        for (i, tool) in tools.into_iter().enumerate() {
+            settings
+                .tools
+                .push(Tool::new(tool, &format!("--tools tool {i}")).map_err(Failure::invalid)?);
+        }
+    }
+    if let Some(schema) = &args.output_schema {
+        settings.output_schema = Some(json_arg("--output-schema", schema)?);
+    }
+    let provider = provider(&args)?;
+    let clock = crate::input::clock(args.date.as_deref())?;
+    let mut progress = |turn: &TurnReport| {
+        eprintln!(
+            "turn {}: {} call(s) run, {} error(s), {} tokens sent",
+            turn.turn, turn.calls_run, turn.errors, turn.tokens_sent
+        );
+    };
+    let finish = if args.write {
+        let mut stored = open_stored(&args.context, false)?;
+        settings.run(
+            provider.as_ref(),
+            &activities,
+            &mut stored,
+            clock.as_ref(),
+            &mut progress,
+        )
+    } else {
+        let mut context = load_context(&args.context)?;
+        settings.run(
+            provider.as_ref(),
+            &activities,
+            &mut context,
+            clock.as_ref(),
+            &mut progress,
+        )
+    };
+    match finish.map_err(Failure::invalid)? {
+        Finish::Output(output) => Ok(print_value(&output, args.pretty)),
+        Finish::Unfinished { turns } => Err(Failure::unresolved(format!(
+            "unfinished: no final output after {turns} turn(s)"
+        ))),
+    }
+}
+
+/// The provider `--provider` names, with its key from the environment
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; unset or empty: no key header).
+fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
+    let key = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
+    let timeout = Duration::from_secs(args.timeout);
+    let retry = Retry::default();
+    Ok(match args.provider.as_str() {
+        "openai" => Box::new(
+            OpenAi::new(
+                args.base_url.as_deref().unwrap_or(OpenAi::BASE_URL),
+                key("OPENAI_API_KEY"),
+                timeout,
+                retry,
+            )
+            .map_err(Failure::invalid)?,
+        ),
+        "anthropic" => Box::new(
+            Anthropic::new(
+                args.base_url.as_deref().unwrap_or(Anthropic::BASE_URL),
+                key("ANTHROPIC_API_KEY"),
+                timeout,
+                retry,
+            )
+            .map_err(Failure::invalid)?,
+        ),
+        other => {
+            return Err(Failure::usage(format!(
+                "unknown provider {}: expected openai or anthropic",
+                agent_core::quoted(other)
+            )));
+        }
+    })
+}
