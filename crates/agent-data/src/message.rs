@@ -13,6 +13,12 @@ pub enum Message {
     Data(DataMessage),
     /// Any other `type` (`plan`, `tool`, …), kept verbatim.
     Opaque(Map<String, Value>),
+    /// A provider's own chat message that carries tool calls or tool
+    /// results, kept verbatim (R1): an OpenAI message with `tool_calls` or
+    /// `tool_call_id`, or an Anthropic message whose content holds
+    /// `tool_use` / `tool_result` blocks. It renders in its role (R28) and
+    /// reaches its own provider's payload as it is (R31).
+    Native(Map<String, Value>),
 }
 
 impl Message {
@@ -26,7 +32,7 @@ impl Message {
         match self {
             Message::Text(t) => &t.fields,
             Message::Data(d) => &d.fields,
-            Message::Opaque(fields) => fields,
+            Message::Opaque(fields) | Message::Native(fields) => fields,
         }
     }
 

@@ -29,6 +29,11 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
         None if fields.contains_key("role") && fields.contains_key("content") => {
             wrapper(fields, out)
         }
+        // OpenAI's assistant message may leave `content` out when it only
+        // calls tools.
+        None if fields.contains_key("role") && fields.contains_key("tool_calls") => {
+            wrapper(fields, out)
+        }
         None => Err(MessageFault::Unrecognised),
     }
 }
@@ -96,6 +101,10 @@ fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(),
             });
         }
     };
+    if is_native(&fields)? {
+        out.push(Message::Native(fields));
+        return Ok(());
+    }
     let content = fields.shift_remove("content").unwrap_or(Value::Null);
     match content {
         Value::Array(items) => items
@@ -104,6 +113,44 @@ fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(),
         item @ (Value::String(_) | Value::Object(_)) => content_item(&role, item, out),
         _ => Err(MessageFault::BadContent),
     }
+}
+
+/// True for a provider's own message with tool calls or results (kept
+/// verbatim, [`Message::Native`]): OpenAI's `tool_calls` (an array) or
+/// `tool_call_id` (a string), or Anthropic content blocks of type
+/// `tool_use` or `tool_result`.
+fn is_native(fields: &Map<String, Value>) -> Result<bool, MessageFault> {
+    match fields.get("tool_calls") {
+        Some(Value::Array(_)) => return Ok(true),
+        Some(_) => {
+            return Err(MessageFault::FieldType {
+                field: "tool_calls",
+                expected: "an array",
+            });
+        }
+        None => {}
+    }
+    match fields.get("tool_call_id") {
+        Some(Value::String(_)) => return Ok(true),
+        Some(_) => {
+            return Err(MessageFault::FieldType {
+                field: "tool_call_id",
+                expected: "a string",
+            });
+        }
+        None => {}
+    }
+    Ok(fields
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|blocks| {
+            blocks.iter().any(|block| {
+                matches!(
+                    block.get("type").and_then(Value::as_str),
+                    Some("tool_use" | "tool_result")
+                )
+            })
+        }))
 }
 
 fn content_item(role: &str, item: Value, out: &mut Vec<Message>) -> Result<(), MessageFault> {

@@ -517,3 +517,55 @@ fn r33_append_refuses_a_deep_value_built_in_memory_without_overflowing() {
     // Dropping a value this deep recurses; leak it as the hostile suite does.
     std::mem::forget(message);
 }
+
+/// An OpenAI conversation with a tool call and its result, as captured.
+const OPENAI_TOOL_TURNS: &str = r#"[
+  {"role": "user", "content": "Weather in Paris?"},
+  {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+  {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+  {"role": "assistant", "tool_calls": [{"id": "call_2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+]"#;
+
+#[test]
+fn r1_openai_tool_call_messages_load_verbatim_as_native() {
+    let ctx = Context::from_json(OPENAI_TOOL_TURNS).unwrap();
+    let messages: Vec<Message> = ctx.messages().collect();
+    assert_eq!(messages.len(), 4);
+    assert!(matches!(messages[0], Message::Text(_)));
+    let expected: Vec<Value> = serde_json::from_str(OPENAI_TOOL_TURNS).unwrap();
+    for i in 1..4 {
+        assert!(matches!(messages[i], Message::Native(_)), "{i}");
+        // R3: kept exactly as given, `content: null` included.
+        assert_eq!(messages[i].to_value(), expected[i]);
+    }
+}
+
+#[test]
+fn r1_anthropic_tool_use_and_tool_result_blocks_stay_in_one_native_message() {
+    let ctx = Context::from_json(
+        r#"[{"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+              {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 C"}]}]"#,
+    )
+    .unwrap();
+    let messages: Vec<Message> = ctx.messages().collect();
+    assert_eq!(messages.len(), 3);
+    assert!(matches!(messages[1], Message::Native(_)));
+    assert_eq!(messages[1].fields()["content"][1]["type"], "tool_use");
+    assert!(matches!(messages[2], Message::Native(_)));
+    assert_eq!(messages[2].fields()["role"], "user");
+}
+
+#[test]
+fn r1_native_fields_of_the_wrong_type_are_rejected() {
+    let err = Context::from_json(r#"[{"role": "assistant", "content": null, "tool_calls": {}}]"#)
+        .unwrap_err();
+    assert_eq!(err.to_string(), "message 0: `tool_calls` must be an array");
+    let err =
+        Context::from_json(r#"[{"role": "tool", "tool_call_id": 7, "content": "x"}]"#).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "message 0: `tool_call_id` must be a string"
+    );
+}

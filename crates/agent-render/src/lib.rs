@@ -34,6 +34,7 @@
 
 mod chat;
 mod error;
+mod native;
 mod payload;
 mod render;
 

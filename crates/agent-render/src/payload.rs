@@ -111,7 +111,16 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
     };
     Ok(match provider {
         Provider::Plain => Payload::Json(Value::Array(simple())),
-        Provider::OpenAi => Payload::Json(json!({"messages": simple()})),
+        Provider::OpenAi => {
+            let mut out = Vec::with_capacity(messages.len());
+            for m in messages {
+                match m.native_fields() {
+                    Some(fields) => out.extend(crate::native::to_openai(fields)),
+                    None => out.push(json!({"role": m.role(), "content": m.text()})),
+                }
+            }
+            Payload::Json(json!({"messages": out}))
+        }
         Provider::Anthropic => Payload::Json(anthropic(messages)?),
         Provider::Text => Payload::Text(
             messages
@@ -126,28 +135,38 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
     let mut system: Vec<&str> = Vec::new();
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
-        let role = match message.role() {
-            "system" | "developer" => {
-                system.push(message.text());
-                continue;
-            }
-            "user" => "user",
-            "assistant" => "assistant",
-            other => {
-                return Err(Error::UnsupportedRole {
-                    index,
-                    role: other.to_owned(),
-                    provider: "anthropic",
-                });
+        let (role, blocks) = match message.native_fields() {
+            // A provider's own message: in its role, tool results as user
+            // turns (R31).
+            Some(fields) => match crate::native::to_anthropic(fields) {
+                (role, blocks) if role == "assistant" => ("assistant", blocks),
+                (_, blocks) => ("user", blocks),
+            },
+            None => {
+                let role = match message.role() {
+                    "system" | "developer" => {
+                        system.push(message.text());
+                        continue;
+                    }
+                    "user" => "user",
+                    "assistant" => "assistant",
+                    other => {
+                        return Err(Error::UnsupportedRole {
+                            index,
+                            role: other.to_owned(),
+                            provider: "anthropic",
+                        });
+                    }
+                };
+                (role, vec![json!({"type": "text", "text": message.text()})])
             }
         };
         if turns.is_empty() && role == "assistant" {
             return Err(Error::AssistantFirst { index });
         }
-        let block = json!({"type": "text", "text": message.text()});
         match turns.last_mut() {
-            Some((last, content)) if *last == role => content.push(block),
-            _ => turns.push((role, vec![block])),
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => turns.push((role, blocks)),
         }
     }
     let mut out = serde_json::Map::new();

@@ -118,6 +118,7 @@ impl Renderer {
             }
             match context.message(index) {
                 Some(Message::Text(text)) => out.push(ChatMessage::new(text.role(), text.text())),
+                Some(Message::Native(fields)) => out.push(ChatMessage::native(fields)),
                 Some(Message::Opaque(fields)) => {
                     let type_name = fields
                         .get("type")

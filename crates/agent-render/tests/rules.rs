@@ -306,3 +306,80 @@ fn token_counts_use_o200k_base() {
     let long = "data ".repeat(1000);
     assert!(count_tokens(&long) >= 1000);
 }
+
+/// A captured OpenAI conversation with a tool call and its result.
+fn openai_tool_turns() -> Value {
+    json!([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "_date": "2026-01-01T00:00:00Z",
+         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}
+    ])
+}
+
+/// The same conversation as captured from Anthropic's Messages API.
+fn anthropic_tool_turns() -> Value {
+    json!([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "18 C"}]}
+    ])
+}
+
+fn payload_of(messages: Value, provider: Provider) -> Value {
+    let chat = Renderer::new().render(&ctx(messages), RenderMode::Merged);
+    payload(&chat, provider).unwrap().into_value()
+}
+
+#[test]
+fn r31_openai_payload_keeps_tool_calls_and_tool_call_id() {
+    let mut expected = openai_tool_turns();
+    // R29: top-level `_` keys never reach the model.
+    expected[1].as_object_mut().unwrap().shift_remove("_date");
+    assert_eq!(
+        payload_of(openai_tool_turns(), Provider::OpenAi),
+        json!({"messages": expected})
+    );
+}
+
+#[test]
+fn r31_anthropic_payload_keeps_tool_use_and_tool_result_in_their_roles() {
+    assert_eq!(
+        payload_of(anthropic_tool_turns(), Provider::Anthropic),
+        json!({"messages": anthropic_tool_turns()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| if m["content"].is_string() {
+                json!({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
+            } else {
+                m.clone()
+            })
+            .collect::<Vec<_>>()})
+    );
+}
+
+#[test]
+fn r31_native_tool_messages_convert_to_the_other_provider() {
+    // OpenAI's capture for Anthropic: tool_use from tool_calls (arguments
+    // parsed), the tool message a user turn of tool_result.
+    assert_eq!(
+        payload_of(openai_tool_turns(), Provider::Anthropic),
+        payload_of(anthropic_tool_turns(), Provider::Anthropic)
+    );
+    // Anthropic's capture for OpenAI.
+    let mut expected = openai_tool_turns();
+    expected[1].as_object_mut().unwrap().shift_remove("_date");
+    assert_eq!(
+        payload_of(anthropic_tool_turns(), Provider::OpenAi),
+        json!({"messages": expected})
+    );
+    // Plain and text formats show the calls as JSON in their role.
+    let plain = payload_of(openai_tool_turns(), Provider::Plain);
+    assert_eq!(plain[2]["role"], "tool");
+    assert_eq!(
+        plain[2]["content"],
+        "{\"tool_call_id\":\"call_1\",\"content\":\"18 C\"}"
+    );
+}
