@@ -21,10 +21,7 @@ pub(crate) const LAYERS: [(&str, &[&str]); 11] = [
     ("agent-plan", &["agent-output"]),
     ("agent-loop", &["agent-plan", "agent-render"]),
     // The facade for library users and the binary: two tops, side by side.
-    (
-        "agentctx",
-        &["agent-plan", "agent-instancing", "agent-render"],
-    ),
+    ("agentctx", &["agent-loop", "agent-instancing"]),
     ("agent-cli", &["agent-loop", "agent-instancing"]),
 ];
 

@@ -69,7 +69,9 @@ fn requests(mode: RenderMode) -> Vec<Vec<Value>> {
         .unwrap(),
     ];
     let mut activities = Activities::new();
-    activities.register("lookup", |call: &Value| Ok(json!({"n": call["n"], "found": true})));
+    activities.register("lookup", |call: &Value| {
+        Ok(json!({"n": call["n"], "found": true}))
+    });
     let provider = Scripted {
         sent: Mutex::new(Vec::new()),
     };
@@ -96,7 +98,11 @@ fn shares(requests: &[Vec<Value>]) -> (Vec<f64>, f64) {
     let shares: Vec<f64> = tokens
         .windows(2)
         .map(|pair| {
-            let common = pair[0].iter().zip(&pair[1]).take_while(|(a, b)| a == b).count();
+            let common = pair[0]
+                .iter()
+                .zip(&pair[1])
+                .take_while(|(a, b)| a == b)
+                .count();
             common as f64 / pair[1].len() as f64
         })
         .collect();
@@ -110,7 +116,11 @@ fn r30_in_append_mode_each_request_starts_with_the_previous_one() {
     assert_eq!(append.len(), TURNS as usize);
     for pair in append.windows(2) {
         assert!(pair[1].len() > pair[0].len());
-        assert_eq!(pair[1][..pair[0].len()], pair[0][..], "a turn rewrote an earlier message");
+        assert_eq!(
+            pair[1][..pair[0].len()],
+            pair[0][..],
+            "a turn rewrote an earlier message"
+        );
     }
     let (append_shares, append_mean) = shares(&append);
     let (merged_shares, merged_mean) = shares(&requests(RenderMode::Merged));
@@ -123,6 +133,9 @@ fn r30_in_append_mode_each_request_starts_with_the_previous_one() {
         100.0 * merged_mean,
         100.0 * min(&merged_shares)
     );
-    assert!(append_mean >= 0.9, "append mode reuses only {append_mean:.3}");
+    assert!(
+        append_mean >= 0.9,
+        "append mode reuses only {append_mean:.3}"
+    );
     assert!(merged_mean < append_mean);
 }

@@ -61,6 +61,9 @@ pub enum Error {
     /// Building or running a plan.
     #[error(transparent)]
     Plan(#[from] agent_plan::Error),
+    /// Talking to a model: tools, requests, the loop.
+    #[error(transparent)]
+    Loop(#[from] agent_loop::Error),
 }
 
 impl Error {

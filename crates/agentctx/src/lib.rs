@@ -62,6 +62,10 @@ pub use agent_core as core;
 pub use agent_data as data;
 /// Batches of instances (the `agent-instancing` crate).
 pub use agent_instancing as instancing;
+/// The model in the loop: tools, the answer schema, OpenAI-compatible and
+/// Anthropic providers over HTTP, turns until a final output (the
+/// `agent-loop` crate).
+pub use agent_loop;
 /// Recording a call's result at its `_outputPath` (the `agent-output` crate).
 pub use agent_output as output;
 /// Plans of calls in dependency order, and activities (the `agent-plan`
@@ -81,6 +85,7 @@ pub mod prelude {
     pub use crate::{ContextExt, Failure, StoredContext, activity, render};
     pub use agent_core::{Instance, Kind, Method, Path, Reference};
     pub use agent_data::{Context, Message};
+    pub use agent_loop::{Anthropic, Finish, Loop, OpenAi, Tool};
     pub use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
     pub use agent_plan::{Activities, Activity, Plan, Report, Status};
     pub use agent_render::{Provider, RenderMode};
