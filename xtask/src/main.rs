@@ -7,11 +7,15 @@
 //! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
 //! - `cargo xtask tidy`: only the conventions check (spec, spec map, tests).
+//! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
+//!   configured OpenAI-compatible server or a scripted one (CI runs it
+//!   scripted).
 #![forbid(unsafe_code)]
 
 mod bench;
 mod database;
 mod layers;
+mod loop_demo;
 mod stress;
 mod tidy;
 
@@ -23,10 +27,11 @@ fn main() -> ExitCode {
         "ci" => ci(),
         "layers" => layers::check(),
         "tidy" => tidy::check(),
+        "loop-demo" => loop_demo::run(false),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy|loop-demo>"
         )),
     };
     match result {
@@ -72,6 +77,8 @@ fn ci() -> Result<(), String> {
     }
     layers::check()?;
     tidy::check()?;
+    // The README's loop example, against the scripted model.
+    loop_demo::run(true)?;
     eprintln!("xtask: ci passed");
     Ok(())
 }
@@ -116,4 +123,13 @@ pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     } else {
         Err(format!("`cargo {}` failed ({status})", args.join(" ")))
     }
+}
+
+/// The workspace root: the parent of this crate's directory.
+pub(crate) fn workspace_root() -> Result<std::path::PathBuf, String> {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "run through cargo")?;
+    std::path::Path::new(&manifest)
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .ok_or_else(|| "xtask has no parent directory".into())
 }

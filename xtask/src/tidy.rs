@@ -14,7 +14,7 @@
 //! - every ```rust block of the README is the text of an example that
 //!   compiles (`crates/*/examples/*.rs`), so it cannot drift.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Rules whose layer is not built yet (none now; a new rule whose code is
 /// still to come is listed here until its first test lands).
@@ -25,7 +25,7 @@ const OUTSIDE: [&str; 3] = ["../shared", "SPEC.md", "shared beside"];
 
 /// Runs every check from the workspace root; all problems at once.
 pub(crate) fn check() -> Result<(), String> {
-    let root = workspace_root()?;
+    let root = crate::workspace_root()?;
     let read = |path: &str| {
         std::fs::read_to_string(root.join(path)).map_err(|e| format!("cannot read {path}: {e}"))
     };
@@ -68,14 +68,6 @@ pub(crate) fn check() -> Result<(), String> {
     } else {
         Err(format!("tidy:\n  {}", problems.join("\n  ")))
     }
-}
-
-fn workspace_root() -> Result<PathBuf, String> {
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "run through cargo")?;
-    Path::new(&manifest)
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| "xtask has no parent directory".into())
 }
 
 /// The rule labels of a spec, in order: `R1`, …, `R34b`, ….

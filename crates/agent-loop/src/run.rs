@@ -31,7 +31,8 @@ pub struct TurnReport {
     pub calls_run: usize,
     /// Error messages appended.
     pub errors: usize,
-    /// Tokens sent, as the provider counted them (0 when it does not say).
+    /// Tokens sent, as the provider counted them; when it does not say,
+    /// the o200k count of the system text and the rendered messages.
     pub tokens_sent: u64,
 }
 
@@ -134,7 +135,10 @@ impl Loop {
                 turn,
                 calls_run: ran,
                 errors: errors.len(),
-                tokens_sent: reply.usage.input,
+                tokens_sent: match reply.usage.input {
+                    0 => counted(&chat),
+                    n => n,
+                },
             });
             if let Some(output) = finished {
                 return Ok(Finish::Output(output));
@@ -144,6 +148,16 @@ impl Loop {
             turns: self.max_turns,
         })
     }
+}
+
+/// The o200k tokens of the system text and `chat`, for a provider that
+/// does not count them.
+fn counted(chat: &[agent_render::ChatMessage]) -> u64 {
+    let texts: usize = chat
+        .iter()
+        .map(|m| agent_render::count_tokens(m.text()))
+        .sum();
+    (agent_render::count_tokens(SYSTEM_TEXT) + texts) as u64
 }
 
 /// `None` when `output` is valid, else its violations in one line.

@@ -353,3 +353,36 @@ fn r39_a_two_turn_run_over_http() {
     assert!(shown.contains("## Data: ¶state"), "{shown}");
     assert!(shown.contains("LOGS"), "{shown}");
 }
+
+#[test]
+fn r40_without_a_providers_count_the_turn_reports_the_tokens_it_sent() {
+    struct Uncounted(Mutex<u64>);
+    impl Provider for Uncounted {
+        fn send(&self, request: &Request<'_>) -> Result<Reply, Error> {
+            let tokens = agent_render::count_tokens(request.system)
+                + request
+                    .chat
+                    .iter()
+                    .map(|m| agent_render::count_tokens(m.text()))
+                    .sum::<usize>();
+            *self.0.lock().unwrap() = tokens as u64;
+            Ok(Reply {
+                answer: Ok(Answer {
+                    calls: Vec::new(),
+                    output: Some(json!(1)),
+                }),
+                usage: Usage::default(),
+            })
+        }
+    }
+    let provider = Uncounted(Mutex::new(0));
+    let mut reports = Vec::new();
+    settings()
+        .run(&provider, &activities(), &mut task(), &clock(), &mut |r| {
+            reports.push(r.clone())
+        })
+        .unwrap();
+    let sent = *provider.0.lock().unwrap();
+    assert!(sent > 100);
+    assert_eq!(reports[0].tokens_sent, sent);
+}
