@@ -67,7 +67,7 @@ pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolutio
     if !agent_core::within_depth(call, MAX_DEPTH) {
         return Err(Error::TooDeep(TooDeep { limit: MAX_DEPTH }));
     }
-    let mut missing = Vec::new();
+    let mut missing = Missing::default();
     let mut out = Map::with_capacity(fields.len());
     for (key, value) in fields {
         let resolved = if key.starts_with('_') {
@@ -78,10 +78,10 @@ pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolutio
         };
         out.insert(key.clone(), resolved);
     }
-    Ok(if missing.is_empty() {
+    Ok(if missing.order.is_empty() {
         Resolution::Ready(Value::Object(out))
     } else {
-        Resolution::Pending(missing)
+        Resolution::Pending(missing.order)
     })
 }
 
@@ -98,6 +98,23 @@ pub fn call_reads(call: &Value) -> Result<CallReads> {
         instance,
         references,
     })
+}
+
+/// Missing references in the order met, once each; the set keeps
+/// de-duplication linear (issue 17).
+#[derive(Default)]
+struct Missing {
+    order: Vec<Reference>,
+    seen: std::collections::HashSet<Reference>,
+}
+
+impl Missing {
+    fn add(&mut self, reference: Reference) {
+        if !self.seen.contains(&reference) {
+            self.seen.insert(reference.clone());
+            self.order.push(reference);
+        }
+    }
 }
 
 /// A lookup in which nothing is present.
@@ -119,7 +136,7 @@ fn walk(
     value: &Value,
     lookup: &impl Lookup,
     at: &mut String,
-    missing: &mut Vec<Reference>,
+    missing: &mut Missing,
 ) -> Result<Value> {
     Ok(match value {
         Value::String(text) => match parse(text).map_err(|error| syntax(at, error))? {
@@ -128,9 +145,7 @@ fn walk(
                 Evaluation::Value(v) => v.into_owned(),
                 Evaluation::Unresolved(refs) => {
                     for r in refs {
-                        if !missing.contains(&r) {
-                            missing.push(r);
-                        }
+                        missing.add(r);
                     }
                     Value::Null
                 }

@@ -1,0 +1,46 @@
+//! Growth, not speed (issue 17): doubling work must cost about double, so
+//! these compare the time of two sizes ten times apart — never an absolute
+//! time. A quadratic path makes the ratio about 100; linear about 10.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+use agent_data::Context;
+use agent_vars::{Resolution, resolve_call};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// The fastest of three runs of `f` (noise only ever adds time).
+fn fastest(f: impl Fn()) -> Duration {
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn r17_every_missing_reference_is_listed_in_linear_time() {
+    let ctx = Context::new();
+    // n distinct references, each written twice, in `||` alternatives.
+    let call = |n: usize| {
+        let refs: Vec<String> = (0..2 * n).map(|i| format!("†state.m{}", i % n)).collect();
+        json!({"_tool": "t", "x": refs.join(" || ")})
+    };
+    let resolve = |call: &serde_json::Value, n: usize| {
+        let Resolution::Pending(missing) = resolve_call(call, &ctx).unwrap() else {
+            panic!("nothing is present")
+        };
+        assert_eq!(missing.len(), n);
+    };
+    let (small, large) = (call(5_000), call(50_000));
+    let t_small = fastest(|| resolve(&small, 5_000));
+    let t_large = fastest(|| resolve(&large, 50_000));
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× the references took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}
