@@ -46,6 +46,7 @@ mod message;
 mod normalise;
 mod prepare;
 mod read;
+mod refs;
 mod schema;
 mod stage;
 
@@ -55,6 +56,7 @@ pub use error::{Error, MessageFault, Result};
 pub use load::{Extended, Format, Loaded, Position, Warning};
 pub use message::{DataMessage, Message, TextMessage};
 pub use prepare::Prepared;
+pub use refs::MAX_REF_DEPTH;
 pub use schema::{Schema, SchemaViolation};
 pub use stage::{Committed, Staged};
 

@@ -137,6 +137,15 @@ impl SchemaCache {
         if let Some(compiled) = self.compiled.get(&key) {
             return Ok(Arc::clone(compiled));
         }
+        let depth = crate::refs::ref_depth(schema, crate::refs::MAX_REF_DEPTH);
+        if depth > crate::refs::MAX_REF_DEPTH {
+            return Err(MessageFault::InvalidSchema {
+                reason: format!(
+                    "a `$ref` leads through more than {} others",
+                    crate::refs::MAX_REF_DEPTH
+                ),
+            });
+        }
         let invalid = |e: jsonschema::ValidationError<'_>| MessageFault::InvalidSchema {
             reason: e.to_string(),
         };

@@ -569,3 +569,22 @@ fn r1_native_fields_of_the_wrong_type_are_rejected() {
         "message 0: `tool_call_id` must be a string"
     );
 }
+
+#[test]
+fn r33_a_schema_whose_ref_chain_is_50000_long_is_refused_without_overflowing() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..50_000 {
+        defs.insert(
+            format!("d{i}"),
+            json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+        );
+    }
+    defs.insert("d50000".into(), json!({"type": "string"}));
+    let message =
+        json!({"type": "data", "data": "x", "schema": {"$ref": "#/$defs/d0", "$defs": defs}});
+    let err = Context::from_json(&json!([message]).to_string()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "message 0: invalid schema: a `$ref` leads through more than 256 others"
+    );
+}
