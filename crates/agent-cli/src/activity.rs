@@ -6,11 +6,11 @@ use agent_core::quoted;
 use agent_output::Outcome;
 use agent_plan::{Activities, Activity};
 use serde_json::{Value, json};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
 /// The activities `--activity NAME=COMMAND` arguments register.
-pub(crate) fn activities(specs: &[String]) -> Result<Activities, Failure> {
+pub(crate) fn activities(specs: &[String], limits: Limits) -> Result<Activities, Failure> {
     let mut activities = Activities::new();
     for spec in specs {
         let (name, command) = spec.split_once('=').ok_or_else(|| {
@@ -24,6 +24,7 @@ pub(crate) fn activities(specs: &[String]) -> Result<Activities, Failure> {
             ShellActivity {
                 tool: name.to_owned(),
                 command: command.to_owned(),
+                limits,
             },
         );
     }
@@ -40,6 +41,135 @@ const STDERR_TAIL_BYTES: usize = 2000;
 struct ShellActivity {
     tool: String,
     command: String,
+    limits: Limits,
+}
+
+/// What an activity may print on stdout, and on stderr, before it is
+/// stopped: far more than any JSON result, far less than memory.
+pub(crate) const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
+/// How long an activity may run and how much it may print (issue 17).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Seconds before the activity's whole process group is killed.
+    pub(crate) timeout_secs: u64,
+    /// Bytes it may print on stdout, and on stderr, before it is killed.
+    pub(crate) max_output: usize,
+}
+
+/// What a bounded command left behind.
+struct Finished {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// Why it was stopped, when it was.
+    stopped: Option<String>,
+}
+
+/// Runs `sh -c COMMAND` in a process group of its own with `input` on
+/// stdin, killing the whole group when it runs past the timeout, prints
+/// past the cap, or exits leaving children behind (they would hold its
+/// output open).
+fn run_bounded(command: &str, input: String, limits: Limits) -> Result<Finished, String> {
+    use std::os::unix::process::CommandExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start sh: {e}"))?;
+    let group = child.id();
+    let stdin = child.stdin.take();
+    // Write from another thread so a command that prints before reading
+    // all its input cannot deadlock against us.
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+    });
+    let overflow = Arc::new(AtomicBool::new(false));
+    let reader = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        let overflow = Arc::clone(&overflow);
+        let cap = limits.max_output;
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let Some(mut pipe) = pipe else { return kept };
+            let mut chunk = [0u8; 65536];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                if kept.len() + n > cap {
+                    overflow.store(true, Ordering::SeqCst);
+                    break;
+                }
+                kept.extend_from_slice(&chunk[..n]);
+            }
+            kept
+        })
+    };
+    let stdout = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let timeout = std::time::Duration::from_secs(limits.timeout_secs);
+    let mut stopped = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for the command failed: {e}")),
+        }
+        if overflow.load(Ordering::SeqCst) {
+            stopped = Some(format!("printed more than {} bytes", limits.max_output));
+        } else if started.elapsed() >= timeout {
+            stopped = Some(format!("timed out after {} s", limits.timeout_secs));
+        }
+        if stopped.is_some() {
+            kill_group(group);
+            match child.wait() {
+                Ok(status) => break status,
+                Err(e) => return Err(format!("waiting for the command failed: {e}")),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // Children it left running would hold its output open: end them too.
+    kill_group(group);
+    let _ = writer.join();
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if stopped.is_none() && overflow.load(Ordering::SeqCst) {
+        stopped = Some(format!("printed more than {} bytes", limits.max_output));
+    }
+    Ok(Finished {
+        status,
+        stdout,
+        stderr,
+        stopped,
+    })
+}
+
+/// Sends SIGKILL to every process of group `group` (none left is fine).
+fn kill_group(group: u32) {
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{group}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// The failure of a command that could not be run at all.
@@ -49,30 +179,16 @@ fn not_run(text: String) -> Outcome {
 
 impl Activity for ShellActivity {
     fn run(&self, call: &Value) -> Outcome {
-        let child = Command::new("sh")
-            .args(["-c", &self.command])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn();
-        let mut child = match child {
-            Ok(child) => child,
-            Err(e) => return not_run(format!("cannot start sh: {e}")),
-        };
-        let input = call.to_string();
-        let stdin = child.stdin.take();
-        // Write from another thread so a command that prints before reading
-        // all its input cannot deadlock against us.
-        let writer = std::thread::spawn(move || {
-            if let Some(mut stdin) = stdin {
-                let _ = stdin.write_all(input.as_bytes());
-            }
-        });
-        let out = match child.wait_with_output() {
+        let out = match run_bounded(&self.command, call.to_string(), self.limits) {
             Ok(out) => out,
-            Err(e) => return not_run(format!("waiting for the command failed: {e}")),
+            Err(e) => return not_run(e),
         };
-        let _ = writer.join();
+        if let Some(reason) = out.stopped {
+            return Outcome::Failure(json!({
+                "error": reason,
+                "stderr": tail(&out.stderr, STDERR_TAIL_BYTES),
+            }));
+        }
         if !out.status.success() {
             return Outcome::Failure(json!({
                 // A command killed by a signal has no exit code.

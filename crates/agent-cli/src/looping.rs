@@ -34,6 +34,10 @@ pub(crate) struct LoopArgs {
     /// without one are carried out by the model.
     #[arg(long = "activity")]
     activities: Vec<String>,
+    /// Seconds an activity may run before it and every process it started
+    /// are killed (the call fails: "timed out after S s").
+    #[arg(long, default_value_t = 600)]
+    activity_timeout: u64,
     /// Turns before giving up (exit 3).
     #[arg(long, default_value_t = 10)]
     max_turns: u32,
@@ -63,7 +67,13 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     if args.max_turns == 0 {
         return Err(Failure::usage("--max-turns must be at least 1"));
     }
-    let activities = crate::activity::activities(&args.activities)?;
+    let activities = crate::activity::activities(
+        &args.activities,
+        crate::activity::Limits {
+            timeout_secs: args.activity_timeout,
+            max_output: crate::activity::MAX_OUTPUT_BYTES,
+        },
+    )?;
     let mut settings = Loop::new(args.model.as_str());
     settings.max_turns = args.max_turns;
     settings.mode = render_mode(&args.mode)?;

@@ -18,6 +18,10 @@ pub(crate) struct RunArgs {
     /// call on stdin, the result as JSON on stdout). Repeatable.
     #[arg(long = "activity")]
     activities: Vec<String>,
+    /// Seconds an activity may run before it and every process it started
+    /// are killed (the call fails: "timed out after S s").
+    #[arg(long, default_value_t = 600)]
+    activity_timeout: u64,
     /// Validate the plan and print its waves and the tools that have no
     /// --activity; run nothing.
     #[arg(long)]
@@ -47,7 +51,13 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         }
     };
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
-    let activities = crate::activity::activities(&args.activities)?;
+    let activities = crate::activity::activities(
+        &args.activities,
+        crate::activity::Limits {
+            timeout_secs: args.activity_timeout,
+            max_output: crate::activity::MAX_OUTPUT_BYTES,
+        },
+    )?;
     if args.dry_run {
         load_context(&args.context)?;
         let missing = plan.tools_without_activity(&activities);
