@@ -57,6 +57,16 @@ pub(crate) struct Limits {
     pub(crate) max_output: usize,
 }
 
+impl Limits {
+    /// `timeout_secs`, and [`MAX_OUTPUT_BYTES`] of output.
+    pub(crate) fn with_timeout(timeout_secs: u64) -> Limits {
+        Limits {
+            timeout_secs,
+            max_output: MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
 /// What a bounded command left behind.
 struct Finished {
     status: std::process::ExitStatus,

@@ -69,10 +69,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     }
     let activities = crate::activity::activities(
         &args.activities,
-        crate::activity::Limits {
-            timeout_secs: args.activity_timeout,
-            max_output: crate::activity::MAX_OUTPUT_BYTES,
-        },
+        crate::activity::Limits::with_timeout(args.activity_timeout),
     )?;
     let mut settings = Loop::new(args.model.as_str());
     settings.max_turns = args.max_turns;

@@ -53,10 +53,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let activities = crate::activity::activities(
         &args.activities,
-        crate::activity::Limits {
-            timeout_secs: args.activity_timeout,
-            max_output: crate::activity::MAX_OUTPUT_BYTES,
-        },
+        crate::activity::Limits::with_timeout(args.activity_timeout),
     )?;
     if args.dry_run {
         load_context(&args.context)?;
