@@ -3,6 +3,8 @@
 use crate::{Error, Result};
 use agent_core::{Instance, Reference};
 use agent_output::Call;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// What one call reads and may write, in its instance scope.
 #[derive(Debug, Clone)]
@@ -40,45 +42,95 @@ pub(crate) fn depends_on(b: &Access, a: &Access) -> bool {
         })
 }
 
-/// For each call, the calls it depends on (never itself).
+/// For each call, the calls it depends on (never itself), ascending.
+///
+/// Writers are indexed by kind and first path segment, so a read meets
+/// only writers that can overlap it — not every call of the plan (issue
+/// 17: a 32,000-call chain compared every pair). Writes at a kind's root or
+/// behind a negative index overlap any read of the kind and are met by all.
 pub(crate) fn dependencies(accesses: &[Access]) -> Vec<Vec<usize>> {
+    let mut by_head: HashMap<(&str, Cow<'_, str>), Vec<usize>> = HashMap::new();
+    let mut wide: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_kind: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (a, access) in accesses.iter().enumerate() {
+        for write in &access.writes {
+            let kind = write.kind.as_str();
+            by_kind.entry(kind).or_default().push(a);
+            match write.path.segments().first() {
+                Some(head) if !negative(head) => {
+                    by_head.entry((kind, head.as_key())).or_default().push(a)
+                }
+                _ => wide.entry(kind).or_default().push(a),
+            }
+        }
+    }
+    let none: Vec<usize> = Vec::new();
     accesses
         .iter()
         .enumerate()
         .map(|(b, access_b)| {
-            accesses
-                .iter()
-                .enumerate()
-                .filter(|(a, access_a)| *a != b && depends_on(access_b, access_a))
-                .map(|(a, _)| a)
-                .collect()
+            let mut deps: Vec<usize> = Vec::new();
+            for read in &access_b.reads {
+                let kind = read.kind.as_str();
+                let candidates: Vec<&Vec<usize>> = match read.path.segments().first() {
+                    Some(head) if !negative(head) => vec![
+                        by_head.get(&(kind, head.as_key())).unwrap_or(&none),
+                        wide.get(kind).unwrap_or(&none),
+                    ],
+                    _ => vec![by_kind.get(kind).unwrap_or(&none)],
+                };
+                deps.extend(
+                    candidates
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .filter(|&a| a != b && depends_on(access_b, &accesses[a])),
+                );
+            }
+            deps.sort_unstable();
+            deps.dedup();
+            deps
         })
         .collect()
 }
 
 /// The waves of a dependency graph: a call runs one wave after the latest
-/// of its dependencies. Fails on a cycle, naming its calls.
+/// of its dependencies. Fails on a cycle, naming its calls. Linear in
+/// calls and dependencies (Kahn's order).
 pub(crate) fn waves(deps: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
-    let mut wave: Vec<Option<usize>> = vec![None; deps.len()];
-    let mut done = 0;
-    while done < deps.len() {
-        let mut progressed = false;
-        for call in 0..deps.len() {
-            if wave[call].is_some() {
-                continue;
-            }
-            let before: Option<Vec<usize>> = deps[call].iter().map(|d| wave[*d]).collect();
-            if let Some(before) = before {
-                wave[call] = Some(before.into_iter().max().map_or(0, |w| w + 1));
-                done += 1;
-                progressed = true;
+    let n = deps.len();
+    let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (call, before) in deps.iter().enumerate() {
+        for &d in before {
+            dependents[d].push(call);
+        }
+    }
+    let mut wave: Vec<Option<usize>> = vec![None; n];
+    let mut ready: Vec<usize> = (0..n).filter(|&c| waiting[c] == 0).collect();
+    for &call in &ready {
+        wave[call] = Some(0);
+    }
+    while let Some(call) = ready.pop() {
+        let w = wave[call].unwrap_or(0);
+        for &next in &dependents[call] {
+            wave[next] = Some(wave[next].map_or(w + 1, |x| x.max(w + 1)));
+            waiting[next] -= 1;
+            if waiting[next] == 0 {
+                ready.push(next);
             }
         }
-        if !progressed {
-            return Err(Error::Cycle {
-                calls: find_cycle(deps, &wave),
-            });
-        }
+    }
+    // A call with a dependency still waiting got a provisional wave; only
+    // calls whose every dependency was placed count as placed.
+    let placed: Vec<bool> = waiting.iter().map(|&w| w == 0).collect();
+    if placed.iter().any(|p| !p) {
+        let unplaced: Vec<Option<usize>> = (0..n)
+            .map(|c| if placed[c] { wave[c] } else { None })
+            .collect();
+        return Err(Error::Cycle {
+            calls: find_cycle(deps, &unplaced),
+        });
     }
     let count = wave.iter().flatten().max().map_or(0, |w| w + 1);
     let mut waves = vec![Vec::new(); count];
@@ -96,16 +148,95 @@ fn find_cycle(deps: &[Vec<usize>], wave: &[Option<usize>]) -> Vec<usize> {
         return Vec::new();
     };
     let mut path = vec![start];
+    // Where each call sits on the path, so a repeat is found at once.
+    let mut at_step: HashMap<usize, usize> = HashMap::from([(start, 0)]);
     let mut current = start;
     loop {
         // Every unplaced call has an unplaced dependency, or it would be placed.
         let Some(next) = deps[current].iter().copied().find(|d| wave[*d].is_none()) else {
             return path;
         };
-        if let Some(at) = path.iter().position(|c| *c == next) {
+        if let Some(&at) = at_step.get(&next) {
             return path.split_off(at);
         }
+        at_step.insert(next, path.len());
         path.push(next);
         current = next;
+    }
+}
+
+/// A negative index (`[-1]`) overlaps any position of its array.
+fn negative(segment: &agent_core::Segment) -> bool {
+    matches!(segment, agent_core::Segment::Index(i) if *i < 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(kind: usize, path: usize) -> Reference {
+        const PATHS: [&str; 7] = ["", ".x", ".x.y", ".y", "[0]", "[-1]", ".x[-1].z"];
+        format!("†{}{}", ["a", "b"][kind], PATHS[path])
+            .parse()
+            .unwrap()
+    }
+
+    fn accesses() -> impl Strategy<Value = Vec<Access>> {
+        let one = (
+            any::<bool>(),
+            proptest::collection::vec((0..2usize, 0..7usize), 0..3),
+            proptest::collection::vec((0..2usize, 0..7usize), 0..3),
+        )
+            .prop_map(|(instanced, reads, writes)| Access {
+                instance: instanced.then(|| Instance::new("①").unwrap()),
+                reads: reads.into_iter().map(|(k, p)| reference(k, p)).collect(),
+                writes: writes.into_iter().map(|(k, p)| reference(k, p)).collect(),
+            });
+        proptest::collection::vec(one, 0..12)
+    }
+
+    proptest! {
+        #[test]
+        fn indexed_dependencies_equal_comparing_every_pair(accesses in accesses()) {
+            let naive: Vec<Vec<usize>> = accesses
+                .iter()
+                .enumerate()
+                .map(|(b, access_b)| {
+                    (0..accesses.len())
+                        .filter(|&a| a != b && depends_on(access_b, &accesses[a]))
+                        .collect()
+                })
+                .collect();
+            prop_assert_eq!(dependencies(&accesses), naive);
+        }
+
+        #[test]
+        fn each_call_runs_one_wave_after_its_latest_dependency(accesses in accesses()) {
+            let deps = dependencies(&accesses);
+            match waves(&deps) {
+                Ok(waves) => {
+                    let mut wave_of = vec![usize::MAX; deps.len()];
+                    for (w, calls) in waves.iter().enumerate() {
+                        for &c in calls {
+                            wave_of[c] = w;
+                        }
+                    }
+                    for (c, before) in deps.iter().enumerate() {
+                        let expected = before.iter().map(|&d| wave_of[d] + 1).max().unwrap_or(0);
+                        prop_assert_eq!(wave_of[c], expected);
+                    }
+                }
+                Err(Error::Cycle { calls }) => {
+                    // Each call of the reported cycle depends on the next.
+                    prop_assert!(!calls.is_empty());
+                    for (i, &c) in calls.iter().enumerate() {
+                        let next = calls[(i + 1) % calls.len()];
+                        prop_assert!(deps[c].contains(&next), "{calls:?}");
+                    }
+                }
+                Err(other) => prop_assert!(false, "{other}"),
+            }
+        }
     }
 }
