@@ -145,20 +145,39 @@ impl Context {
 
     /// Message `index`, normalised. Messages are stored as text, so this
     /// parses it: reads of values go through [`Context::view`] and
-    /// [`Context::read`], which borrow.
+    /// [`Context::read`], which borrow. `None` past the end, and for a
+    /// message a snapshot summarised without holding it
+    /// ([`Context::is_complete`]).
     pub fn message(&self, index: usize) -> Option<Message> {
         self.log.message(index)
     }
 
-    /// Every message, normalised, in order (each parsed as it is reached).
+    /// Every held message, normalised, in order (each parsed as it is
+    /// reached): all of them when the context [is complete](Context::is_complete).
     pub fn messages(&self) -> impl DoubleEndedIterator<Item = Message> + '_ {
         (0..self.len()).filter_map(|index| self.message(index))
     }
 
     /// Message `index` as compact JSON text (its JSONL line), without
-    /// parsing it.
+    /// parsing it; `None` as for [`Context::message`].
     pub fn message_json(&self, index: usize) -> Option<&str> {
         self.log.json(index)
+    }
+
+    /// True when the context holds every message: always, unless it was
+    /// opened from a snapshot ([`Context::from_snapshot`]), which holds the
+    /// views and only the messages reads and appends need again. Views,
+    /// reads, schemas, diagnostics and appends are the same either way;
+    /// what walks the messages themselves (rendering, `check`, copying)
+    /// needs a complete context.
+    pub fn is_complete(&self) -> bool {
+        self.log.is_complete()
+    }
+
+    /// The index from which every message is held: 0 for a complete
+    /// context, else where the snapshot it was opened from ends.
+    pub fn held_from(&self) -> usize {
+        self.log.held_from()
     }
 
     /// The layer of message `index`; `None` for a text or opaque message
@@ -274,12 +293,14 @@ impl Context {
         }
     }
 
-    /// The whole context as a JSON array of normalised messages (R3).
+    /// The whole context as a JSON array of normalised messages (R3); for
+    /// a context that is not [complete](Context::is_complete), the held ones.
     pub fn to_json(&self) -> Value {
         Value::Array((0..self.len()).filter_map(|i| self.log.value(i)).collect())
     }
 
-    /// The whole context as JSONL: one compact message per line (R3).
+    /// The whole context as JSONL: one compact message per line (R3); for
+    /// a context that is not [complete](Context::is_complete), the held ones.
     pub fn to_jsonl(&self) -> String {
         // The log is UTF-8 JSONL already.
         String::from_utf8_lossy(self.log.jsonl()).into_owned()

@@ -181,6 +181,13 @@ pub enum Error {
         /// Its length now.
         now: usize,
     },
+    /// A snapshot that cannot be read back: damaged, or written by another
+    /// version. Stores ignore it and read the whole log instead.
+    #[error("invalid snapshot: {reason}")]
+    Snapshot {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Reading a context file failed.
     #[error("cannot read {path}: {source}")]
     Io {

@@ -28,7 +28,10 @@ pub(crate) struct Write {
 /// All data messages of one identity (R4).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Layer {
-    /// Context indexes of the layer's messages, in order.
+    /// How many of the layer's first messages a snapshot summarised without
+    /// holding them (global layers only: an instance layer holds all).
+    summarised: usize,
+    /// Context indexes of the layer's held messages, in order.
     messages: Vec<usize>,
     /// The fold of this layer's own writes on an absent value: for a global
     /// layer its view (R12); for an instance layer what the instance wrote,
@@ -47,9 +50,42 @@ pub(crate) struct Layer {
 }
 
 impl Layer {
-    /// Context indexes of the layer's messages, in order.
+    /// A layer as a snapshot recorded it (`snapshot.rs`): `summarised`
+    /// messages not held, then the held `messages`, and the fold's state.
+    pub(crate) fn restored(
+        summarised: usize,
+        messages: Vec<usize>,
+        view: Option<Value>,
+        diagnostics: Vec<Diagnostic>,
+        schema: Option<Arc<Compiled>>,
+        description: Option<String>,
+    ) -> Layer {
+        Layer {
+            summarised,
+            messages,
+            view,
+            diagnostics,
+            schema,
+            description,
+            layered: OnceLock::new(),
+        }
+    }
+
+    /// Context indexes of the layer's held messages, in order: all of them
+    /// unless the context was opened from a snapshot.
     pub(crate) fn messages(&self) -> &[usize] {
         &self.messages
+    }
+
+    /// How many of the layer's messages were summarised without being held.
+    pub(crate) fn summarised(&self) -> usize {
+        self.summarised
+    }
+
+    /// Number of the layer's messages, held or not: its version, since the
+    /// log only grows.
+    pub(crate) fn len(&self) -> usize {
+        self.summarised + self.messages.len()
     }
 
     /// The fold of the layer's own writes (see the field).

@@ -48,6 +48,7 @@ mod prepare;
 mod read;
 mod refs;
 mod schema;
+mod snapshot;
 mod stage;
 
 pub use check::{CheckMode, Diagnostic, Problem};

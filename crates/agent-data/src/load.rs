@@ -405,7 +405,7 @@ fn parse(bytes: &[u8], first_line: usize) -> Result<Value> {
 }
 
 /// Offset of the first `[` or `{` nested deeper than `limit`, outside strings.
-fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
+pub(crate) fn too_deep(bytes: &[u8], limit: usize) -> Option<usize> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for (i, &b) in bytes.iter().enumerate() {
         if in_string {

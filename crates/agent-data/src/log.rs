@@ -13,12 +13,24 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// Normalised messages as JSONL text, with each one's layer.
+///
+/// A log opened from a snapshot does not hold every message: the messages
+/// before `base` are summarised by the views, except the few kept for
+/// reads that need them again (instance layers' writes, which are folded
+/// again over a changed global view). The held messages are `kept`, then
+/// every message from `base` on.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Log {
-    /// Every message's compact JSON followed by `\n`: the context as JSONL.
-    /// Only `serde_json` output and whole earlier slices go in, so it is UTF-8.
+    /// Every held message's compact JSON followed by `\n`. Only
+    /// `serde_json` output and whole earlier slices go in, so it is UTF-8.
     jsonl: Vec<u8>,
     entries: Vec<Entry>,
+    /// Context indexes of the first `kept.len()` entries, ascending, all
+    /// before `base`.
+    kept: Vec<usize>,
+    /// The index of the first message of the unbroken run that ends the
+    /// log: 0 unless the log was opened from a snapshot.
+    base: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -33,9 +45,57 @@ struct Entry {
 const NO_LAYER: u32 = u32::MAX;
 
 impl Log {
-    /// Number of messages.
+    /// Number of messages, held or not.
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.base + self.entries.len() - self.kept.len()
+    }
+
+    /// A log that starts after `base` messages summarised elsewhere (a
+    /// snapshot); [`Log::keep`] adds the ones still held.
+    pub(crate) fn after(base: usize) -> Log {
+        Log {
+            base,
+            ..Log::default()
+        }
+    }
+
+    /// Holds message `index` (before `base`, after every kept one) as
+    /// `line`, its compact JSON, with its layer. False, holding nothing,
+    /// when `index` is out of order or the line is not one line.
+    pub(crate) fn keep(&mut self, index: usize, line: &str, layer: Option<usize>) -> bool {
+        let in_order = index < self.base && self.kept.last().is_none_or(|&last| last < index);
+        if !in_order || self.entries.len() != self.kept.len() || line.contains('\n') {
+            return false;
+        }
+        self.jsonl.extend_from_slice(line.as_bytes());
+        self.jsonl.push(b'\n');
+        self.kept.push(index);
+        self.entries.push(Entry {
+            end: self.jsonl.len(),
+            layer: layer_code(layer),
+        });
+        true
+    }
+
+    /// True when every message is held (the log was not opened from a
+    /// snapshot, or the snapshot kept everything before it).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.kept.len() == self.base
+    }
+
+    /// The index of the first message from which every message is held.
+    pub(crate) fn held_from(&self) -> usize {
+        if self.is_complete() { 0 } else { self.base }
+    }
+
+    /// Where message `index` is among the entries, if it is held.
+    fn position(&self, index: usize) -> Option<usize> {
+        if index >= self.base {
+            let position = self.kept.len() + (index - self.base);
+            (position < self.entries.len()).then_some(position)
+        } else {
+            self.kept.binary_search(&index).ok()
+        }
     }
 
     /// Writes a message's fields after the last message, not yet part of
@@ -63,13 +123,10 @@ impl Log {
     /// Makes the written message the next one; `layer` is its layer's
     /// index, for a data message.
     pub(crate) fn seal(&mut self, written: Written, layer: Option<usize>) {
-        debug_assert_eq!(written.start, self.start(self.len()));
+        debug_assert_eq!(written.start, self.start(self.entries.len()));
         self.entries.push(Entry {
             end: self.jsonl.len(),
-            // A context with four billion layers is out of reach of memory.
-            layer: layer
-                .and_then(|l| u32::try_from(l).ok())
-                .unwrap_or(NO_LAYER),
+            layer: layer_code(layer),
         });
     }
 
@@ -78,8 +135,9 @@ impl Log {
         self.jsonl.truncate(written.start);
     }
 
-    fn start(&self, index: usize) -> usize {
-        match index.checked_sub(1) {
+    /// Where the entry at `position` starts in `jsonl`.
+    fn start(&self, position: usize) -> usize {
+        match position.checked_sub(1) {
             Some(previous) => self.entries.get(previous).map_or(0, |e| e.end),
             None => 0,
         }
@@ -87,8 +145,9 @@ impl Log {
 
     /// The compact JSON bytes of message `index`, without its newline.
     fn bytes(&self, index: usize) -> Option<&[u8]> {
-        let end = self.entries.get(index)?.end;
-        self.jsonl.get(self.start(index)..end - 1)
+        let position = self.position(index)?;
+        let end = self.entries.get(position)?.end;
+        self.jsonl.get(self.start(position)..end - 1)
     }
 
     /// The compact JSON text of message `index`.
@@ -98,7 +157,7 @@ impl Log {
 
     /// The layer index of message `index`, if it is a data message.
     pub(crate) fn layer(&self, index: usize) -> Option<usize> {
-        let layer = self.entries.get(index)?.layer;
+        let layer = self.entries.get(self.position(index)?)?.layer;
         (layer != NO_LAYER).then_some(layer as usize)
     }
 
@@ -117,10 +176,18 @@ impl Log {
         (messages.len() == 1).then(|| messages.pop()).flatten()
     }
 
-    /// The whole log as JSONL text.
+    /// Every held message as JSONL text: the whole log when it is complete.
     pub(crate) fn jsonl(&self) -> &[u8] {
         &self.jsonl
     }
+}
+
+/// A layer index as an entry stores it.
+fn layer_code(layer: Option<usize>) -> u32 {
+    // A context with four billion layers is out of reach of memory.
+    layer
+        .and_then(|l| u32::try_from(l).ok())
+        .unwrap_or(NO_LAYER)
 }
 
 /// A message's compact JSON, serialised ahead of appending it (staging

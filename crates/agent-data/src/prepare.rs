@@ -546,9 +546,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         if let Some(reads) = &mut self.reads {
             let id = IdentityRef::new(kind, instance);
             if !reads.iter().any(|(seen, _)| id.equivalent_to(seen)) {
-                let len = context
-                    .layer(kind, instance)
-                    .map_or(0, |l| l.messages().len());
+                let len = context.layer(kind, instance).map_or(0, |l| l.len());
                 reads.push((
                     Identity {
                         kind: kind.clone(),

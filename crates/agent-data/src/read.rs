@@ -21,9 +21,16 @@ impl Context {
         self.layers.keys()
     }
 
-    /// Context indexes of the messages of one layer, in order.
+    /// Context indexes of the held messages of one layer, in order: all of
+    /// them when the context [is complete](Context::is_complete).
     pub fn layer_messages(&self, identity: &Identity) -> &[usize] {
         self.layers.get(identity).map_or(&[], Layer::messages)
+    }
+
+    /// How many messages one layer has, held or not. The log only grows,
+    /// so this is the layer's version.
+    pub fn layer_len(&self, identity: &Identity) -> usize {
+        self.layers.get(identity).map_or(0, Layer::len)
     }
 
     /// True when a read of `kind` for `instance` sees at least one message:

@@ -116,7 +116,7 @@ impl Context {
             let fresh = batch
                 .reads
                 .iter()
-                .all(|(id, len)| self.layers.get(id).map_or(0, |l| l.messages().len()) == *len);
+                .all(|(id, len)| self.layers.get(id).map_or(0, |l| l.len()) == *len);
             let unique = staged[..i]
                 .iter()
                 .all(|other| other.instance != batch.instance);

@@ -1,0 +1,258 @@
+//! Snapshots: a context's folded state at a known length, so a store can
+//! open a long context by reading the snapshot and the messages after it
+//! instead of folding the whole log again (decision D37).
+//!
+//! A snapshot is a cache, never a replacement for the log: it holds what
+//! reads and appends need — every layer's view, skipped writes (R12),
+//! newest schema and description (R24), the instances in order (R2) — and
+//! the messages of instance layers, whose writes are folded again whenever
+//! the global view under them changes (R5, decision D4). Global layers'
+//! messages, text messages and opaque messages are not in it: a context
+//! opened from a snapshot holds them only from the snapshot on
+//! ([`Context::is_complete`]). The store that writes one adds an *anchor*,
+//! its own record of where in the log the snapshot was taken, kept here
+//! verbatim.
+
+use crate::context::Identity;
+use crate::layer::Layer;
+use crate::load::too_deep;
+use crate::log::Log;
+use crate::{Context, Diagnostic, Error, Result};
+use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// What the first field of every snapshot says.
+const FORMAT: &str = "agentctx-snapshot";
+
+/// The version of the layout below; another is refused (and the store
+/// reads the whole log instead).
+const VERSION: u32 = 1;
+
+/// Levels a snapshot adds around a view: the object, `layers`, the layer.
+const WRAPPING: usize = 3;
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot<'a> {
+    format: &'a str,
+    version: u32,
+    /// The store's record of where the snapshot was taken.
+    anchor: Value,
+    /// The context's length.
+    messages: usize,
+    /// Instance ids in order of first appearance.
+    #[serde(borrow)]
+    instances: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    layers: Vec<LayerState<'a>>,
+    /// Held messages, ascending by index: `[index, layer position, message]`.
+    #[serde(borrow)]
+    held: Vec<(usize, usize, &'a RawValue)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LayerState<'a> {
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    instance: Option<Cow<'a, str>>,
+    /// Messages of the layer that are not held.
+    summarised: usize,
+    /// The fold of the layer's own writes; absent when it has none (a
+    /// `null` here is a view that is null).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    view: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    schema: Option<Value>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    description: Option<Cow<'a, str>>,
+    /// Skipped writes (R12): `[index, path, reason]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    skipped: Vec<(usize, String, String)>,
+}
+
+impl Context {
+    /// The context's folded state as a snapshot (JSON text), with the
+    /// store's `anchor` kept verbatim; [`Context::from_snapshot`] reads it
+    /// back. Everything but text, opaque and global-layer messages is in it.
+    pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
+        let mut layers = Vec::with_capacity(self.layers.len());
+        let mut held = Vec::new();
+        for (position, (identity, layer)) in self.layers.iter().enumerate() {
+            let summarised = match identity.instance {
+                None => layer.len(),
+                Some(_) => {
+                    for &index in layer.messages() {
+                        let line = self.log.json(index).ok_or_else(|| {
+                            invalid(format!("message {index} of ¶{identity} is not held"))
+                        })?;
+                        held.push((index, position, raw(line)?));
+                    }
+                    layer.summarised()
+                }
+            };
+            let skipped = layer
+                .diagnostics()
+                .iter()
+                .map(|d| match &d.error {
+                    agent_core::Error::Type { at, reason } => {
+                        Ok((d.index, at.0.to_string(), reason.clone()))
+                    }
+                    other => Err(invalid(format!(
+                        "a skipped write that is not a type error: {other}"
+                    ))),
+                })
+                .collect::<Result<_>>()?;
+            layers.push(LayerState {
+                kind: identity.kind.as_str().into(),
+                instance: identity.instance.as_ref().map(|x| x.as_str().into()),
+                summarised,
+                view: layer.view().cloned(),
+                schema: layer.schema().map(|s| s.schema().clone()),
+                description: layer.description().map(Cow::from),
+                skipped,
+            });
+        }
+        held.sort_unstable_by_key(|(index, ..)| *index);
+        let snapshot = Snapshot {
+            format: FORMAT,
+            version: VERSION,
+            anchor: anchor.clone(),
+            messages: self.len(),
+            instances: self.instances.iter().map(|x| x.as_str().into()).collect(),
+            layers,
+            held: held.iter().map(|(i, l, m)| (*i, *l, m.as_ref())).collect(),
+        };
+        serde_json::to_vec(&snapshot).map_err(|e| invalid(e.to_string()))
+    }
+
+    /// Reads a snapshot written by [`Context::snapshot`]: the context it
+    /// summarises (holding only the messages it kept) and the store's
+    /// anchor. A damaged snapshot, or one of another version, is an
+    /// [`Error::Snapshot`].
+    pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
+        // Views nest at most as deep as messages do.
+        if let Some(offset) = too_deep(bytes, MAX_DEPTH + WRAPPING) {
+            return Err(invalid(format!("nested too deep at byte {offset}")));
+        }
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        de.disable_recursion_limit();
+        let snapshot = Snapshot::deserialize(&mut de).map_err(|e| invalid(e.to_string()))?;
+        de.end().map_err(|e| invalid(e.to_string()))?;
+        if snapshot.format != FORMAT || snapshot.version != VERSION {
+            return Err(invalid(format!(
+                "{} version {} (this build reads {FORMAT} version {VERSION})",
+                snapshot.format, snapshot.version
+            )));
+        }
+        restore(snapshot)
+    }
+}
+
+/// Builds the context a parsed snapshot describes, checking that it is
+/// consistent (every count within the length, held messages in order).
+fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
+    let length = snapshot.messages;
+    let mut context = Context {
+        log: Log::after(length),
+        ..Context::default()
+    };
+    for id in snapshot.instances {
+        let instance = Instance::new(id).map_err(|e| invalid(e.to_string()))?;
+        if context.instances.contains(&instance) {
+            return Err(invalid(format!("instance {instance} listed twice")));
+        }
+        context.instances.insert(instance);
+    }
+    let mut held: Vec<Vec<usize>> = vec![Vec::new(); snapshot.layers.len()];
+    for (index, position, message) in snapshot.held {
+        let layer = held
+            .get_mut(position)
+            .ok_or_else(|| invalid(format!("message {index} names no layer")))?;
+        if !context.log.keep(index, message.get(), Some(position)) {
+            return Err(invalid(format!("held message {index} out of order")));
+        }
+        layer.push(index);
+    }
+    let mut counted = 0usize;
+    for (state, messages) in snapshot.layers.into_iter().zip(held) {
+        let identity = Identity {
+            kind: Kind::new(state.kind.into_owned()).map_err(|e| invalid(e.to_string()))?,
+            instance: state
+                .instance
+                .map(|x| Instance::new(x.into_owned()))
+                .transpose()
+                .map_err(|e| invalid(e.to_string()))?,
+        };
+        let schema = state
+            .schema
+            .map(|s| context.schemas.get(&s))
+            .transpose()
+            .map_err(|e| invalid(format!("¶{identity}: {e}")))?;
+        let diagnostics = state
+            .skipped
+            .into_iter()
+            .map(|(index, at, reason)| {
+                let at = if at.is_empty() {
+                    Path::root()
+                } else {
+                    Path::parse(&at).map_err(|e| invalid(e.to_string()))?
+                };
+                Ok(Diagnostic {
+                    index,
+                    identity: identity.clone(),
+                    error: agent_core::Error::Type {
+                        at: DisplayPath(at),
+                        reason,
+                    },
+                })
+            })
+            .collect::<Result<_>>()?;
+        let layer = Layer::restored(
+            state.summarised,
+            messages,
+            state.view,
+            diagnostics,
+            schema,
+            state.description.map(Cow::into_owned),
+        );
+        counted = counted.saturating_add(layer.len());
+        if context.layers.insert(identity.clone(), layer).is_some() {
+            return Err(invalid(format!("layer ¶{identity} listed twice")));
+        }
+    }
+    if counted > length {
+        return Err(invalid(format!(
+            "its layers hold {counted} messages, more than the {length} it summarises"
+        )));
+    }
+    Ok((context, snapshot.anchor))
+}
+
+/// A field that is there, even when it is `null` (serde reads a `null`
+/// `Option` as `None`; a missing field is `None` through `default`).
+fn present<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> std::result::Result<Option<Value>, D::Error> {
+    Value::deserialize(de).map(Some)
+}
+
+/// A message's compact JSON as a raw value, written into the snapshot
+/// verbatim.
+fn raw(line: &str) -> Result<Box<RawValue>> {
+    RawValue::from_string(line.to_owned()).map_err(|e| invalid(e.to_string()))
+}
+
+fn invalid(reason: String) -> Error {
+    Error::Snapshot { reason }
+}

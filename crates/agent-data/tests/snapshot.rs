@@ -1,0 +1,241 @@
+//! Snapshots (decision D37): a context opened from a snapshot of a prefix
+//! of its log, plus the messages after it, reads and validates exactly as
+//! the full fold of the whole log (R5, R12, R13, R14, R24, R25).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+use agent_data::{CheckMode, Context, Error, Format, Message, Position};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+const KINDS: [&str; 2] = ["state", "input"];
+const INSTANCES: [Option<&str>; 4] = [None, None, Some("x"), Some("y \"q\"")];
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        (0i64..4).prop_map(Value::from),
+        "[pq\n]{0,2}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 8, 2, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(("[ab]", inner), 0..3)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// Any message a log may hold: data messages of every method (type errors
+/// included, so the fold skips some), with schemas and descriptions now
+/// and then, and text messages.
+fn message() -> impl Strategy<Value = Value> {
+    let path = prop::collection::vec(prop_oneof!["[ab]", Just("0".to_owned())], 0..3);
+    let data = (
+        prop::sample::select(KINDS.to_vec()),
+        prop::sample::select(INSTANCES.to_vec()),
+        path,
+        prop::sample::select(vec!["set", "merge", "assign", "push", "concat"]),
+        value(),
+        0..8u8,
+    )
+        .prop_map(|(kind, instance, path, method, value, extra)| {
+            let mut m = Map::new();
+            m.insert("type".into(), "data".into());
+            m.insert("kind".into(), kind.into());
+            let mut nested = value;
+            for key in path.iter().rev() {
+                nested = json!({ key.as_str(): nested });
+            }
+            m.insert("data".into(), nested);
+            let dotted: String = path.iter().map(|k| format!(".{k}")).collect();
+            m.insert("_outputPath".into(), format!("†{kind}{dotted}").into());
+            m.insert("_outputMethod".into(), method.into());
+            if let Some(x) = instance {
+                m.insert("_instance".into(), x.into());
+            }
+            match extra {
+                0 => {
+                    m.insert("schema".into(), json!({"type": "object"}));
+                }
+                1 => {
+                    m.insert(
+                        "description".into(),
+                        format!("about {kind}\n\"quoted\"").into(),
+                    );
+                }
+                _ => {}
+            }
+            Value::Object(m)
+        });
+    prop_oneof![
+        6 => data,
+        1 => "[a-z ]{0,6}".prop_map(|text| json!({"type": "text", "text": text})),
+    ]
+}
+
+fn jsonl(messages: &[Value]) -> String {
+    messages.iter().map(|m| format!("{m}\n")).collect()
+}
+
+fn load(text: &str) -> Context {
+    Context::load(text.as_bytes(), Format::Jsonl)
+        .unwrap()
+        .context
+}
+
+/// The log's first `cut` messages as a snapshot, opened, with the rest
+/// loaded after it as a store does.
+fn resumed(messages: &[Value], cut: usize) -> Context {
+    let prefix = jsonl(&messages[..cut]);
+    let anchor = json!({"offset": prefix.len()});
+    let bytes = load(&prefix).snapshot(&anchor).unwrap();
+    let (mut context, read_anchor) = Context::from_snapshot(&bytes).unwrap();
+    assert_eq!(read_anchor, anchor);
+    let at = Position {
+        line: cut,
+        offset: prefix.len(),
+    };
+    context
+        .extend_jsonl(jsonl(&messages[cut..]).as_bytes(), at)
+        .unwrap();
+    context
+}
+
+/// Everything a reader or writer can observe without walking the messages.
+fn observed(context: &Context) -> Value {
+    let identities: Vec<_> = context.identities().cloned().collect();
+    let mut instances: Vec<_> = context.instances().cloned().map(Some).collect();
+    instances.push(None);
+    let mut reads = Vec::new();
+    for id in &identities {
+        for x in &instances {
+            reads.push(json!([
+                id.to_string(),
+                x.as_ref().map(|x| x.to_string()),
+                context.view(&id.kind, x.as_ref()),
+                context.schema(&id.kind, x.as_ref()),
+                context.description(&id.kind, x.as_ref()),
+            ]));
+        }
+    }
+    let layers: Vec<Value> = identities
+        .iter()
+        .map(|id| {
+            json!([
+                id.to_string(),
+                context.layer_view(id),
+                context.layer_schema(id),
+                context.layer_description(id),
+                context.layer_len(id),
+            ])
+        })
+        .collect();
+    let text = |items: Vec<String>| json!(items);
+    json!({
+        "len": context.len(),
+        "instances": context.instances().map(ToString::to_string).collect::<Vec<_>>(),
+        "layers": layers,
+        "reads": reads,
+        "diagnostics": text(context.diagnostics().iter().map(ToString::to_string).collect()),
+        "check": text(context.check(CheckMode::Normal).iter().map(ToString::to_string).collect()),
+        "complete": text(context.check(CheckMode::Complete).iter().map(ToString::to_string).collect()),
+    })
+}
+
+/// What appending `batch` would do: the lines it would write, or the error.
+fn appended(context: &Context, batch: &[Message]) -> Result<Vec<String>, String> {
+    context
+        .prepare(batch)
+        .map(|p| p.lines().map(str::to_owned).collect())
+        .map_err(|e| e.to_string())
+}
+
+fn batch(values: &[Value]) -> Vec<Message> {
+    values
+        .iter()
+        .flat_map(|v| Message::from_value(v.clone()).unwrap())
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn r12_r14_a_snapshot_and_its_tail_read_as_the_full_fold(
+        messages in prop::collection::vec(message(), 0..28),
+        cut in any::<prop::sample::Index>(),
+        extra in prop::collection::vec(message(), 1..4),
+    ) {
+        let cut = cut.index(messages.len() + 1);
+        let full = load(&jsonl(&messages));
+        let resumed = resumed(&messages, cut);
+        prop_assert_eq!(observed(&resumed), observed(&full));
+        // Appends are validated identically (R13, R25, D4).
+        let extra = batch(&extra);
+        prop_assert_eq!(appended(&resumed, &extra), appended(&full, &extra));
+        // A snapshot of the resumed context is the full context's snapshot.
+        let anchor = json!(null);
+        prop_assert_eq!(resumed.snapshot(&anchor).unwrap(), full.snapshot(&anchor).unwrap());
+        // Every message from the cut on is held, as the full context has it.
+        prop_assert_eq!(resumed.held_from() <= cut, true);
+        for index in cut..full.len() {
+            prop_assert_eq!(resumed.message_json(index), full.message_json(index));
+        }
+        prop_assert_eq!(resumed.is_complete(), full.is_empty() || resumed.held_from() == 0);
+    }
+}
+
+#[test]
+fn r12_a_snapshot_keeps_skipped_writes_and_instance_layers() {
+    let messages = [
+        json!({"type": "data", "kind": "s", "data": {"n": 1}}),
+        json!({"type": "data", "kind": "s", "data": {"n": {"m": 2}}, "_outputPath": "†s.n.m", "_outputMethod": "set"}),
+        json!({"type": "data", "kind": "s", "data": {"l": [1]}, "_instance": "a", "_outputPath": "†s.l", "_outputMethod": "concat"}),
+        json!({"type": "text", "text": "hello"}),
+    ];
+    let full = load(&jsonl(&messages));
+    assert_eq!(
+        full.diagnostics()[0].to_string(),
+        "message 1 (¶s): type error at .n: cannot write inside a number; write skipped"
+    );
+    let (resumed, _) = Context::from_snapshot(&full.snapshot(&json!(1)).unwrap()).unwrap();
+    assert_eq!(observed(&resumed), observed(&full));
+    assert!(!resumed.is_complete());
+    assert_eq!(resumed.held_from(), 4);
+    // The instance layer's message is held (its writes fold again over a
+    // changed global view); the global and text messages are not.
+    assert!(resumed.message(2).is_some());
+    assert_eq!(resumed.message(0), None);
+    assert_eq!(resumed.message(3), None);
+}
+
+#[test]
+fn r12_a_damaged_snapshot_is_an_error_saying_so() {
+    let full = load(&jsonl(&[
+        json!({"type": "data", "kind": "s", "data": {"n": 1}}),
+    ]));
+    let bytes = full.snapshot(&json!(null)).unwrap();
+    let cut = Context::from_snapshot(&bytes[..bytes.len() - 3]).unwrap_err();
+    assert!(matches!(cut, Error::Snapshot { .. }));
+    assert!(
+        cut.to_string()
+            .starts_with("invalid snapshot: EOF while parsing"),
+        "{cut}"
+    );
+    let text = String::from_utf8(bytes).unwrap();
+    let other = text.replace("\"version\":1", "\"version\":99");
+    assert_eq!(
+        Context::from_snapshot(other.as_bytes())
+            .unwrap_err()
+            .to_string(),
+        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 1)"
+    );
+    let overfull = text.replace("\"messages\":1", "\"messages\":0");
+    assert_eq!(
+        Context::from_snapshot(overfull.as_bytes())
+            .unwrap_err()
+            .to_string(),
+        "invalid snapshot: its layers hold 1 messages, more than the 0 it summarises"
+    );
+}
