@@ -1,7 +1,7 @@
 //! `agentctx apply`: write a call's result (R19–R23), optionally durably (R34).
 
 use crate::Failure;
-use crate::input::{json_arg, load_context, open_stored};
+use crate::input::{Reading, json_arg, load_context, open_stored};
 use agent_output::{Call, Outcome};
 use agent_store::Append;
 
@@ -51,11 +51,11 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     // With --write, the append is a commit: validated against the file as it
     // is when the append lands, other writers' appends included (R34b).
     let appended = if args.write {
-        let mut stored = open_stored(&args.context, false)?;
+        let mut stored = open_stored(&args.context, false, Reading::Views)?;
         check_tool_schema(&call, stored.context(), tool_schema.as_ref())?;
         agent_output::apply(&mut stored, &call, outcome, clock.as_ref())
     } else {
-        let mut context = load_context(&args.context)?;
+        let mut context = load_context(&args.context, Reading::Views)?;
         check_tool_schema(&call, &context, tool_schema.as_ref())?;
         agent_output::apply(&mut context, &call, outcome, clock.as_ref())
     }

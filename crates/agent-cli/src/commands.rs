@@ -1,7 +1,7 @@
 //! One function per subcommand; each returns what to print on stdout.
 
 use crate::Failure;
-use crate::input::{json_arg, load_context, missing_list, print_value, syntax_failure};
+use crate::input::{Reading, json_arg, load_context, missing_list, print_value, syntax_failure};
 use agent_core::{Instance, Kind};
 use agent_data::{CheckMode, Context};
 use serde_json::Value;
@@ -36,7 +36,7 @@ pub(crate) fn view(
     instance: Option<&str>,
     pretty: bool,
 ) -> Result<String, Failure> {
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Views)?;
     let kind = parse_kind(kind)?;
     let instance = parse_instance(&ctx, instance)?;
     let label = match &instance {
@@ -65,7 +65,7 @@ pub(crate) fn resolve(
     instance: Option<&str>,
     pretty: bool,
 ) -> Result<String, Failure> {
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Views)?;
     let instance = parse_instance(&ctx, instance)?;
     // `resolve` evaluates an expression; plain text is a slip (a forgotten
     // `†`), not a value to echo back, and the parser's error says so.
@@ -83,7 +83,7 @@ pub(crate) fn resolve(
 /// `agentctx resolve-call CONTEXT CALL`: the resolved call, or exit 3
 /// listing the missing references (R18).
 pub(crate) fn resolve_call(context: &str, call: &str, pretty: bool) -> Result<String, Failure> {
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Views)?;
     let call = json_arg("CALL", call)?;
     match agent_vars::resolve_call(&call, &ctx) {
         Ok(agent_vars::Resolution::Ready(resolved)) => Ok(print_value(&resolved, pretty)),
@@ -108,7 +108,7 @@ pub(crate) fn render(
 ) -> Result<String, Failure> {
     let provider: agent_render::Provider = provider.parse().map_err(Failure::usage)?;
     let mode = crate::input::render_mode(mode)?;
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Whole)?;
     let chat = agent_render::Renderer::new().render(&ctx, mode);
     let payload = agent_render::payload(&chat, provider).map_err(Failure::invalid)?;
     let mut text = payload.to_text(pretty);
@@ -123,14 +123,14 @@ pub(crate) fn render(
 
 /// `agentctx instances CONTEXT`.
 pub(crate) fn instances(context: &str) -> Result<String, Failure> {
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Views)?;
     let ids = ctx.instances().map(|x| Value::from(x.as_str())).collect();
     Ok(print_value(&Value::Array(ids), false))
 }
 
 /// `agentctx check CONTEXT [--complete]`: exit 1 when any problem exists.
 pub(crate) fn check(context: &str, complete: bool) -> Result<String, Failure> {
-    let ctx = load_context(context)?;
+    let ctx = load_context(context, Reading::Whole)?;
     let mode = if complete {
         CheckMode::Complete
     } else {

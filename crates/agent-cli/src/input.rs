@@ -9,9 +9,19 @@ use std::io::Read;
 /// A stored context of any kind: a file, or (spec §10) a PostgreSQL URL.
 pub(crate) type AnyStore = Box<dyn Store + Send>;
 
+/// How much of a context a command reads (decision D37).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// The views, from the newest snapshot and the messages after it:
+    /// O(tail) for reads and appends.
+    Views,
+    /// Every message: rendering, `check`, copying, the loop.
+    Whole,
+}
+
 /// Loads CONTEXT: a file path, a PostgreSQL URL, or `-` for stdin (spec
 /// §10). Load warnings (a torn last line, R34) go to stderr.
-pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
+pub(crate) fn load_context(arg: &str, reading: Reading) -> Result<Context, Failure> {
     if arg == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -23,7 +33,11 @@ pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
         return Ok(loaded.context);
     }
     let mut store = open_store(arg)?;
-    let loaded = store.load().map_err(Failure::invalid)?;
+    let loaded = match reading {
+        Reading::Views => store.load_tail(),
+        Reading::Whole => store.load(),
+    }
+    .map_err(Failure::invalid)?;
     warn(store.name(), &loaded.warnings);
     Ok(loaded.context)
 }
@@ -31,17 +45,22 @@ pub(crate) fn load_context(arg: &str) -> Result<Context, Failure> {
 /// CONTEXT opened for durable appends (`--write`): every append is a commit
 /// (R34, R34b). `missing_ok`: a missing context starts empty and the first
 /// append creates it.
-pub(crate) fn open_stored(arg: &str, missing_ok: bool) -> Result<Stored<AnyStore>, Failure> {
+pub(crate) fn open_stored(
+    arg: &str,
+    missing_ok: bool,
+    reading: Reading,
+) -> Result<Stored<AnyStore>, Failure> {
     if arg == "-" {
         return Err(Failure::usage(
             "writing needs a CONTEXT file or PostgreSQL URL, not stdin",
         ));
     }
     let store = open_store(arg)?;
-    let stored = if missing_ok {
-        Stored::open_or_create(store)
-    } else {
-        Stored::open(store)
+    let stored = match (missing_ok, reading) {
+        (true, Reading::Views) => Stored::open_or_create_tail(store),
+        (true, Reading::Whole) => Stored::open_or_create(store),
+        (false, Reading::Views) => Stored::open_tail(store),
+        (false, Reading::Whole) => Stored::open(store),
     }
     .map_err(Failure::invalid)?;
     warn(stored.store().name(), stored.warnings());

@@ -1,7 +1,7 @@
 //! `agentctx loop`: the model in the loop (docs/spec.md §12).
 
 use crate::Failure;
-use crate::input::{json_arg, load_context, open_stored, print_value, render_mode};
+use crate::input::{Reading, json_arg, load_context, open_stored, print_value, render_mode};
 use agent_loop::{Anthropic, Finish, Loop, OpenAi, Provider, Retry, Tool, TurnReport};
 use serde_json::Value;
 use std::time::Duration;
@@ -99,7 +99,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         );
     };
     let finish = if args.write {
-        let mut stored = open_stored(&args.context, false)?;
+        let mut stored = open_stored(&args.context, false, Reading::Whole)?;
         settings.run(
             provider.as_ref(),
             &activities,
@@ -108,7 +108,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
             &mut progress,
         )
     } else {
-        let mut context = load_context(&args.context)?;
+        let mut context = load_context(&args.context, Reading::Whole)?;
         settings.run(
             provider.as_ref(),
             &activities,

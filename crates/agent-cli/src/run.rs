@@ -1,7 +1,7 @@
 //! `agentctx run` and `agentctx demo`: plans executed with activities.
 
 use crate::Failure;
-use crate::input::{json_arg, load_context, open_stored};
+use crate::input::{Reading, json_arg, load_context, open_stored};
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Plan, Report, Status};
@@ -56,7 +56,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         crate::activity::Limits::with_timeout(args.activity_timeout),
     )?;
     if args.dry_run {
-        load_context(&args.context)?;
+        load_context(&args.context, Reading::Views)?;
         let missing = plan.tools_without_activity(&activities);
         return Ok(crate::input::print_value(
             &json!({"waves": plan.waves(), "missingActivities": missing}),
@@ -68,13 +68,13 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     let clock = crate::input::clock(args.date.as_deref())?;
     let report = if args.write {
         plan.run(
-            &mut open_stored(&args.context, false)?,
+            &mut open_stored(&args.context, false, Reading::Views)?,
             &activities,
             clock.as_ref(),
         )
     } else {
         plan.run(
-            &mut load_context(&args.context)?,
+            &mut load_context(&args.context, Reading::Views)?,
             &activities,
             clock.as_ref(),
         )

@@ -2,7 +2,7 @@
 //! context (spec §10).
 
 use crate::Failure;
-use crate::input::{json_arg, load_context, open_store, open_stored};
+use crate::input::{Reading, json_arg, load_context, open_store, open_stored};
 use agent_data::{Context, Format, Message};
 use agent_store::Append;
 use serde_json::Value;
@@ -13,7 +13,7 @@ use serde_json::Value;
 /// appended all or none, durably; a missing CONTEXT is created.
 pub(crate) fn append(context: &str, messages: &str) -> Result<String, Failure> {
     let messages = parse_messages(messages)?;
-    let mut stored = open_stored(context, true)?;
+    let mut stored = open_stored(context, true, Reading::Views)?;
     stored.append_all(&messages).map_err(Failure::invalid)?;
     Ok(String::new())
 }
@@ -31,9 +31,9 @@ pub(crate) fn assign(context: &str, inputs: &str, write: bool) -> Result<String,
         }
     };
     let (_, messages) = if write {
-        agent_instancing::assign_inputs(&mut open_stored(context, true)?, inputs)
+        agent_instancing::assign_inputs(&mut open_stored(context, true, Reading::Views)?, inputs)
     } else {
-        agent_instancing::assign_inputs(&mut load_context(context)?, inputs)
+        agent_instancing::assign_inputs(&mut load_context(context, Reading::Views)?, inputs)
     }
     .map_err(Failure::invalid)?;
     Ok(messages
@@ -80,7 +80,7 @@ pub(crate) fn copy(from: &str, to: &str) -> Result<String, Failure> {
     }
     let mut target = open_store(to)?;
     let copied = if from == "-" {
-        agent_store::copy_context(&load_context(from)?, &mut target)
+        agent_store::copy_context(&load_context(from, Reading::Whole)?, &mut target)
     } else {
         agent_store::copy(&mut open_store(from)?, &mut target)
     };

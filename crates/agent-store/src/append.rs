@@ -63,22 +63,36 @@ pub struct Stored<S: Store> {
 }
 
 impl<S: Store> Stored<S> {
-    /// Loads the context from `store`.
-    pub fn open(mut store: S) -> Result<Self> {
-        let Loaded {
-            context, warnings, ..
-        } = store.load()?;
-        Ok(Stored {
-            store,
-            context,
-            warnings,
-        })
+    /// Loads the whole context from `store` ([`Store::load`]).
+    pub fn open(store: S) -> Result<Self> {
+        Self::opened(store, S::load).map_err(|(_, e)| e)
     }
 
-    /// Loads the context from `store`, or starts empty if it does not exist
-    /// yet ([`Error::is_missing`]): the first append creates it.
-    pub fn open_or_create(mut store: S) -> Result<Self> {
-        match store.load() {
+    /// Loads what reads and appends need from `store`: its snapshot and
+    /// the messages after it ([`Store::load_tail`]), so opening a long
+    /// context costs O(tail). The context is not
+    /// [complete](Context::is_complete) when a snapshot was used.
+    pub fn open_tail(store: S) -> Result<Self> {
+        Self::opened(store, S::load_tail).map_err(|(_, e)| e)
+    }
+
+    /// [`Stored::open`], or an empty context if it does not exist yet
+    /// ([`Error::is_missing`]): the first append creates it.
+    pub fn open_or_create(store: S) -> Result<Self> {
+        Self::created(Self::opened(store, S::load))
+    }
+
+    /// [`Stored::open_tail`], or an empty context if it does not exist yet.
+    pub fn open_or_create_tail(store: S) -> Result<Self> {
+        Self::created(Self::opened(store, S::load_tail))
+    }
+
+    /// Loads with `load`, handing the store back on failure.
+    fn opened(
+        mut store: S,
+        load: fn(&mut S) -> Result<Loaded>,
+    ) -> std::result::Result<Self, (S, Error)> {
+        match load(&mut store) {
             Ok(Loaded {
                 context, warnings, ..
             }) => Ok(Stored {
@@ -86,8 +100,15 @@ impl<S: Store> Stored<S> {
                 context,
                 warnings,
             }),
-            Err(e) if e.is_missing() => Ok(Stored::create(store)),
-            Err(e) => Err(e),
+            Err(error) => Err((store, error)),
+        }
+    }
+
+    fn created(opened: std::result::Result<Self, (S, Error)>) -> Result<Self> {
+        match opened {
+            Ok(stored) => Ok(stored),
+            Err((store, e)) if e.is_missing() => Ok(Stored::create(store)),
+            Err((_, e)) => Err(e),
         }
     }
 

@@ -9,9 +9,10 @@
 //! kept. Readers take a shared lock, so they never see an append half done.
 
 use crate::file::LockedFile;
-use crate::recovery;
-use crate::{Error, Result, Store};
-use agent_data::{Context, Format, Loaded, Position, Prepared};
+use crate::snapshot::{self, Since};
+use crate::{Error, Result, Store, recovery};
+use agent_data::{Context, Format, Loaded, Position, Prepared, Warning};
+use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,8 @@ pub struct FileStore {
     /// The held lock has been held since `seen` was checked against the
     /// file: nothing can have changed it.
     verified: bool,
+    /// The tail read or appended since the newest snapshot.
+    since: Since,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -99,6 +102,7 @@ impl FileStore {
             seen: Seen::default(),
             lock: None,
             verified: false,
+            since: Since::default(),
         })
     }
 
@@ -131,7 +135,7 @@ impl FileStore {
         }
         let (identity, len) = file.stat().map_err(self.io("read"))?;
         match self.format {
-            Format::Jsonl => self.read_jsonl_tail(file, context, identity, len)?,
+            Format::Jsonl => drop(self.read_jsonl_tail(file, context, identity, len)?),
             Format::Json => self.read_json(file, context)?,
         }
         self.seen.messages = context.len();
@@ -144,13 +148,15 @@ impl FileStore {
         Ok(())
     }
 
+    /// Reads the JSONL appended after `self.seen`; returns what reading
+    /// warned about (a torn last line, R34).
     fn read_jsonl_tail(
         &mut self,
         file: &mut LockedFile,
         context: &mut Context,
         identity: (u64, u64),
         len: u64,
-    ) -> Result<()> {
+    ) -> Result<Vec<Warning>> {
         let seen = self.seen;
         if seen.file.is_some_and(|f| f != identity) {
             return Err(self.replaced("replaced"));
@@ -165,6 +171,7 @@ impl FileStore {
                 return Err(self.replaced("rewritten"));
             }
         }
+        let mut warnings = Vec::new();
         if len > seen.end.offset as u64 {
             let tail = file
                 .read_from(seen.end.offset as u64)
@@ -183,8 +190,14 @@ impl FileStore {
             }
             self.seen.end = read.end;
             self.seen.items += read.items;
+            self.since.add(
+                context.len() - seen.messages,
+                (read.end.offset - seen.end.offset) as u64,
+            );
+            warnings = read.warnings;
         }
-        self.remember_tail(file)
+        self.remember_tail(file)?;
+        Ok(warnings)
     }
 
     /// Remembers the bytes before the end read, to notice a rewrite later.
@@ -296,6 +309,7 @@ impl FileStore {
                     let _ = recovery::clear(file.target(), appended.is_err());
                 }
                 let end = appended.map_err(self.io("append to"))?;
+                self.since.add(prepared.len(), bytes.len() as u64);
                 self.seen.end = Position {
                     line: self.seen.end.line + lines,
                     offset: usize::try_from(end).unwrap_or(usize::MAX),
@@ -331,11 +345,12 @@ impl FileStore {
             seen: Seen::default(),
             lock: None,
             verified: false,
+            since: Since::default(),
         };
         let mut context = Context::new();
         let len = file.len().map_err(self.io("read"))?;
         match self.format {
-            Format::Jsonl => fresh.read_jsonl_tail(file, &mut context, (0, 0), len)?,
+            Format::Jsonl => drop(fresh.read_jsonl_tail(file, &mut context, (0, 0), len)?),
             Format::Json => fresh.read_json(file, &mut context)?,
         }
         Ok(context.len())
@@ -360,6 +375,69 @@ impl FileStore {
         f(self, &mut file)
     }
 
+    /// Opens the context from the snapshot beside the file and the lines
+    /// after it, under the held lock; `None` when there is no snapshot or
+    /// it does not match the file (then the whole file is read).
+    fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
+        let Some(sealed) = snapshot::read_beside(file.target()) else {
+            return Ok(None);
+        };
+        let Some((mut context, anchor)) = snapshot::unseal(&sealed)
+            .and_then(|body| Context::from_snapshot(body).ok())
+            .and_then(|(context, anchor)| Some((context, FileAnchor::read(&anchor)?)))
+        else {
+            return Ok(None);
+        };
+        let (identity, len) = file.stat().map_err(self.io("read"))?;
+        if !anchor.matches(file, len).map_err(self.io("read"))? {
+            return Ok(None);
+        }
+        self.seen = Seen {
+            messages: context.len(),
+            items: anchor.items,
+            end: anchor.end,
+            file: Some(identity),
+            ..Seen::default()
+        };
+        self.remember_tail(file)?;
+        self.since = Since::taken(sealed.len());
+        let warnings = self.read_jsonl_tail(file, &mut context, identity, len)?;
+        self.seen.messages = context.len();
+        Ok(Some(Loaded {
+            context,
+            warnings,
+            end: self.seen.end,
+            items: self.seen.items,
+            unterminated: self.seen.unterminated,
+        }))
+    }
+
+    /// Writes a snapshot of `context` — everything this handle read or
+    /// appended — beside the file.
+    fn write_snapshot(&mut self, context: &Context) -> Result<()> {
+        if self.format != Format::Jsonl
+            || self.seen.unterminated
+            || self.seen.file.is_none()
+            || context.len() != self.seen.messages
+        {
+            return Ok(());
+        }
+        let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
+        let file = std::fs::File::open(&target).map_err(self.io("read"))?;
+        let anchor = FileAnchor {
+            items: self.seen.items,
+            end: self.seen.end,
+            window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
+        };
+        let body = context
+            .snapshot(&anchor.value())
+            .map_err(|e| self.load_error(e))?;
+        let sealed = snapshot::seal(&body);
+        snapshot::write_beside(&target, &sealed).map_err(self.io("write a snapshot of"))?;
+        self.since = Since::taken(sealed.len());
+        Ok(())
+    }
+
     /// Undoes an interrupted multi-message append before reading, if one
     /// is recorded and the file can be written (a reader without write
     /// permission reads the file as it is).
@@ -372,6 +450,72 @@ impl FileStore {
         }
         Ok(())
     }
+}
+
+/// Where in a JSONL file a snapshot was taken, and how to tell it is
+/// still the file it summarises: the log only grows, so the snapshot holds
+/// while the file is at least that long, a line ends there, and the bytes
+/// before it are unchanged — checked on the [`WINDOW`] bytes before it
+/// (decision D37: reading the whole prefix would make opening O(history)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileAnchor {
+    items: usize,
+    end: Position,
+    window: u64,
+}
+
+/// How many bytes before a snapshot's end its checksum covers.
+const WINDOW: u64 = 4096;
+
+impl FileAnchor {
+    fn value(&self) -> Value {
+        json!({
+            "items": self.items,
+            "line": self.end.line,
+            "offset": self.end.offset,
+            "window": format!("{:016x}", self.window),
+        })
+    }
+
+    fn read(value: &Value) -> Option<FileAnchor> {
+        let number = |key| {
+            value
+                .get(key)?
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        let window = value.get("window")?.as_str()?;
+        Some(FileAnchor {
+            items: number("items")?,
+            end: Position {
+                line: number("line")?,
+                offset: number("offset")?,
+            },
+            window: u64::from_str_radix(window, 16).ok()?,
+        })
+    }
+
+    /// True when `file`, `len` bytes long, is the file this anchor was
+    /// taken in (or that file with lines appended).
+    fn matches(&self, file: &LockedFile, len: u64) -> io::Result<bool> {
+        let offset = self.end.offset as u64;
+        if len < offset {
+            return Ok(false);
+        }
+        let start = offset.saturating_sub(WINDOW);
+        let bytes = file.read_range(start, offset)?;
+        let at_line_end = offset == 0 || bytes.last() == Some(&b'\n');
+        Ok(at_line_end && snapshot::checksum(&bytes) == self.window)
+    }
+}
+
+/// The checksum of the [`WINDOW`] bytes before `end` in `file`.
+fn window(file: &std::fs::File, end: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let start = end.saturating_sub(WINDOW);
+    let mut bytes = vec![0; usize::try_from(end - start).unwrap_or(0)];
+    file.read_exact_at(&mut bytes, start)?;
+    Ok(snapshot::checksum(&bytes))
 }
 
 /// A JSON array file's bytes up to its closing `]`, blanks before it
@@ -444,8 +588,45 @@ impl Store for FileStore {
                 Format::Jsonl => store.remember_tail(file)?,
                 Format::Json => store.remember_json(&json),
             }
+            // No snapshot was read: the whole log is the tail.
+            store.since = Since::default();
+            store
+                .since
+                .add(loaded.context.len(), loaded.end.offset as u64);
             Ok(loaded)
         })
+    }
+
+    fn load_tail(&mut self) -> Result<Loaded> {
+        if self.format != Format::Jsonl {
+            // A JSON array is rewritten whole by every append anyway.
+            return self.load();
+        }
+        self.recover_before_load()?;
+        match self.with_lock(false, |store, file| store.resume(file))? {
+            Some(loaded) => {
+                self.snapshot(&loaded.context, false)?;
+                Ok(loaded)
+            }
+            None => {
+                let loaded = self.load()?;
+                self.snapshot(&loaded.context, false)?;
+                Ok(loaded)
+            }
+        }
+    }
+
+    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+        if !(now || self.since.due()) {
+            return Ok(false);
+        }
+        match self.write_snapshot(context) {
+            Ok(()) => Ok(true),
+            // Only a cache: a directory that cannot take it (permissions, a
+            // read-only or full file system) costs later opens time, no more.
+            Err(_) if !now => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {

@@ -51,6 +51,7 @@ mod files;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
+mod snapshot;
 mod store;
 mod url;
 
@@ -59,5 +60,6 @@ pub use error::{Error, Result};
 pub use files::FileStore;
 #[cfg(feature = "postgres")]
 pub use pg::{MAX_NAME_BYTES, PgStore, SCHEMA_VERSION};
+pub use snapshot::SNAPSHOT_AFTER;
 pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
 pub use url::{is_postgres_url, without_password};

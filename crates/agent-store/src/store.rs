@@ -26,6 +26,28 @@ pub trait Store {
     /// Reads the whole context. A missing context is an error.
     fn load(&mut self) -> Result<Loaded>;
 
+    /// Reads what reads and appends need, in O(tail): the newest snapshot
+    /// that matches the log, and the messages after it (decision D37). The
+    /// context holds every view, so reading, validating and appending are
+    /// as after [`Store::load`], but it holds only the messages it needs
+    /// again ([`Context::is_complete`]): whatever walks the messages
+    /// (rendering, `check`, copying) must [`Store::load`]. Without a
+    /// usable snapshot this is [`Store::load`]; a store that keeps none
+    /// always loads.
+    fn load_tail(&mut self) -> Result<Loaded> {
+        self.load()
+    }
+
+    /// Writes a snapshot of `context` — loaded from this store and caught
+    /// up — when the messages since the last one crossed the threshold
+    /// ([`crate::SNAPSHOT_AFTER`] messages and a quarter of its size in
+    /// bytes), or at once with `now`. Returns whether one was written.
+    /// Without `now`, failing to write one is not an error: it is a cache.
+    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+        let _ = (context, now);
+        Ok(false)
+    }
+
     /// Loads onto `context` — loaded from this store, or empty — the
     /// messages other writers appended after it.
     fn catch_up(&mut self, context: &mut Context) -> Result<()>;
@@ -61,6 +83,10 @@ pub trait Store {
             self.unlock();
             match result {
                 Err(Error::Conflict { .. }) => backoff(attempt),
+                Ok(range) => {
+                    self.snapshot(context, false)?;
+                    return Ok(range);
+                }
                 other => return other,
             }
         }
@@ -92,6 +118,10 @@ pub trait Store {
             self.unlock();
             match result {
                 Err(Error::Conflict { .. }) => backoff(attempt),
+                Ok(range) => {
+                    self.snapshot(context, false)?;
+                    return Ok(range);
+                }
                 other => return other,
             }
         }
@@ -160,6 +190,12 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn load(&mut self) -> Result<Loaded> {
         (**self).load()
+    }
+    fn load_tail(&mut self) -> Result<Loaded> {
+        (**self).load_tail()
+    }
+    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+        (**self).snapshot(context, now)
     }
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
         (**self).catch_up(context)

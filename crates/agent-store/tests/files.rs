@@ -187,3 +187,128 @@ fn r34_a_dead_writers_temporary_file_is_swept_by_the_next_json_append() {
     assert!(other.exists(), "a file not named like ours is kept");
     assert_eq!(log(&path), json!([1]));
 }
+
+// ------------------------------------------------------------ snapshots (D37)
+
+/// A store over `path` that committed `n` pushes one by one.
+fn pushed(path: &std::path::Path, n: usize) {
+    let mut store = FileStore::open(path).unwrap();
+    let mut context = Context::new();
+    for i in 0..n {
+        let push = Message::from_value(serde_json::json!({"type": "state", "data": {"log": i},
+            "_outputPath": "†state.log", "_outputMethod": "push", "_instance": if i % 3 == 0 { "a" } else { "b" }}))
+        .unwrap();
+        store.commit(&mut context, &push).unwrap();
+        let global =
+            Message::from_value(serde_json::json!({"type": "state", "data": {"n": i}})).unwrap();
+        store.commit(&mut context, &global).unwrap();
+    }
+}
+
+fn every_view(context: &Context) -> Vec<serde_json::Value> {
+    let mut out = vec![serde_json::json!(context.len())];
+    for id in context.identities() {
+        for x in context.instances().map(Some).chain([None]) {
+            out.push(serde_json::json!([
+                id.to_string(),
+                context.view(&id.kind, x)
+            ]));
+        }
+    }
+    out.push(serde_json::json!(
+        context
+            .diagnostics()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    ));
+    out
+}
+
+#[test]
+fn r34_a_long_file_opens_from_its_snapshot_and_reads_as_the_full_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    pushed(&path, 150);
+    assert!(
+        dir.path().join(".c.jsonl.snapshot").is_file(),
+        "no snapshot was written"
+    );
+    let full = FileStore::open(&path).unwrap().load().unwrap().context;
+    let mut store = FileStore::open(&path).unwrap();
+    let mut resumed = store.load_tail().unwrap().context;
+    assert!(!resumed.is_complete());
+    // At most the threshold's worth of messages after the snapshot.
+    assert!(full.len() - resumed.held_from() <= 2 * agent_store::SNAPSHOT_AFTER);
+    assert_eq!(every_view(&resumed), every_view(&full));
+    // Appending through it lands where the full fold would.
+    let push = Message::from_value(serde_json::json!({"type": "state", "data": {"log": "x"},
+        "_outputPath": "†state.log", "_outputMethod": "push", "_instance": "a"}))
+    .unwrap();
+    store.commit(&mut resumed, &push).unwrap();
+    let full = FileStore::open(&path).unwrap().load().unwrap().context;
+    assert_eq!(every_view(&resumed), every_view(&full));
+}
+
+#[test]
+fn r34_a_snapshot_that_does_not_match_the_file_is_ignored_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let snapshot = dir.path().join(".c.jsonl.snapshot");
+    pushed(&path, 100);
+    let original = std::fs::read(&path).unwrap();
+    let good = std::fs::read(&snapshot).unwrap();
+    let full = FileStore::open(&path).unwrap().load().unwrap().context;
+    let open_tail = || FileStore::open(&path).unwrap().load_tail().unwrap().context;
+    // A damaged snapshot: one byte changed.
+    let mut damaged = good.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 1;
+    std::fs::write(&snapshot, &damaged).unwrap();
+    let read = open_tail();
+    assert!(read.is_complete(), "a damaged snapshot was used");
+    assert_eq!(every_view(&read), every_view(&full));
+    // …and rebuilt by that read, so the next one uses it again.
+    assert!(!open_tail().is_complete());
+    // The file changed just before the snapshot's end (same length).
+    std::fs::write(&snapshot, &good).unwrap();
+    let offset = std::str::from_utf8(&good)
+        .unwrap()
+        .split("\"offset\":")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    let mut edited = original.clone();
+    let digit = edited[..offset]
+        .iter()
+        .rposition(u8::is_ascii_digit)
+        .unwrap();
+    edited[digit] = if edited[digit] == b'7' { b'8' } else { b'7' };
+    std::fs::write(&path, &edited).unwrap();
+    let read = open_tail();
+    assert!(read.is_complete(), "a snapshot of other bytes was used");
+    assert_eq!(
+        every_view(&read),
+        every_view(&FileStore::open(&path).unwrap().load().unwrap().context)
+    );
+    // The file cut back before the snapshot's end.
+    std::fs::write(&snapshot, &good).unwrap();
+    let cut = &original[..=original[..offset / 2]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()];
+    std::fs::write(&path, cut).unwrap();
+    let read = open_tail();
+    assert!(
+        read.is_complete(),
+        "a snapshot longer than the file was used"
+    );
+    assert_eq!(
+        every_view(&read),
+        every_view(&FileStore::open(&path).unwrap().load().unwrap().context)
+    );
+}

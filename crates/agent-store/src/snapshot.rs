@@ -1,0 +1,162 @@
+//! What the stores share about snapshots (decision D37): when one is due,
+//! how its bytes are sealed with a checksum, and how a file context keeps
+//! one beside it.
+//!
+//! A snapshot is a cache of the folded views at a known length, verified
+//! against the log before it is used and ignored when it does not match:
+//! losing one, or finding it damaged, costs one full read and nothing else.
+//! So it is written without fsync, through a fresh file renamed into place.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// A snapshot is due once this many messages followed the last one…
+pub const SNAPSHOT_AFTER: usize = 64;
+
+/// …and the bytes that followed it are at least the last snapshot's size
+/// divided by this: each snapshot written is paid for by a quarter of its
+/// size in appended bytes, so writing them stays linear in what is
+/// appended, while opening reads at most the snapshot and a bounded tail.
+const SIZE_SHARE: u64 = 4;
+
+/// What a store tracks to decide when a new snapshot is due.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Since {
+    /// Messages after the newest snapshot this handle knows of.
+    pub(crate) messages: usize,
+    /// Bytes of those messages.
+    pub(crate) bytes: u64,
+    /// The size of that snapshot (0: none).
+    pub(crate) snapshot: u64,
+}
+
+impl Since {
+    /// Counts messages that arrived after the snapshot.
+    pub(crate) fn add(&mut self, messages: usize, bytes: u64) {
+        self.messages = self.messages.saturating_add(messages);
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    /// True when the tail is long enough to be worth a new snapshot.
+    pub(crate) fn due(&self) -> bool {
+        self.messages >= SNAPSHOT_AFTER && self.bytes.saturating_mul(SIZE_SHARE) >= self.snapshot
+    }
+
+    /// A snapshot of `size` bytes was taken at the end of what was read.
+    pub(crate) fn taken(size: usize) -> Since {
+        Since {
+            snapshot: size as u64,
+            ..Since::default()
+        }
+    }
+}
+
+/// A checksum of `bytes`, the same in every build: eight bytes at a time,
+/// so checking a snapshot costs little beside parsing it.
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash ^ u64::from_le_bytes(word))
+            .wrapping_mul(K)
+            .rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+    }
+    hash ^ (hash >> 32)
+}
+
+/// What the first line of a sealed snapshot starts with.
+const MAGIC: &str = "agentctx-snapshot";
+
+/// `body` behind a first line naming its checksum.
+pub(crate) fn seal(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{MAGIC} {:016x}\n", checksum(body)).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The body of a sealed snapshot, if its checksum holds.
+pub(crate) fn unseal(sealed: &[u8]) -> Option<&[u8]> {
+    let newline = sealed.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&sealed[..newline]).ok()?;
+    let sum = u64::from_str_radix(head.strip_prefix(MAGIC)?.trim(), 16).ok()?;
+    let body = &sealed[newline + 1..];
+    (checksum(body) == sum).then_some(body)
+}
+
+/// The snapshot beside a context file: `.NAME.snapshot`.
+pub(crate) fn beside(target: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(target.file_name().unwrap_or_default());
+    name.push(".snapshot");
+    target.with_file_name(name)
+}
+
+/// Reads the snapshot beside `target`; `None` when there is none (or it
+/// cannot be read: it is only a cache).
+pub(crate) fn read_beside(target: &Path) -> Option<Vec<u8>> {
+    let path = beside(target);
+    // A symlink named like the snapshot is not ours.
+    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
+/// Replaces the snapshot beside `target` with `sealed`: a fresh file
+/// (`O_EXCL`, random name) renamed into place, so a reader sees the old
+/// snapshot or the new one, and a planted symlink is replaced, never
+/// written through. No fsync: a snapshot lost in a crash is rebuilt.
+pub(crate) fn write_beside(target: &Path, sealed: &[u8]) -> io::Result<()> {
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(".snapshot.")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    file.as_file_mut().write_all(sealed)?;
+    file.persist(beside(target)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r34_a_sealed_snapshot_reads_back_and_a_changed_byte_is_caught() {
+        let body = br#"{"format":"agentctx-snapshot","version":1}"#;
+        let sealed = seal(body);
+        assert_eq!(unseal(&sealed), Some(&body[..]));
+        for at in 0..sealed.len() {
+            let mut bad = sealed.clone();
+            bad[at] ^= 0x20;
+            assert_eq!(unseal(&bad), None, "byte {at} changed unnoticed");
+        }
+        assert_eq!(unseal(&sealed[..sealed.len() - 1]), None);
+    }
+
+    #[test]
+    fn r34_a_snapshot_is_due_after_enough_messages_and_bytes() {
+        let mut since = Since::taken(4000);
+        since.add(SNAPSHOT_AFTER - 1, 10_000);
+        assert!(!since.due(), "too few messages");
+        since.add(1, 0);
+        assert!(since.due());
+        let mut big = Since::taken(1_000_000);
+        big.add(1000, 200_000);
+        assert!(
+            !big.due(),
+            "a quarter of the snapshot's size has not followed it"
+        );
+        big.add(0, 50_000);
+        assert!(big.due());
+    }
+}
