@@ -315,7 +315,10 @@ mod postgres_store {
         "{error}"
     );
         assert!(
-            error.contains("do not have the shape of schema version 2"),
+            error.contains(&format!(
+                "do not have the shape of schema version {}",
+                agent_store::SCHEMA_VERSION
+            )),
             "{error}"
         );
     }
@@ -641,5 +644,81 @@ mod postgres_store {
         first.commit(&mut mine, &set(json!("text again"))).unwrap();
         let error = second.commit(&mut theirs, &[push(1, 1, 0)]).unwrap_err();
         assert!(matches!(error, Error::Refused(_)), "{error}");
+    }
+
+    // -------------------------------------------------------- snapshots (D37)
+
+    fn every_view(context: &Context) -> Vec<Value> {
+        let mut out = vec![json!(context.len())];
+        for id in context.identities() {
+            for x in context.instances().map(Some).chain([None]) {
+                out.push(json!([id.to_string(), context.view(&id.kind, x)]));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn r34b_a_long_postgres_context_opens_from_its_snapshot_and_reads_as_the_full_fold() {
+        let url = fresh("snapshot");
+        let mut store = open(&url);
+        let mut context = Context::new();
+        for i in 0..150 {
+            let instance = if i % 3 == 0 { "a" } else { "b" };
+            let m = Message::from_value(json!({"type": "state", "data": {"log": i},
+                "_outputPath": "†state.log", "_outputMethod": "push", "_instance": instance}))
+            .unwrap();
+            store.commit(&mut context, &m).unwrap();
+            let g = Message::from_value(json!({"type": "state", "data": {"n": i}})).unwrap();
+            store.commit(&mut context, &g).unwrap();
+        }
+        let full = open(&url).load().unwrap().context;
+        let mut reader = open(&url);
+        let mut resumed = reader.load_tail().unwrap().context;
+        assert!(!resumed.is_complete(), "no snapshot was used");
+        assert!(full.len() - resumed.held_from() <= 2 * agent_store::SNAPSHOT_AFTER);
+        assert_eq!(every_view(&resumed), every_view(&full));
+        // Appends through it land as through the full context.
+        let m = Message::from_value(json!({"type": "state", "data": {"n": "last"}})).unwrap();
+        reader.commit(&mut resumed, &m).unwrap();
+        assert_eq!(
+            every_view(&resumed),
+            every_view(&open(&url).load().unwrap().context)
+        );
+
+        // A damaged snapshot, or one that names other rows, is ignored.
+        let name = url.rsplit("context=").next().unwrap().to_owned();
+        let mut admin = raw();
+        let id: i64 = admin
+            .query_one("SELECT id FROM agentctx_contexts WHERE name = $1", &[&name])
+            .unwrap()
+            .get(0);
+        let (rows, body): (i64, Vec<u8>) = admin
+            .query_one(
+                "SELECT rows, body FROM agentctx_snapshots WHERE context = $1",
+                &[&id],
+            )
+            .map(|r| (r.get(0), r.get(1)))
+            .unwrap();
+        let mut damaged = body.clone();
+        let at = damaged.len() / 2;
+        damaged[at] ^= 1;
+        for (rows, body) in [(rows, damaged), (rows - 1, body)] {
+            admin
+                .execute(
+                    "UPDATE agentctx_snapshots SET rows = $2, body = $3 WHERE context = $1",
+                    &[&id, &rows, &body],
+                )
+                .unwrap();
+            let read = open(&url).load_tail().unwrap().context;
+            assert!(
+                read.is_complete(),
+                "a snapshot that does not match was used"
+            );
+            assert_eq!(
+                every_view(&read),
+                every_view(&open(&url).load().unwrap().context)
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ mod commit;
 mod rows;
 mod schema;
 
+use crate::snapshot::{self, Since};
 use crate::{Error, Result, Store};
 use address::Address;
 use agent_data::{Context, Loaded, Message, Position, Prepared};
@@ -40,6 +41,19 @@ const BACKEND: &str =
 /// A context's lines from a position on, in order.
 const TAIL: &str =
     "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
+
+/// A context's snapshot (schema version 3).
+const SNAPSHOT: &str = "SELECT rows, body FROM agentctx_snapshots WHERE context = $1";
+
+/// Stores a snapshot unless one at least as long is there: snapshots are
+/// only a cache, so writers need no lock beyond the row's own.
+const SAVE_SNAPSHOT: &str = "INSERT INTO agentctx_snapshots (context, rows, body) \
+     VALUES ($1, $2, $3) ON CONFLICT (context) DO UPDATE \
+     SET rows = EXCLUDED.rows, body = EXCLUDED.body, written_at = now() \
+     WHERE agentctx_snapshots.rows < EXCLUDED.rows";
+
+/// One line of a context.
+const LINE: &str = "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq = $2";
 
 /// The statements a store runs, prepared when it connects: each then costs
 /// one round trip instead of two.
@@ -104,6 +118,8 @@ pub struct PgStore {
     rows: usize,
     /// Messages those rows hold (a line may normalise to several, R1).
     messages: usize,
+    /// The rows read or appended since the newest snapshot.
+    since: Since,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -128,6 +144,7 @@ impl PgStore {
             id: None,
             rows: 0,
             messages: 0,
+            since: Since::default(),
         };
         store.client()?;
         Ok(store)
@@ -265,6 +282,107 @@ impl PgStore {
         self.database("read", error)
     }
 
+    /// Opens the context `id` from its snapshot and the rows after it;
+    /// `None` when there is none or it does not match the rows (then the
+    /// whole context is read).
+    fn resume(&mut self, id: i64) -> Result<Option<Loaded>> {
+        let (client, _) = self.session()?;
+        let found = client
+            .query_opt(SNAPSHOT, &[&id])
+            .and_then(|row| {
+                row.map(|row| Ok((row.try_get::<_, i64>(0)?, row.try_get::<_, Vec<u8>>(1)?)))
+                    .transpose()
+            })
+            .map_err(|e| self.read_error(&e))?;
+        let Some((rows, sealed)) = found else {
+            return Ok(None);
+        };
+        let Some((mut context, anchor)) =
+            snapshot::unseal(&sealed).and_then(|body| Context::from_snapshot(body).ok())
+        else {
+            return Ok(None);
+        };
+        let last = anchor
+            .get("last")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+        let (Some(last), Ok(count)) = (last, usize::try_from(rows)) else {
+            return Ok(None);
+        };
+        if count == 0 || anchor.get("rows").and_then(serde_json::Value::as_i64) != Some(rows) {
+            return Ok(None);
+        }
+        // The last row the snapshot summarises, then the tail.
+        let mut tail = Vec::new();
+        self.read(count - 1, &mut tail)?;
+        let Some(newline) = tail.iter().position(|&b| b == b'\n') else {
+            return Ok(None);
+        };
+        if snapshot::checksum(&tail[..newline]) != last {
+            return Ok(None);
+        }
+        let after = &tail[newline + 1..];
+        let extended = context
+            .extend_jsonl(
+                after,
+                Position {
+                    line: count,
+                    offset: 0,
+                },
+            )
+            .map_err(|source| Error::Load {
+                name: self.address.shown.clone(),
+                source: Box::new(source),
+            })?;
+        let summarised = context.len();
+        self.rows = count + extended.items;
+        self.messages = context.len();
+        self.since = Since::taken(sealed.len());
+        self.since
+            .add(self.messages - summarised, after.len() as u64);
+        Ok(Some(Loaded {
+            context,
+            warnings: extended.warnings,
+            end: Position {
+                line: self.rows,
+                offset: 0,
+            },
+            items: self.rows,
+            unterminated: false,
+        }))
+    }
+
+    /// Stores a snapshot of `context`, which holds every row read or
+    /// appended through this handle.
+    fn write_snapshot(&mut self, context: &Context) -> Result<()> {
+        self.check_position(context.len())?;
+        let (Some(id), Some(last)) = (self.id, self.rows.checked_sub(1)) else {
+            return Ok(());
+        };
+        let rows = i64::try_from(self.rows).unwrap_or(i64::MAX);
+        let last = i64::try_from(last).unwrap_or(i64::MAX);
+        let (client, _) = self.session()?;
+        let line: String = client
+            .query_one(LINE, &[&id, &last])
+            .and_then(|row| row.try_get(0))
+            .map_err(|e| self.read_error(&e))?;
+        let anchor = serde_json::json!({
+            "rows": rows,
+            "last": format!("{:016x}", snapshot::checksum(line.as_bytes())),
+        });
+        let body = context.snapshot(&anchor).map_err(|source| Error::Load {
+            name: self.address.shown.clone(),
+            source: Box::new(source),
+        })?;
+        let sealed = snapshot::seal(&body);
+        let (client, _) = self.session()?;
+        client
+            .execute(SAVE_SNAPSHOT, &[&id, &rows, &sealed])
+            .map_err(|e| self.database("write a snapshot of", &e))?;
+        self.since = Since::taken(sealed.len());
+        Ok(())
+    }
+
     fn check_position(&self, messages: usize) -> Result<()> {
         if messages == self.messages {
             return Ok(());
@@ -349,7 +467,37 @@ impl Store for PgStore {
         })?;
         self.rows = loaded.items;
         self.messages = loaded.context.len();
+        // No snapshot was read: the whole context is the tail.
+        self.since = Since::default();
+        self.since.add(self.messages, loaded.end.offset as u64);
         Ok(loaded)
+    }
+
+    fn load_tail(&mut self) -> Result<Loaded> {
+        (self.id, self.rows, self.messages) = (None, 0, 0);
+        let Some(id) = self.id()? else {
+            return Err(Error::Missing {
+                name: self.address.shown.clone(),
+            });
+        };
+        let loaded = match self.resume(id)? {
+            Some(loaded) => loaded,
+            None => self.load()?,
+        };
+        self.snapshot(&loaded.context, false)?;
+        Ok(loaded)
+    }
+
+    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+        if !(now || self.since.due()) {
+            return Ok(false);
+        }
+        match self.write_snapshot(context) {
+            Ok(()) => Ok(true),
+            // Only a cache: failing to store one costs later opens time.
+            Err(_) if !now => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
@@ -377,6 +525,8 @@ impl Store for PgStore {
                 source: Box::new(source),
             })?;
         self.rows += extended.items;
+        self.since
+            .add(context.len() - self.messages, tail.len() as u64);
         self.messages = context.len();
         Ok(())
     }
@@ -406,6 +556,8 @@ impl Store for PgStore {
                 self.id = found_id;
                 self.rows += lines.len();
                 self.messages += prepared.len();
+                let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
+                self.since.add(prepared.len(), bytes);
                 Ok(())
             }
             // The log only grows: shorter than it was read is another log.
@@ -424,7 +576,9 @@ impl Store for PgStore {
     /// nobody else wrote — and otherwise under the context's row lock
     /// (`commit.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
-        self.commit_messages(context, messages)
+        let range = self.commit_messages(context, messages)?;
+        self.snapshot(context, false)?;
+        Ok(range)
     }
 
     /// Does nothing: appends are compare-and-append, so writers need no lock.

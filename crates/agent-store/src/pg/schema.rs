@@ -7,19 +7,20 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 2] = [
+const MIGRATIONS: [(i32, &str, &str); 3] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
         "agentctx_append checks the context's id and pins its search_path",
         V2,
     ),
+    (3, "snapshots of contexts' folded views", V3),
 ];
 
 /// Version 1. A context is a row holding its length; its messages are rows
@@ -106,6 +107,19 @@ BEGIN
     UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
 END
 $body$;
+"#;
+
+/// Version 3: one snapshot per context (decision D37) — the folded views
+/// after its first `rows` rows, sealed with a checksum; a cache that
+/// readers verify against the log and ignore when it does not match, so
+/// writing one needs no lock. Deleting a context deletes its snapshot.
+const V3: &str = r#"
+CREATE TABLE agentctx_snapshots (
+    context bigint PRIMARY KEY REFERENCES agentctx_contexts (id) ON DELETE CASCADE,
+    rows bigint NOT NULL CHECK (rows >= 0),
+    body bytea NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT now()
+);
 "#;
 
 /// Why the schema cannot be used.
