@@ -162,7 +162,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn r12_r14_a_snapshot_and_its_tail_read_as_the_full_fold(
+    fn r34c_a_snapshot_and_its_tail_read_as_the_full_fold(
         messages in prop::collection::vec(message(), 0..28),
         cut in any::<prop::sample::Index>(),
         extra in prop::collection::vec(message(), 1..4),
@@ -187,7 +187,7 @@ proptest! {
 }
 
 #[test]
-fn r12_a_snapshot_keeps_skipped_writes_and_instance_layers() {
+fn r34c_a_snapshot_keeps_skipped_writes_and_instance_layers() {
     let messages = [
         json!({"type": "data", "kind": "s", "data": {"n": 1}}),
         json!({"type": "data", "kind": "s", "data": {"n": {"m": 2}}, "_outputPath": "†s.n.m", "_outputMethod": "set"}),
@@ -211,7 +211,7 @@ fn r12_a_snapshot_keeps_skipped_writes_and_instance_layers() {
 }
 
 #[test]
-fn r12_a_damaged_snapshot_is_an_error_saying_so() {
+fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
     let full = load(&jsonl(&[
         json!({"type": "data", "kind": "s", "data": {"n": 1}}),
     ]));

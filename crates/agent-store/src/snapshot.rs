@@ -131,7 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn r34_a_sealed_snapshot_reads_back_and_a_changed_byte_is_caught() {
+    fn r34c_a_sealed_snapshot_reads_back_and_a_changed_byte_is_caught() {
         let body = br#"{"format":"agentctx-snapshot","version":1}"#;
         let sealed = seal(body);
         assert_eq!(unseal(&sealed), Some(&body[..]));
@@ -144,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn r34_a_snapshot_is_due_after_enough_messages_and_bytes() {
+    fn r34c_a_snapshot_is_due_after_enough_messages_and_bytes() {
         let mut since = Since::taken(4000);
         since.add(SNAPSHOT_AFTER - 1, 10_000);
         assert!(!since.due(), "too few messages");

@@ -226,7 +226,7 @@ fn every_view(context: &Context) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn r34_a_long_file_opens_from_its_snapshot_and_reads_as_the_full_fold() {
+fn r34c_a_long_file_opens_from_its_snapshot_and_reads_as_the_full_fold() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
     pushed(&path, 150);
@@ -251,7 +251,7 @@ fn r34_a_long_file_opens_from_its_snapshot_and_reads_as_the_full_fold() {
 }
 
 #[test]
-fn r34_a_snapshot_that_does_not_match_the_file_is_ignored_and_rebuilt() {
+fn r34c_a_snapshot_that_does_not_match_the_file_is_ignored_and_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
     let snapshot = dir.path().join(".c.jsonl.snapshot");

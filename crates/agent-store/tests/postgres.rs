@@ -659,7 +659,7 @@ mod postgres_store {
     }
 
     #[test]
-    fn r34b_a_long_postgres_context_opens_from_its_snapshot_and_reads_as_the_full_fold() {
+    fn r34c_a_long_postgres_context_opens_from_its_snapshot_and_reads_as_the_full_fold() {
         let url = fresh("snapshot");
         let mut store = open(&url);
         let mut context = Context::new();
