@@ -197,8 +197,13 @@ type Checked = (
     Option<usize>,
 );
 
-/// The elements of a JSON array context, depth-checked (R33) before parsing.
-fn parse_array(bytes: &[u8]) -> Result<Vec<Value>> {
+/// Hands each element of a JSON array context, with its index, to `sink`
+/// as it is parsed, depth-checked (R33) before parsing: memory holds one
+/// element at a time besides what `sink` keeps. Returns the number of
+/// elements. Errors are those of parsing the whole array first: a JSON
+/// error anywhere in `bytes` (or a top level that is not an array) wins
+/// over an error of `sink`, which stops the calls to it.
+fn parse_array(bytes: &[u8], sink: &mut dyn FnMut(Value, usize) -> Result<()>) -> Result<usize> {
     // The outer array is one level; each message may nest MAX_DEPTH more.
     if let Some(offset) = too_deep(bytes, MAX_DEPTH + 1) {
         return Err(Error::TooDeep {
@@ -207,21 +212,63 @@ fn parse_array(bytes: &[u8]) -> Result<Vec<Value>> {
             line: None,
         });
     }
-    match parse(bytes, 0)? {
-        Value::Array(items) => Ok(items),
-        value => Err(Error::NotAnArray {
+    let json_space = |b: &&u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    if bytes.iter().find(|b| !json_space(b)) != Some(&b'[') {
+        // Not an array (or not JSON): parsed whole to say what it is.
+        let value = parse(bytes, 0)?;
+        return Err(Error::NotAnArray {
             found: json_type(&value),
-        }),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Depth was bounded by `too_deep` first, so the recursion is safe.
+    de.disable_recursion_limit();
+    let mut elements = Elements {
+        sink,
+        count: 0,
+        failed: None,
+    };
+    serde::Deserializer::deserialize_seq(&mut de, &mut elements).map_err(json_error(0))?;
+    de.end().map_err(json_error(0))?;
+    match elements.failed {
+        Some(error) => Err(error),
+        None => Ok(elements.count),
+    }
+}
+
+/// The serde visitor of [`parse_array`]: the elements of the outer array.
+struct Elements<'a> {
+    sink: &'a mut dyn FnMut(Value, usize) -> Result<()>,
+    count: usize,
+    /// The first error of `sink`; later elements are only parsed.
+    failed: Option<Error>,
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Elements<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON array of messages")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(value) = seq.next_element::<Value>()? {
+            if self.failed.is_none()
+                && let Err(error) = (self.sink)(value, self.count)
+            {
+                self.failed = Some(error);
+            }
+            self.count += 1;
+        }
+        Ok(())
     }
 }
 
 fn load_json(bytes: &[u8]) -> Result<Loaded> {
-    let items = parse_array(bytes)?;
     let mut context = Context::new();
-    let count = items.len();
-    for (index, item) in items.into_iter().enumerate() {
-        context.push_value(item, index, None)?;
-    }
+    let count = parse_array(bytes, &mut |item, index| {
+        context.push_value(item, index, None)
+    })?;
     context.compact();
     Ok(Loaded {
         context,
@@ -289,12 +336,13 @@ impl Context {
     /// appended to a JSON array file. All or nothing, like
     /// [`Context::extend_jsonl`]. Returns the number of elements in `bytes`.
     pub fn extend_json(&mut self, bytes: &[u8], skip: usize) -> Result<usize> {
-        let items = parse_array(bytes)?;
-        let count = items.len();
         let mut checked = Vec::new();
-        for (index, item) in items.into_iter().enumerate().skip(skip) {
-            self.check_value(item, index, None, &mut checked)?;
-        }
+        let count = parse_array(bytes, &mut |item, index| {
+            if index < skip {
+                return Ok(());
+            }
+            self.check_value(item, index, None, &mut checked)
+        })?;
         self.push_checked(checked)?;
         Ok(count)
     }
@@ -394,14 +442,18 @@ fn parse(bytes: &[u8], first_line: usize) -> Result<Value> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     // Depth was bounded by `too_deep` first, so the recursion is safe.
     de.disable_recursion_limit();
-    let json_error = |e: serde_json::Error| Error::Json {
+    let value = Value::deserialize(&mut de).map_err(json_error(first_line))?;
+    de.end().map_err(json_error(first_line))?;
+    Ok(value)
+}
+
+/// A JSON error, its lines shifted by `first_line`.
+fn json_error(first_line: usize) -> impl Fn(serde_json::Error) -> Error {
+    move |e| Error::Json {
         line: e.line() + first_line,
         column: e.column(),
         reason: e.to_string(),
-    };
-    let value = Value::deserialize(&mut de).map_err(json_error)?;
-    de.end().map_err(json_error)?;
-    Ok(value)
+    }
 }
 
 /// Offset of the first `[` or `{` nested deeper than `limit`, outside strings.

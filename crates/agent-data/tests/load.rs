@@ -214,6 +214,47 @@ fn r1_bad_json_reports_line_and_column() {
 }
 
 #[test]
+fn r1_a_json_array_is_read_element_by_element_with_the_errors_of_a_whole_parse() {
+    // Elements are handed on as they are parsed (issue 17), but a JSON
+    // error after a bad message still wins, as when the array was parsed
+    // whole first.
+    let bad_then_broken =
+        r#"[{"type":"text","text":"a"}, {"type":"data","kind":"9x","data":1}, {"type": }]"#;
+    assert!(matches!(load(bad_then_broken), Err(Error::Json { .. })));
+    let bad_then_trailing = r#"[{"type":"data","kind":"9x","data":1}] ]"#;
+    assert!(matches!(load(bad_then_trailing), Err(Error::Json { .. })));
+    match load(r#"[{"type":"text","text":"a"}, {"type":"data","kind":"9x","data":1}, 7]"#) {
+        Err(Error::Message { index, line, .. }) => assert_eq!((index, line), (1, None)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        load(" \n \"text\""),
+        Err(Error::NotAnArray { found: "a string" })
+    ));
+    // A form feed is not JSON whitespace: a JSON error, as before.
+    assert!(matches!(load("\u{c}[]"), Err(Error::Json { .. })));
+    let loaded = Context::load(b" [ ]\n", Format::Json).unwrap();
+    assert_eq!((loaded.items, loaded.context.len()), (0, 0));
+    let mut ctx = load(r#"[{"type":"text","text":"a"}]"#).unwrap();
+    let count = ctx
+        .extend_json(
+            br#"[{"type":"text","text":"a"},{"type":"data","data":2}]"#,
+            1,
+        )
+        .unwrap();
+    assert_eq!((count, ctx.len()), (2, 2));
+    // All or nothing: a bad element after a good one adds neither.
+    assert!(
+        ctx.extend_json(
+            br#"[{},{},{"type":"data","data":3},{"type":"data","kind":"9x","data":1}]"#,
+            2
+        )
+        .is_err()
+    );
+    assert_eq!(ctx.len(), 2);
+}
+
+#[test]
 fn r1_jsonl_blank_lines_ignored() {
     let loaded = jsonl("\n{\"data\":1}\n  \n\r\n{\"data\":2}\r\n").unwrap();
     assert_eq!(loaded.context.len(), 2);
