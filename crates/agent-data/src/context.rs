@@ -100,6 +100,10 @@ pub(crate) fn index_or_insert<T: Default>(
     }
 }
 
+/// Layers compacted at once by [`Context::compact`]: what compaction holds
+/// twice.
+const COMPACT_BATCH: usize = 1024;
+
 /// An append-only log of messages and the views it defines.
 ///
 /// Every read is the fold of the log (R12, R14); views are kept folded as
@@ -266,14 +270,47 @@ impl Context {
     /// capacity. A view built by many small writes is scattered through the
     /// heap, among the allocations of everything built alongside it; a
     /// compacted one reads and serialises markedly faster (rendering the W3
-    /// benchmark context takes about half the time). Loading compacts once
-    /// at the end. Views and reads are unchanged.
+    /// benchmark context takes about half the time). A view whose compact
+    /// JSON is short is kept as that text instead, and parsed on first read
+    /// (D38). Loading compacts as it goes and once at the end. Views and
+    /// reads are unchanged.
     pub fn compact(&mut self) {
-        // Copy every view before dropping any, so the copies are laid out
-        // together instead of filling the holes the old ones leave.
-        let copies: Vec<_> = self.layers.values().map(Layer::copies).collect();
-        for (layer, copy) in self.layers.values_mut().zip(copies) {
-            layer.compact(copy);
+        let mut start = 0;
+        while start < self.layers.len() {
+            self.compact_layers(start);
+            start += COMPACT_BATCH;
+        }
+    }
+
+    /// Compacts the layers of the batch at `*compacted` once a newer batch
+    /// is complete, and moves `*compacted` past it. Loading calls this after
+    /// every message, so a context of many small layers never holds all
+    /// their views parsed (issue 17); the newest batch is left alone, its
+    /// layers being the likeliest to be written again.
+    pub(crate) fn compact_behind(&mut self, compacted: &mut usize) {
+        if self.layers.len() >= *compacted + 2 * COMPACT_BATCH {
+            self.compact_layers(*compacted);
+            *compacted += COMPACT_BATCH;
+        }
+    }
+
+    /// Compacts the views of the layers from `start`, a batch at most:
+    /// copies first, then the old views dropped, so the copies are laid out
+    /// together instead of filling the holes the old ones leave. A view
+    /// kept as text is left as it is.
+    fn compact_layers(&mut self, start: usize) {
+        let end = (start + COMPACT_BATCH).min(self.layers.len());
+        let Some(batch) = self.layers.get_range_mut(start..end) else {
+            return;
+        };
+        let copies: Vec<_> = batch
+            .values()
+            .map(|layer| (!layer.is_text()).then(|| layer.copies()))
+            .collect();
+        for (layer, copy) in batch.values_mut().zip(copies) {
+            if let Some(copy) = copy {
+                layer.compact(copy);
+            }
         }
     }
 

@@ -266,8 +266,11 @@ impl<'de> serde::de::Visitor<'de> for &mut Elements<'_> {
 
 fn load_json(bytes: &[u8]) -> Result<Loaded> {
     let mut context = Context::new();
+    let mut compacted = 0;
     let count = parse_array(bytes, &mut |item, index| {
-        context.push_value(item, index, None)
+        context.push_value(item, index, None)?;
+        context.compact_behind(&mut compacted);
+        Ok(())
     })?;
     context.compact();
     Ok(Loaded {
@@ -287,8 +290,11 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
 fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
     let mut context = Context::new();
     let start = Position::default();
+    let mut compacted = 0;
     let read = read_jsonl(reader, source, start, &mut |value, index, line| {
-        context.push_value(value, index, Some(line))
+        context.push_value(value, index, Some(line))?;
+        context.compact_behind(&mut compacted);
+        Ok(())
     })?;
     context.compact();
     Ok(Loaded {
