@@ -26,7 +26,11 @@ pub enum Outcome {
 }
 
 /// Builds the messages that record `outcome` of `call` (R20–R22), without
-/// appending them. A call without `_outputPath` yields none (R21).
+/// appending them. A call without `_outputPath` yields none (R21). The
+/// call is recorded once per result (D36): the first message carries it as
+/// `_call`, each later destination's message `_callAt`, how many messages
+/// back that one is (`-1`, `-2`, …), since a result's messages are appended
+/// together.
 ///
 /// ```
 /// use agent_output::{messages_for, Call, FixedClock, Outcome};
@@ -72,8 +76,11 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
     })?;
     // The value lands in `data` (one level below the message) nested one
     // level per path segment: refuse what could not fit before copying it.
-    for destination in destinations {
-        let room = (MAX_DEPTH - 1).checked_sub(destination.path.len());
+    // The longest path leaves the least room, so one walk of the value
+    // decides for every destination.
+    let longest = destinations.iter().map(|d| d.path.len()).max();
+    if let Some(longest) = longest {
+        let room = (MAX_DEPTH - 1).checked_sub(longest);
         if !room.is_some_and(|room| within_depth(&value, room)) {
             drop_deep(value);
             return Err(too_deep());
@@ -82,14 +89,21 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
     let date = stamp(clock.now());
     destinations
         .iter()
-        .map(|destination| {
+        .enumerate()
+        .map(|(position, destination)| {
             let mut fields = Map::new();
             fields.insert("type".into(), "data".into());
             fields.insert("kind".into(), destination.kind.as_str().into());
             fields.insert("data".into(), destination.path.nest(value.clone()));
             fields.insert("_outputPath".into(), destination.to_string().into());
             fields.insert("_outputMethod".into(), method.as_str().into());
-            fields.insert("_call".into(), call.as_value().clone());
+            // The call once per result (D36): the first message carries it,
+            // each later one says how many messages back that one is.
+            if position == 0 {
+                fields.insert("_call".into(), call.as_value().clone());
+            } else {
+                fields.insert("_callAt".into(), call_at(position));
+            }
             fields.insert("_date".into(), date.clone().into());
             if let Some(x) = &instance {
                 fields.insert("_instance".into(), x.as_str().into());
@@ -99,6 +113,16 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
                 .map_err(Error::Record)
         })
         .collect()
+}
+
+/// `_callAt` of the message at `position` (0-based) among one result's
+/// messages: the (negative) offset back to the first, which carries `_call`
+/// (D36).
+fn call_at(position: usize) -> Value {
+    // A `Vec` holds fewer than `i64::MAX` messages; saturate rather than
+    // panic all the same.
+    let back = i64::try_from(position).unwrap_or(i64::MAX);
+    Value::from(-back)
 }
 
 fn too_deep() -> Error {

@@ -168,6 +168,57 @@ fn r20_fan_out_one_message_per_destination() {
 }
 
 #[test]
+fn r20_fan_out_records_the_call_once_and_later_messages_point_back_to_it() {
+    // D36: the first message carries `_call`; each later one `_callAt`, how
+    // many messages back the one carrying it is.
+    let mut ctx = Context::new();
+    let call = json!({"_tool": "t", "p": 1, "_instance": "c1", "_outputMethod": "push",
+        "_outputPath": "†state.a && †audit.b.c && †state.d"});
+    let appended = apply(&mut ctx, &call, Outcome::Success(json!("v")), &clock()).unwrap();
+    let common = |kind: &str, data: Value, path: &str| {
+        json!({"type": "data", "kind": kind, "data": data, "_outputPath": path,
+            "_outputMethod": "push"})
+    };
+    let mut expected = vec![
+        common("state", json!({"a": "v"}), "†state.a"),
+        common("audit", json!({"b": {"c": "v"}}), "†audit.b.c"),
+        common("state", json!({"d": "v"}), "†state.d"),
+    ];
+    for (i, message) in expected.iter_mut().enumerate() {
+        let fields = message.as_object_mut().unwrap();
+        match i {
+            0 => fields.insert("_call".into(), call.clone()),
+            i => fields.insert("_callAt".into(), json!(-(i as i64))),
+        };
+        fields.insert("_date".into(), json!("2026-11-21T10:00:00Z"));
+        fields.insert("_instance".into(), json!("c1"));
+    }
+    assert_eq!(values(&appended), expected);
+    // Key order too: `_callAt` stands where `_call` would.
+    assert_eq!(
+        appended[2].to_value().to_string(),
+        r#"{"type":"data","kind":"state","data":{"d":"v"},"_outputPath":"†state.d","_outputMethod":"push","_callAt":-2,"_date":"2026-11-21T10:00:00Z","_instance":"c1"}"#
+    );
+    // Appended together and contiguously, so each offset lands on `_call`.
+    let stored: Vec<Value> = ctx.messages().map(|m| m.to_value()).collect();
+    for (at, message) in stored.iter().enumerate() {
+        let back = message.get("_callAt").map_or(0, |k| k.as_i64().unwrap());
+        let first = usize::try_from(at as i64 + back).unwrap();
+        assert_eq!(stored[first]["_call"], call, "message {at}");
+    }
+    assert_eq!(read(&ctx, "†audit.b.c", Some("c1")), Some(json!(["v"])));
+    // A result with one destination is unchanged: `_call`, no `_callAt`.
+    let one = messages_for(
+        &json!({"_outputPath": "†state.x"}),
+        Outcome::Success(json!(1)),
+        &clock(),
+    )
+    .unwrap();
+    assert!(one[0].fields().contains_key("_call"));
+    assert!(!one[0].fields().contains_key("_callAt"));
+}
+
+#[test]
 fn r20_index_segments_nest_as_digit_keys_and_path_is_canonical() {
     let call = json!({"_outputPath": "†state[\"arr\"][2]"});
     let messages = messages_for(&call, Outcome::Success(json!("v")), &clock()).unwrap();
@@ -444,6 +495,15 @@ fn r33_the_recording_message_is_measured_where_it_is_built() {
     let err = messages_for(&call, Outcome::Success(nested(126)), &clock()).unwrap_err();
     assert_eq!(
         err.to_string(),
+        "the message recording this result would be nested deeper than 128 levels"
+    );
+    // Fanned out, the longest destination decides for all of them.
+    let fan = json!({"_outputPath": "†state.a && †state.a.b.c && †state.d"});
+    assert!(messages_for(&fan, Outcome::Success(nested(124)), &clock()).is_ok());
+    assert_eq!(
+        messages_for(&fan, Outcome::Success(nested(125)), &clock())
+            .unwrap_err()
+            .to_string(),
         "the message recording this result would be nested deeper than 128 levels"
     );
     // `_call` sits one level down: a call may be 127 deep, its object counted.

@@ -163,6 +163,33 @@ fn r29_underscore_fields_never_rendered() {
 }
 
 #[test]
+fn r29_a_fanned_out_results_call_and_call_at_are_never_rendered() {
+    // D36: the first message of a result carries `_call`, the others
+    // `_callAt` (-1, -2, …): both are `_` keys, hidden like the others.
+    let mut c = Context::new();
+    let call = agent_output::Call::parse(
+        json!({"_tool": "SECRET", "_outputPath": "†state.a && †state.b && †audit.c"}),
+    )
+    .unwrap();
+    let clock = agent_output::FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let appended = agent_output::apply(
+        &mut c,
+        &call,
+        agent_output::Outcome::Success(json!("v")),
+        &clock,
+    )
+    .unwrap();
+    assert_eq!(appended[2].fields()["_callAt"], json!(-2));
+    for mode in [RenderMode::Merged, RenderMode::Append] {
+        let all = texts(&c, mode).join("\n");
+        for hidden in ["SECRET", "_call", "_callAt", "-1", "-2", "2026"] {
+            assert!(!all.contains(hidden), "{mode:?} rendered {hidden}: {all}");
+        }
+        assert!(all.contains("\"v\""), "{mode:?}: {all}");
+    }
+}
+
+#[test]
 fn r30_append_mode_one_block_per_write_with_path_and_method() {
     let c = ctx(json!([
         {"type": "state", "data": {"a": 1}, "description": "State.", "schema": true},

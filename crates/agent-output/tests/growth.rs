@@ -1,0 +1,71 @@
+//! Growth, not speed (issue 17): a result fanned out to ten times the
+//! destinations must cost about ten times as much, so these compare two
+//! sizes ten times apart measured in the same run — never an absolute time.
+//! A linear path makes the ratio about 10, a quadratic one about 100.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+use agent_data::Context;
+use agent_output::{Call, FixedClock, Outcome, apply, messages_for};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// A call writing one value to `n` destinations (`†state.d0 && …`).
+fn fan_out(n: usize) -> Call {
+    let path: Vec<String> = (0..n).map(|i| format!("†state.d{i}")).collect();
+    Call::parse(json!({"_tool": "fan", "_outputPath": path.join(" && ")})).unwrap()
+}
+
+fn clock() -> FixedClock {
+    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+}
+
+/// The fastest of three runs of `f` (noise only ever adds time).
+fn fastest(f: impl Fn()) -> Duration {
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn r20_a_fanned_out_result_records_its_call_in_bytes_linear_in_the_destinations() {
+    // Deterministic: the call (itself linear in n) is stored once per
+    // result, not once per destination (D36), which made this about 100.
+    let bytes = |n: usize| -> usize {
+        let messages = messages_for(&fan_out(n), Outcome::Success(json!("v")), &clock()).unwrap();
+        assert_eq!(messages.len(), n);
+        messages
+            .iter()
+            .map(|m| m.to_value().to_string().len())
+            .sum()
+    };
+    let (small, large) = (bytes(1_000), bytes(10_000));
+    let ratio = large as f64 / small as f64;
+    assert!(
+        ratio < 12.0,
+        "10× the destinations took {ratio:.1}× the bytes ({small} → {large}): not linear"
+    );
+}
+
+#[test]
+fn r20_a_fanned_out_result_is_built_validated_and_appended_in_linear_time() {
+    let run = |call: &Call, n: usize| {
+        let mut ctx = Context::from_json(r#"[{"type":"state","data":{"x":1}}]"#).unwrap();
+        let appended = apply(&mut ctx, call, Outcome::Success(json!("v")), &clock()).unwrap();
+        assert_eq!(appended.len(), n);
+        assert_eq!(ctx.len(), n + 1);
+    };
+    let (small, large) = (fan_out(1_000), fan_out(10_000));
+    let t_small = fastest(|| run(&small, 1_000));
+    let t_large = fastest(|| run(&large, 10_000));
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}
