@@ -153,3 +153,89 @@ pub fn w3_context() -> Context {
 pub fn kind(name: &str) -> agent_core::Kind {
     agent_core::Kind::new(name).unwrap_or_else(|_| agent_core::Kind::data())
 }
+
+/// W5: messages after the snapshot in every W5 file, at every size.
+pub const W5_TAIL: usize = 32;
+
+/// W5 (issue 17): a long history whose *state* stays bounded while the
+/// *log* grows — an agent's working state updated once per step. Message 0
+/// sets `state` to `{"x", "status", "meta", "recent"}`; after it, 50% set
+/// `†state.x` to the step number, 15% set `†state.status` (one of four
+/// words), 15% merge one of 8 keys into `†state.meta`, 20% push a small
+/// object onto `†state.recent`, which every 32nd message sets back to `[]`
+/// (so it never holds more than 32 items). About 150 bytes a line.
+pub fn w5_jsonl(messages: usize) -> String {
+    const STATUS: [&str; 4] = ["thinking", "calling", "waiting", "done"];
+    let mut rng = Rng(0x5EED_0005);
+    let mut out = String::with_capacity(messages * 160);
+    for i in 0..messages {
+        let (path, method, value) = if i == 0 {
+            (
+                String::new(),
+                "set",
+                json!({"x": 0, "status": "start", "meta": {}, "recent": []}),
+            )
+        } else if i % 32 == 0 {
+            (".recent".into(), "set", json!([]))
+        } else {
+            match rng.below(100) {
+                0..50 => (".x".into(), "set", json!(i)),
+                50..65 => (
+                    ".status".into(),
+                    "set",
+                    json!(STATUS[rng.below(4) as usize]),
+                ),
+                65..80 => (
+                    ".meta".into(),
+                    "merge",
+                    json!({format!("k{}", rng.below(8)): i}),
+                ),
+                _ => (
+                    ".recent".into(),
+                    "push",
+                    json!({"step": i, "note": "observed"}),
+                ),
+            }
+        };
+        let data = Path::parse(&path)
+            .map(|p| p.nest(value))
+            .unwrap_or(Value::Null);
+        let message = json!({"type": "data", "kind": "state", "data": data,
+            "_outputPath": format!("†state{path}"), "_outputMethod": method, "_date": "2026-01-01T00:00:00Z"});
+        out.push_str(&message.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes the W5 context of `messages` messages to the JSONL file `path`
+/// as a long-lived context leaves it: all but the last [`W5_TAIL`]
+/// messages, a snapshot of them beside the file (`store.snapshot(&context,
+/// true)` after a full load), then the last [`W5_TAIL`] lines appended
+/// after it. Returns the snapshot's size in bytes.
+pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
+    use agent_store::{FileStore, Store};
+    use std::io::Write;
+    let jsonl = w5_jsonl(messages);
+    let cut = jsonl
+        .match_indices('\n')
+        .nth(messages.saturating_sub(W5_TAIL + 1))
+        .map_or(0, |(at, _)| at + 1);
+    std::fs::write(path, &jsonl[..cut]).map_err(|e| e.to_string())?;
+    let mut store = FileStore::open(path).map_err(|e| e.to_string())?;
+    let context = store.load().map_err(|e| e.to_string())?.context;
+    store.snapshot(&context, true).map_err(|e| e.to_string())?;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    file.write_all(&jsonl.as_bytes()[cut..])
+        .map_err(|e| e.to_string())?;
+    let snapshot = path.with_file_name(format!(
+        ".{}.snapshot",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::metadata(snapshot)
+        .map(|m| m.len())
+        .map_err(|e| e.to_string())
+}
