@@ -5,13 +5,18 @@
 //! `AGENTCTX_TEST_DATABASE_URL` (else `postgres://root@127.0.0.1:5432/test`),
 //! and writes `target/bench-summary-pg.json`. Without a server answering
 //! there, the bench fails saying how to provide one.
+//!
+//! `cargo xtask bench cli` runs only the whole-process part (issue 17,
+//! [`crate::bench_cli`]): `agentctx apply --write` and `view` at 100 vs
+//! 100,000 messages, on files and on PostgreSQL, and writes
+//! `target/bench-summary-cli.json`.
 
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 
 /// (workload, our criterion id, baseline name, baseline criterion id)
-const PAIRS: [(&str, &str, &str, &str); 6] = [
+const PAIRS: [(&str, &str, &str, &str); 7] = [
     (
         "W1-read-vs-pointer",
         "W1-read-ours",
@@ -48,6 +53,12 @@ const PAIRS: [(&str, &str, &str, &str); 6] = [
         "serde_json::from_str of each line",
         "W4-load-serde",
     ),
+    (
+        "W5-open-100k-vs-100",
+        "W5-open-100k",
+        "the same load_tail and read at 100 messages of history",
+        "W5-open-100",
+    ),
 ];
 
 /// Appends each writer process makes in the concurrent-writers run.
@@ -58,19 +69,32 @@ const APPENDS_PER_WRITER: usize = 200;
 /// PG-load-vs-file.
 const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
-/// Targets of issue 14: the ratio a workload should stay at or under.
-const TARGETS: [(&str, f64); 2] = [
+/// Targets of issues 14 and 17: the ratio a workload should stay at or
+/// under.
+const TARGETS: [(&str, f64); 5] = [
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
+    ("W5-open-100k-vs-100", 2.0),
+    ("CLI-apply-100k-vs-100", 3.0),
+    ("CLI-pg-apply-100k-vs-100", 3.0),
 ];
 
+/// Which parts a `cargo xtask bench` run measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parts {
+    All,
+    Pg,
+    Cli,
+}
+
 pub(crate) fn run() -> Result<(), String> {
-    let only_pg = match std::env::args().nth(2).as_deref() {
-        None => false,
-        Some("pg") => true,
+    let parts = match std::env::args().nth(2).as_deref() {
+        None => Parts::All,
+        Some("pg") => Parts::Pg,
+        Some("cli") => Parts::Cli,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli]"
             ));
         }
     };
@@ -85,18 +109,23 @@ pub(crate) fn run() -> Result<(), String> {
     );
     let target = target_dir()?;
     let mut summary = Vec::new();
-    if !only_pg {
+    if parts == Parts::All {
         suite(&target, &mut summary)?;
     }
-    for part in PG_PARTS {
-        eprintln!("xtask: pg-bench {part}");
-        summary.push(crate::probe("pg-bench", &[part.as_ref()])?);
+    if parts != Parts::Cli {
+        for part in PG_PARTS {
+            eprintln!("xtask: pg-bench {part}");
+            summary.push(crate::probe("pg-bench", &[part.as_ref()])?);
+        }
+    }
+    if parts != Parts::Pg {
+        summary.extend(crate::bench_cli::run(&target)?);
     }
     let missed = check_targets(&mut summary);
-    let name = if only_pg {
-        "bench-summary-pg.json"
-    } else {
-        "bench-summary.json"
+    let name = match parts {
+        Parts::All => "bench-summary.json",
+        Parts::Pg => "bench-summary-pg.json",
+        Parts::Cli => "bench-summary-cli.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

@@ -11,7 +11,7 @@ pub(crate) use pg_cluster::Cluster;
 
 /// The variable the tests read the server's URL from.
 pub(crate) const VARIABLE: &str = "AGENTCTX_TEST_DATABASE_URL";
-const DEFAULT: &str = "postgres://root@127.0.0.1:5432/test";
+pub(crate) const DEFAULT: &str = "postgres://root@127.0.0.1:5432/test";
 
 /// A server for the tests: its URL, and the cluster to keep running (and
 /// stop when dropped) if one was started.

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bench_cli;
 mod database;
 mod layers;
 mod loop_demo;

@@ -1,0 +1,254 @@
+//! `cargo xtask bench cli` (issue 17): whole `agentctx` processes (the
+//! release binary) at 100 and at 100,000 messages of history, on the W5
+//! context (`tests/workloads.rs`: a bounded state updated once per step,
+//! the last 32 messages after the snapshot).
+//!
+//! - `CLI-apply-100k-vs-100`: `agentctx apply FILE CALL --result 7 --write`.
+//!   Each run appends a line, so before every run the file is cut back to
+//!   its length and its snapshot put back: every run opens the same
+//!   snapshot and 32-line tail (a snapshot written by the run itself, due
+//!   once 64 messages followed the last, is thereby never timed).
+//! - `CLI-view-100k-vs-100`: `agentctx view FILE state` (reads only).
+//! - `CLI-pg-apply-100k-vs-100`: the same `apply --write` on the context
+//!   copied into PostgreSQL (`agentctx copy FILE URL`, in a schema of this
+//!   run's own, dropped at its end); at 100 messages every run gets a fresh
+//!   copy (not timed), at 100,000 one copy takes the few runs' appends.
+//!
+//! The two sizes alternate run by run, so drift on these shared machines
+//! hits both alike; each row has the medians. Knobs: `CLI_ROUNDS` (30),
+//! `CLI_PG_ROUNDS` (10).
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const CALL: &str = r#"{"_tool":"observe","_outputPath":"†state.x","_outputMethod":"set"}"#;
+const SIZES: [usize; 2] = [100, 100_000];
+
+pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
+    crate::cargo(&["build", "--release", "-p", "agent-cli"], &[])?;
+    let bin = target.join("release").join("agentctx");
+    let dir = target.join("bench-cli");
+    let sizes: Vec<String> = SIZES.iter().map(ToString::to_string).collect();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["files".as_ref(), dir.as_os_str()];
+    args.extend(sizes.iter().map(|s| s.as_ref() as &std::ffi::OsStr));
+    let made = crate::probe("w5", &args)?;
+    let files: Vec<Fixture> = made["files"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|f| Fixture::keep(PathBuf::from(f["path"].as_str().unwrap_or_default())))
+        .collect::<Result<_, _>>()?;
+    let [small, big] = files.as_slice() else {
+        return Err(format!("w5 files made {} files, not 2", files.len()));
+    };
+    let rounds = knob("CLI_ROUNDS", 30);
+    let pg_rounds = knob("CLI_PG_ROUNDS", 10);
+    let mut rows = Vec::new();
+
+    eprintln!("xtask: cli apply --write, files, {rounds} rounds");
+    let apply = |fixture: &Fixture| -> Result<u128, String> {
+        fixture.restore()?;
+        let context = fixture.path.display().to_string();
+        time(&bin, &["apply", &context, CALL, "--result", "7", "--write"])
+    };
+    let (ours, base) = alternate(rounds, || apply(big), || apply(small))?;
+    small.restore()?;
+    big.restore()?;
+    rows.push(row(
+        "CLI-apply-100k-vs-100",
+        ours,
+        base,
+        "the same `agentctx apply FILE CALL --result 7 --write` process at 100 messages",
+        rounds,
+    ));
+
+    eprintln!("xtask: cli view, files, {rounds} rounds");
+    let view = |fixture: &Fixture| -> Result<u128, String> {
+        time(
+            &bin,
+            &["view", &fixture.path.display().to_string(), "state"],
+        )
+    };
+    let (ours, base) = alternate(rounds, || view(big), || view(small))?;
+    rows.push(row(
+        "CLI-view-100k-vs-100",
+        ours,
+        base,
+        "the same `agentctx view FILE state` process at 100 messages",
+        rounds,
+    ));
+
+    eprintln!("xtask: cli apply --write, PostgreSQL, {pg_rounds} rounds");
+    let scratch = Scratch::create()?;
+    let big_url = scratch.context("w5_100000");
+    let started = Instant::now();
+    run_ok(&bin, &["copy", &big.path.display().to_string(), &big_url])?;
+    let copy_seconds = started.elapsed().as_secs_f64();
+    let mut fresh = 0;
+    let (ours, base) = alternate(
+        pg_rounds,
+        || time(&bin, &["apply", &big_url, CALL, "--result", "7", "--write"]),
+        || {
+            fresh += 1;
+            let url = scratch.context(&format!("w5_100_{fresh}"));
+            run_ok(&bin, &["copy", &small.path.display().to_string(), &url])?;
+            time(&bin, &["apply", &url, CALL, "--result", "7", "--write"])
+        },
+    )?;
+    let mut pg = row(
+        "CLI-pg-apply-100k-vs-100",
+        ours,
+        base,
+        "the same `agentctx apply URL CALL --result 7 --write` process at 100 messages \
+         (PostgreSQL)",
+        pg_rounds,
+    );
+    pg["copy_100k_seconds"] = json!(copy_seconds);
+    rows.push(pg);
+    Ok(rows)
+}
+
+/// A W5 file and its snapshot as written, to put back before a run.
+struct Fixture {
+    path: PathBuf,
+    len: u64,
+    snapshot_path: PathBuf,
+    snapshot: Vec<u8>,
+}
+
+impl Fixture {
+    fn keep(path: PathBuf) -> Result<Fixture, String> {
+        let len = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .len();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let snapshot_path = path.with_file_name(format!(".{name}.snapshot"));
+        let snapshot = std::fs::read(&snapshot_path)
+            .map_err(|e| format!("{}: {e}", snapshot_path.display()))?;
+        Ok(Fixture {
+            path,
+            len,
+            snapshot_path,
+            snapshot,
+        })
+    }
+
+    /// Cuts the file back to its length and puts its snapshot back.
+    fn restore(&self) -> Result<(), String> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        file.set_len(self.len).map_err(|e| e.to_string())?;
+        std::fs::write(&self.snapshot_path, &self.snapshot).map_err(|e| e.to_string())
+    }
+}
+
+/// Runs `ours` and `base` alternately `rounds` times (after one warm-up
+/// each) and returns their median times in ns.
+fn alternate(
+    rounds: usize,
+    mut ours: impl FnMut() -> Result<u128, String>,
+    mut base: impl FnMut() -> Result<u128, String>,
+) -> Result<(f64, f64), String> {
+    ours()?;
+    base()?;
+    let (mut a, mut b) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        a.push(ours()?);
+        b.push(base()?);
+    }
+    Ok((median(a), median(b)))
+}
+
+fn median(mut samples: Vec<u128>) -> f64 {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or_default() as f64
+}
+
+/// Wall time of one `bin ARGS` process, which must succeed.
+fn time(bin: &Path, args: &[&str]) -> Result<u128, String> {
+    let started = Instant::now();
+    run_ok(bin, args)?;
+    Ok(started.elapsed().as_nanos())
+}
+
+fn run_ok(bin: &Path, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "agentctx {} failed ({}): {}",
+            args.first().copied().unwrap_or_default(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn row(workload: &str, ours: f64, base: f64, baseline: &str, rounds: usize) -> Value {
+    json!({
+        "workload": workload,
+        "ours_ns": ours,
+        "baseline": baseline,
+        "baseline_ns": base,
+        "ratio": ours / base,
+        "rounds": rounds,
+    })
+}
+
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A schema of this run's own on the bench's server, dropped at the end.
+struct Scratch {
+    admin: postgres::Client,
+    schema: String,
+    url: String,
+}
+
+impl Scratch {
+    fn create() -> Result<Scratch, String> {
+        let server = std::env::var(crate::database::VARIABLE)
+            .unwrap_or_else(|_| crate::database::DEFAULT.to_owned());
+        let mut admin = postgres::Client::connect(&server, postgres::NoTls)
+            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let schema = format!("agentctx_bench_cli_{}_{nanos}", std::process::id());
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .map_err(|e| format!("cannot create schema {schema}: {e}"))?;
+        let url = with_parameter(&server, &format!("options=-c%20search_path%3D{schema}"));
+        Ok(Scratch { admin, schema, url })
+    }
+
+    fn context(&self, name: &str) -> String {
+        with_parameter(&self.url, &format!("context={name}"))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = self
+            .admin
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema));
+    }
+}
+
+fn with_parameter(url: &str, parameter: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{parameter}")
+}
