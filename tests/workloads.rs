@@ -163,7 +163,7 @@ pub const W5_TAIL: usize = 32;
 /// `†state.x` to the step number, 15% set `†state.status` (one of four
 /// words), 15% merge one of 8 keys into `†state.meta`, 20% push a small
 /// object onto `†state.recent`, which every 32nd message sets back to `[]`
-/// (so it never holds more than 32 items). About 150 bytes a line.
+/// (so it never holds more than 32 items). About 140 bytes a line.
 pub fn w5_jsonl(messages: usize) -> String {
     const STATUS: [&str; 4] = ["thinking", "calling", "waiting", "done"];
     let mut rng = Rng(0x5EED_0005);
