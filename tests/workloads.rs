@@ -41,13 +41,7 @@ pub fn w1_jsonl(messages: usize) -> String {
         } else {
             (format!(".p{}", rng.below(1000)), "merge", json!({"m": i}))
         };
-        let data = Path::parse(&path)
-            .map(|p| p.nest(value))
-            .unwrap_or(Value::Null);
-        let message = json!({"type": "data", "kind": "state", "data": data,
-            "_outputPath": format!("†state{path}"), "_outputMethod": method, "_date": "2026-01-01T00:00:00Z"});
-        out.push_str(&message.to_string());
-        out.push('\n');
+        push_output(&mut out, &path, method, value);
     }
     out
 }
@@ -157,6 +151,18 @@ pub fn kind(name: &str) -> agent_core::Kind {
 /// W5: messages after the snapshot in every W5 file, at every size.
 pub const W5_TAIL: usize = 32;
 
+/// Appends to `out` the JSONL line of an output message writing `value` to
+/// `†state{path}` with `method`.
+fn push_output(out: &mut String, path: &str, method: &str, value: Value) {
+    let data = Path::parse(path)
+        .map(|p| p.nest(value))
+        .unwrap_or(Value::Null);
+    let message = json!({"type": "data", "kind": "state", "data": data,
+        "_outputPath": format!("†state{path}"), "_outputMethod": method, "_date": "2026-01-01T00:00:00Z"});
+    out.push_str(&message.to_string());
+    out.push('\n');
+}
+
 /// W5 (issue 17): a long history whose *state* stays bounded while the
 /// *log* grows — an agent's working state updated once per step. Message 0
 /// sets `state` to `{"x", "status", "meta", "recent"}`; after it, 50% set
@@ -197,13 +203,7 @@ pub fn w5_jsonl(messages: usize) -> String {
                 ),
             }
         };
-        let data = Path::parse(&path)
-            .map(|p| p.nest(value))
-            .unwrap_or(Value::Null);
-        let message = json!({"type": "data", "kind": "state", "data": data,
-            "_outputPath": format!("†state{path}"), "_outputMethod": method, "_date": "2026-01-01T00:00:00Z"});
-        out.push_str(&message.to_string());
-        out.push('\n');
+        push_output(&mut out, &path, method, value);
     }
     out
 }

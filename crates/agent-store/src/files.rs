@@ -603,30 +603,17 @@ impl Store for FileStore {
             return self.load();
         }
         self.recover_before_load()?;
-        match self.with_lock(false, |store, file| store.resume(file))? {
-            Some(loaded) => {
-                self.snapshot(&loaded.context, false)?;
-                Ok(loaded)
-            }
-            None => {
-                let loaded = self.load()?;
-                self.snapshot(&loaded.context, false)?;
-                Ok(loaded)
-            }
-        }
+        let loaded = match self.with_lock(false, |store, file| store.resume(file))? {
+            Some(loaded) => loaded,
+            None => self.load()?,
+        };
+        self.snapshot(&loaded.context, false)?;
+        Ok(loaded)
     }
 
     fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
-        if !(now || self.since.due()) {
-            return Ok(false);
-        }
-        match self.write_snapshot(context) {
-            Ok(()) => Ok(true),
-            // Only a cache: a directory that cannot take it (permissions, a
-            // read-only or full file system) costs later opens time, no more.
-            Err(_) if !now => Ok(false),
-            Err(e) => Err(e),
-        }
+        let since = self.since;
+        since.write_if_due(now, || self.write_snapshot(context))
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {

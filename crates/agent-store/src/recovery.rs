@@ -73,20 +73,29 @@ pub(crate) fn fingerprint_after(
     }
 }
 
-/// The sidecar that records a batch in flight: `.NAME.pending` beside the
-/// real file.
-fn sidecar(target: &Path) -> PathBuf {
+/// A file kept beside the real file: `.NAME.{suffix}` (`pending` records
+/// a batch in flight; `snapshot` is a context's snapshot).
+pub(crate) fn sidecar(target: &Path, suffix: &str) -> PathBuf {
     let mut name = std::ffi::OsString::from(".");
     name.push(target.file_name().unwrap_or_default());
-    name.push(".pending");
+    name.push(".");
+    name.push(suffix);
     target.with_file_name(name)
+}
+
+/// The directory `target` is in (`.` for a bare file name).
+pub(crate) fn dir_of(target: &Path) -> &Path {
+    match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
 }
 
 /// True when a batch record is waiting beside the file at `path`.
 pub(crate) fn pending(path: &Path) -> bool {
     std::fs::canonicalize(path)
         .ok()
-        .and_then(|target| std::fs::symlink_metadata(sidecar(&target)).ok())
+        .and_then(|target| std::fs::symlink_metadata(sidecar(&target, "pending")).ok())
         .is_some_and(|m| m.is_file())
 }
 
@@ -95,7 +104,7 @@ pub(crate) fn pending(path: &Path) -> bool {
 /// loss it would cut off appends made since. A record of a batch that is all
 /// in the file is harmless if it comes back.
 pub(crate) fn clear(target: &Path, durable: bool) -> io::Result<()> {
-    match std::fs::remove_file(sidecar(target)) {
+    match std::fs::remove_file(sidecar(target, "pending")) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
@@ -107,10 +116,7 @@ pub(crate) fn clear(target: &Path, durable: bool) -> io::Result<()> {
 }
 
 fn sync_dir(target: &Path) -> io::Result<()> {
-    match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => File::open(dir)?.sync_all(),
-        _ => File::open(".")?.sync_all(),
-    }
+    File::open(dir_of(target))?.sync_all()
 }
 
 /// Records, durably, that the bytes `batch` are about to be appended at
@@ -137,17 +143,15 @@ pub(crate) fn record(target: &Path, before: u64, batch: &[u8]) -> io::Result<boo
 /// through.
 fn write_record(target: &Path, before: u64, batch: &[u8]) -> io::Result<()> {
     let end = before + batch.len() as u64;
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(target);
     let mut file = tempfile::Builder::new()
         .prefix(".pending.")
         .suffix(".tmp")
         .tempfile_in(dir)?;
     writeln!(file.as_file_mut(), "{before} {end} {}", checksum(batch))?;
     file.as_file().sync_data()?;
-    file.persist(sidecar(target)).map_err(|e| e.error)?;
+    file.persist(sidecar(target, "pending"))
+        .map_err(|e| e.error)?;
     sync_dir(target)
 }
 
@@ -157,7 +161,7 @@ fn write_record(target: &Path, before: u64, batch: &[u8]) -> io::Result<()> {
 /// truncated. A symlink named like the record is not ours and is ignored.
 pub(crate) fn recover(file: &mut LockedFile) -> io::Result<Option<u64>> {
     let target = file.target().to_path_buf();
-    let path = sidecar(&target);
+    let path = sidecar(&target, "pending");
     match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.is_file() => {}
         Ok(_) => return Ok(None),

@@ -7,8 +7,10 @@
 //! losing one, or finding it damaged, costs one full read and nothing else.
 //! So it is written without fsync, through a fresh file renamed into place.
 
+use crate::Result;
+use crate::recovery::{dir_of, sidecar};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A snapshot is due once this many messages followed the last one…
 pub const SNAPSHOT_AFTER: usize = 64;
@@ -40,6 +42,26 @@ impl Since {
     /// True when the tail is long enough to be worth a new snapshot.
     pub(crate) fn due(&self) -> bool {
         self.messages >= SNAPSHOT_AFTER && self.bytes.saturating_mul(SIZE_SHARE) >= self.snapshot
+    }
+
+    /// Writes a snapshot with `write` when one is due or `now` (what
+    /// [`crate::Store::snapshot`] does for every store): whether one was
+    /// written. Without `now` a failure is not an error — a snapshot is
+    /// only a cache, and one that cannot be written (permissions, a full or
+    /// read-only file system, a lost connection) costs later opens time.
+    pub(crate) fn write_if_due(
+        &self,
+        now: bool,
+        write: impl FnOnce() -> Result<()>,
+    ) -> Result<bool> {
+        if !(now || self.due()) {
+            return Ok(false);
+        }
+        match write() {
+            Ok(()) => Ok(true),
+            Err(_) if !now => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A snapshot of `size` bytes was taken at the end of what was read.
@@ -89,18 +111,10 @@ pub(crate) fn unseal(sealed: &[u8]) -> Option<&[u8]> {
     (checksum(body) == sum).then_some(body)
 }
 
-/// The snapshot beside a context file: `.NAME.snapshot`.
-pub(crate) fn beside(target: &Path) -> PathBuf {
-    let mut name = std::ffi::OsString::from(".");
-    name.push(target.file_name().unwrap_or_default());
-    name.push(".snapshot");
-    target.with_file_name(name)
-}
-
 /// Reads the snapshot beside `target`; `None` when there is none (or it
 /// cannot be read: it is only a cache).
 pub(crate) fn read_beside(target: &Path) -> Option<Vec<u8>> {
-    let path = beside(target);
+    let path = sidecar(target, "snapshot");
     // A symlink named like the snapshot is not ours.
     if !std::fs::symlink_metadata(&path).ok()?.is_file() {
         return None;
@@ -113,16 +127,13 @@ pub(crate) fn read_beside(target: &Path) -> Option<Vec<u8>> {
 /// snapshot or the new one, and a planted symlink is replaced, never
 /// written through. No fsync: a snapshot lost in a crash is rebuilt.
 pub(crate) fn write_beside(target: &Path, sealed: &[u8]) -> io::Result<()> {
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
     let mut file = tempfile::Builder::new()
         .prefix(".snapshot.")
         .suffix(".tmp")
-        .tempfile_in(dir)?;
+        .tempfile_in(dir_of(target))?;
     file.as_file_mut().write_all(sealed)?;
-    file.persist(beside(target)).map_err(|e| e.error)?;
+    file.persist(sidecar(target, "snapshot"))
+        .map_err(|e| e.error)?;
     Ok(())
 }
 

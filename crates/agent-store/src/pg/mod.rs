@@ -489,15 +489,8 @@ impl Store for PgStore {
     }
 
     fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
-        if !(now || self.since.due()) {
-            return Ok(false);
-        }
-        match self.write_snapshot(context) {
-            Ok(()) => Ok(true),
-            // Only a cache: failing to store one costs later opens time.
-            Err(_) if !now => Ok(false),
-            Err(e) => Err(e),
-        }
+        let since = self.since;
+        since.write_if_due(now, || self.write_snapshot(context))
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
