@@ -125,12 +125,16 @@ pub(crate) fn read_beside(target: &Path) -> Option<Vec<u8>> {
 /// Replaces the snapshot beside `target` with `sealed`: a fresh file
 /// (`O_EXCL`, random name) renamed into place, so a reader sees the old
 /// snapshot or the new one, and a planted symlink is replaced, never
-/// written through. No fsync: a snapshot lost in a crash is rebuilt.
+/// written through. It gets the context file's permission bits: it holds
+/// the same data, so whoever may read the context may read its snapshot
+/// (and nobody else). No fsync: a snapshot lost in a crash is rebuilt.
 pub(crate) fn write_beside(target: &Path, sealed: &[u8]) -> io::Result<()> {
     let mut file = tempfile::Builder::new()
         .prefix(".snapshot.")
         .suffix(".tmp")
         .tempfile_in(dir_of(target))?;
+    // fchmod ignores the umask, like the rewrite of the context itself.
+    file.as_file().set_permissions(std::fs::metadata(target)?.permissions())?;
     file.as_file_mut().write_all(sealed)?;
     file.persist(sidecar(target, "snapshot"))
         .map_err(|e| e.error)?;
@@ -152,6 +156,21 @@ mod tests {
             assert_eq!(unseal(&bad), None, "byte {at} changed unnoticed");
         }
         assert_eq!(unseal(&sealed[..sealed.len() - 1]), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn r34c_a_snapshot_has_the_permissions_of_its_context_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for mode in [0o600, 0o640, 0o644] {
+            let target = dir.path().join(format!("c{mode:o}.jsonl"));
+            std::fs::write(&target, "").unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_beside(&target, b"sealed").unwrap();
+            let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();
+            assert_eq!(written.permissions().mode() & 0o777, mode);
+        }
     }
 
     #[test]
