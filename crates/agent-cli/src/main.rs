@@ -11,6 +11,7 @@ mod commands;
 mod input;
 mod looping;
 mod run;
+mod workers;
 mod write;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,13 @@ enum Command {
     /// run the calls it answers with, show it what failed, and repeat until
     /// it gives its final output (printed; exit 3 when the turns run out).
     Loop(looping::LoopArgs),
+    /// Run the newest plan message of a PostgreSQL context together with
+    /// any number of other workers: claim ready calls, run their
+    /// activities, write each call's result once.
+    Worker(workers::WorkerArgs),
+    /// Print where the newest plan of a PostgreSQL context stands: counts
+    /// of done, running, ready, blocked and failed calls.
+    Status(workers::StatusArgs),
     /// Print the view of KIND: its messages folded into one value (with
     /// --instance, the instance's layer over the global one); exit 3 when
     /// no message of KIND is there.
@@ -208,6 +216,8 @@ fn main() -> ExitCode {
         Command::Demo => run::demo(),
         Command::Run(args) => run::run(args),
         Command::Loop(args) => looping::run_loop(args),
+        Command::Worker(args) => workers::worker(args),
+        Command::Status(args) => workers::status(args),
         Command::View {
             context,
             kind,

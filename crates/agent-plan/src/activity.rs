@@ -60,6 +60,13 @@ impl Activities {
         self
     }
 
+    /// The tools that have an activity, sorted.
+    pub fn tools(&self) -> Vec<String> {
+        let mut tools: Vec<String> = self.by_tool.keys().cloned().collect();
+        tools.sort();
+        tools
+    }
+
     /// The activity for `tool`, if registered.
     pub fn get(&self, tool: &str) -> Option<&dyn Activity> {
         self.by_tool.get(tool).map(|a| a.as_ref())

@@ -166,7 +166,7 @@ fn find_cycle(deps: &[Vec<usize>], wave: &[Option<usize>]) -> Vec<usize> {
 }
 
 /// A negative index (`[-1]`) overlaps any position of its array.
-fn negative(segment: &agent_core::Segment) -> bool {
+pub(crate) fn negative(segment: &agent_core::Segment) -> bool {
     matches!(segment, agent_core::Segment::Index(i) if *i < 0)
 }
 

@@ -48,9 +48,15 @@ mod async_activity;
 mod error;
 mod graph;
 mod plan;
+mod schedule;
+#[cfg(feature = "postgres")]
+mod worker;
 
 pub use activity::{Activities, Activity};
 #[cfg(feature = "async")]
 pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
 pub use plan::{CallReport, Plan, Report, Status, Taken};
+pub use schedule::{Known, Standing, standings};
+#[cfg(feature = "postgres")]
+pub use worker::{PlanStatus, Worker, WorkerError, WorkerOptions, WorkerReport, plan_status};

@@ -132,6 +132,13 @@ impl<S: Store> Stored<S> {
         &self.store
     }
 
+    /// The store and the context, for appends a particular store offers
+    /// (they keep the two in step).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn parts(&mut self) -> (&mut S, &mut Context) {
+        (&mut self.store, &mut self.context)
+    }
+
     /// Loads what other writers appended since this handle last read.
     pub fn refresh(&mut self) -> Result<()> {
         self.store.catch_up(&mut self.context)

@@ -104,6 +104,20 @@ pub enum Error {
         /// What the server or the client said.
         reason: String,
     },
+    /// The result of a plan's call was not appended because the call
+    /// already has one (a worker whose lease ran out finished after
+    /// another took the call over): a call's result is written once.
+    #[error(
+        "{name}: call {call} of the plan at row {plan} already has its result; this one was not appended"
+    )]
+    AlreadyWritten {
+        /// The context.
+        name: String,
+        /// The plan message's row.
+        plan: u64,
+        /// The call's position in the plan.
+        call: usize,
+    },
     /// The connection was lost while an append was committing, and the
     /// context afterwards begins with exactly that batch: it may be this
     /// append, or another writer's identical one. Check before retrying.

@@ -59,7 +59,9 @@ pub use append::{Append, Stored};
 pub use error::{Error, Result};
 pub use files::FileStore;
 #[cfg(feature = "postgres")]
-pub use pg::{MAX_NAME_BYTES, PgStore, SCHEMA_VERSION};
+pub use pg::{
+    CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,
+};
 pub use snapshot::SNAPSHOT_AFTER;
 pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
 pub use url::{is_postgres_url, without_password};

@@ -134,7 +134,8 @@ pub(crate) fn write_beside(target: &Path, sealed: &[u8]) -> io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir_of(target))?;
     // fchmod ignores the umask, like the rewrite of the context itself.
-    file.as_file().set_permissions(std::fs::metadata(target)?.permissions())?;
+    file.as_file()
+        .set_permissions(std::fs::metadata(target)?.permissions())?;
     file.as_file_mut().write_all(sealed)?;
     file.persist(sidecar(target, "snapshot"))
         .map_err(|e| e.error)?;

@@ -11,7 +11,7 @@
 //! it, and commits: writers waiting for the lock queue in order, and the
 //! append cannot conflict.
 
-use super::{PgStore, outcome_unknown};
+use super::{Claim, PgStore, outcome_unknown};
 use crate::store::backoff;
 use crate::{Error, MAX_ATTEMPTS, Result, Store};
 use agent_data::{Context, Message, Prepared};
@@ -26,26 +26,30 @@ fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Range<usize>> {
 }
 
 impl PgStore {
-    /// [`Store::commit`] for PostgreSQL (see the module's documentation).
+    /// [`Store::commit`] for PostgreSQL (see the module's documentation);
+    /// with `claim`, the commit of that call's result.
     pub(super) fn commit_messages(
         &mut self,
         context: &mut Context,
         messages: &[Message],
+        claim: Option<&Claim>,
     ) -> Result<Range<usize>> {
-        if messages.is_empty() {
+        // A call's result is committed even when it has no message: that
+        // marks the call done.
+        if messages.is_empty() && claim.is_none() {
             return Ok(context.len()..context.len());
         }
         // A refusal against what this handle knew is decided against the
         // context as it is now, below.
         if let Ok(prepared) = context.prepare(messages) {
-            match self.append_at(&prepared) {
+            match self.append_guarded(&prepared, claim) {
                 Ok(()) => return land(context, prepared),
                 Err(Error::Conflict { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         for attempt in 0..MAX_ATTEMPTS {
-            match self.commit_locked(context, messages) {
+            match self.commit_locked(context, messages, claim) {
                 // Only while the context does not exist yet (nothing to
                 // lock), or after a lost connection showed nothing landed.
                 Err(Error::Conflict { .. }) => backoff(attempt),
@@ -62,16 +66,17 @@ impl PgStore {
         &mut self,
         context: &mut Context,
         messages: &[Message],
+        claim: Option<&Claim>,
     ) -> Result<Range<usize>> {
         self.catch_up(context)?;
         let Some(id) = self.id else {
             // Missing: the append creates it, or conflicts with its creator.
             let prepared = context.prepare(messages).map_err(refused)?;
-            self.append_at(&prepared)?;
+            self.append_guarded(&prepared, claim)?;
             return land(context, prepared);
         };
         self.begin_locked(id)?;
-        let result = self.append_locked(context, messages);
+        let result = self.append_locked(context, messages, claim);
         if result.is_err() {
             self.rollback();
         }
@@ -106,11 +111,12 @@ impl PgStore {
         &mut self,
         context: &mut Context,
         messages: &[Message],
+        claim: Option<&Claim>,
     ) -> Result<Range<usize>> {
         self.catch_up(context)?;
         let prepared = context.prepare(messages).map_err(refused)?;
         let before = (self.id, self.rows, self.messages);
-        self.append_at(&prepared)?;
+        self.append_guarded(&prepared, claim)?;
         let committed = match self.session() {
             Ok((client, _)) => client.batch_execute("COMMIT").map_err(Some),
             Err(_) => Err(None),
@@ -139,5 +145,25 @@ impl PgStore {
         if let Some(client) = self.client.as_mut() {
             let _ = client.batch_execute("ROLLBACK");
         }
+    }
+}
+
+impl PgStore {
+    /// Commits the result of the call `claim` holds — `messages`, possibly
+    /// none — as [`Store::commit`] does, and marks the call done in the
+    /// same transaction. A call has one result: when it already has one
+    /// (another worker's, after this one's lease ran out), nothing is
+    /// appended and the error is [`Error::AlreadyWritten`]. Retrying after
+    /// any other error (a lost connection, [`Error::InDoubt`]) is safe for
+    /// the same reason.
+    pub fn commit_call(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        claim: &Claim,
+    ) -> Result<Range<usize>> {
+        let range = self.commit_messages(context, messages, Some(claim))?;
+        self.snapshot(context, false)?;
+        Ok(range)
     }
 }

@@ -8,6 +8,7 @@
 //! streamed query; catching up is one query for the rows after a length.
 
 mod address;
+mod calls;
 mod commit;
 mod rows;
 mod schema;
@@ -22,6 +23,7 @@ use rows::Lines;
 use std::ops::Range;
 
 pub use address::MAX_NAME_BYTES;
+pub use calls::{CallRow, CallState, Claim, Listener, PgCalls};
 pub use schema::SCHEMA_VERSION;
 
 /// The context's id, when it exists.
@@ -30,6 +32,12 @@ const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
 /// The compare-and-append (schema version 2): context name, the id read
 /// (or NULL), the expected length, the lines.
 const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
+
+/// The compare-and-append of a call's result (schema version 4): as
+/// [`APPEND`], then the plan's row, the call's index and the worker;
+/// appends only if the call has no result yet.
+const COMMIT_CALL: &str =
+    "SELECT o_id, o_length, o_state FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7)";
 
 /// Locks a context's row for the rest of the transaction.
 const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
@@ -62,6 +70,7 @@ struct Statements {
     find: postgres::Statement,
     tail: postgres::Statement,
     append: postgres::Statement,
+    commit_call: postgres::Statement,
     lock: postgres::Statement,
 }
 
@@ -71,6 +80,7 @@ impl Statements {
             find: client.prepare(FIND)?,
             tail: client.prepare(TAIL)?,
             append: client.prepare(APPEND)?,
+            commit_call: client.prepare(COMMIT_CALL)?,
             lock: client.prepare(LOCK)?,
         })
     }
@@ -383,6 +393,94 @@ impl PgStore {
         Ok(())
     }
 
+    /// [`Store::append_at`], or with `claim` the append of that call's
+    /// result, refused with [`Error::AlreadyWritten`] when the call has
+    /// one (schema version 4).
+    fn append_guarded(&mut self, prepared: &Prepared<'_>, claim: Option<&Claim>) -> Result<()> {
+        self.check_position(prepared.base())?;
+        let lines: Vec<&str> = prepared.lines().collect();
+        let expected = self.rows;
+        let name = self.address.context.clone();
+        let at = i64::try_from(expected).unwrap_or(i64::MAX);
+        let id = self.id;
+        let (client, statements) = self.session()?;
+        let found = match claim {
+            None => client
+                .query_one(&statements.append, &[&name, &id, &at, &lines])
+                .and_then(|row| {
+                    Ok((
+                        row.try_get::<_, Option<i64>>(0)?,
+                        row.try_get::<_, i64>(1)?,
+                        None,
+                    ))
+                }),
+            Some(claim) => {
+                let plan = i64::try_from(claim.plan).unwrap_or(i64::MAX);
+                let call = i32::try_from(claim.call).unwrap_or(i32::MAX);
+                client
+                    .query_one(
+                        &statements.commit_call,
+                        &[&name, &id, &at, &lines, &plan, &call, &claim.worker],
+                    )
+                    .and_then(|row| {
+                        Ok((
+                            row.try_get::<_, Option<i64>>(0)?,
+                            row.try_get::<_, i64>(1)?,
+                            Some(row.try_get::<_, String>(2)?),
+                        ))
+                    })
+            }
+        };
+        let replaced = |what| Error::Replaced {
+            name: self.address.shown.clone(),
+            what,
+        };
+        match found {
+            Ok((_, -1, _)) => Err(replaced("deleted")),
+            // Another context of the same name: the one read was deleted.
+            Ok((found_id, _, _)) if id.is_some() && found_id != id => {
+                Err(replaced("deleted and created again"))
+            }
+            Ok((_, _, Some(state)))
+                if state == "done" || state == "unknown" || state == "missing" =>
+            {
+                let claim = claim.map_or((0, 0), |c| (c.plan, c.call));
+                Err(match state.as_str() {
+                    "done" => Error::AlreadyWritten {
+                        name: self.address.shown.clone(),
+                        plan: claim.0,
+                        call: claim.1,
+                    },
+                    "missing" => replaced("deleted and created again"),
+                    _ => Error::Malformed {
+                        name: self.address.shown.clone(),
+                        reason: format!(
+                            "call {} of the plan at row {} has no row in agentctx_calls",
+                            claim.1, claim.0
+                        ),
+                    },
+                })
+            }
+            Ok((found_id, found, _)) if found == at => {
+                self.id = found_id;
+                self.rows += lines.len();
+                self.messages += prepared.len();
+                let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
+                self.since.add(prepared.len(), bytes);
+                Ok(())
+            }
+            // The log only grows: shorter than it was read is another log.
+            Ok((_, found, _)) if found < at => Err(replaced("deleted and created again")),
+            Ok((_, found, _)) => Err(Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: usize::try_from(found).unwrap_or(usize::MAX),
+            }),
+            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
+            Err(e) => Err(self.database("append to", &e)),
+        }
+    }
+
     fn check_position(&self, messages: usize) -> Result<()> {
         if messages == self.messages {
             return Ok(());
@@ -525,51 +623,14 @@ impl Store for PgStore {
     }
 
     fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
-        self.check_position(prepared.base())?;
-        let lines: Vec<&str> = prepared.lines().collect();
-        let expected = self.rows;
-        let name = self.address.context.clone();
-        let at = i64::try_from(expected).unwrap_or(i64::MAX);
-        let id = self.id;
-        let (client, statements) = self.session()?;
-        let found = client
-            .query_one(&statements.append, &[&name, &id, &at, &lines])
-            .and_then(|row| Ok((row.try_get::<_, Option<i64>>(0)?, row.try_get::<_, i64>(1)?)));
-        let replaced = |what| Error::Replaced {
-            name: self.address.shown.clone(),
-            what,
-        };
-        match found {
-            Ok((_, -1)) => Err(replaced("deleted")),
-            // Another context of the same name: the one read was deleted.
-            Ok((found_id, _)) if id.is_some() && found_id != id => {
-                Err(replaced("deleted and created again"))
-            }
-            Ok((found_id, found)) if found == at => {
-                self.id = found_id;
-                self.rows += lines.len();
-                self.messages += prepared.len();
-                let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
-                self.since.add(prepared.len(), bytes);
-                Ok(())
-            }
-            // The log only grows: shorter than it was read is another log.
-            Ok((_, found)) if found < at => Err(replaced("deleted and created again")),
-            Ok((_, found)) => Err(Error::Conflict {
-                name: self.address.shown.clone(),
-                expected,
-                current: usize::try_from(found).unwrap_or(usize::MAX),
-            }),
-            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
-            Err(e) => Err(self.database("append to", &e)),
-        }
+        self.append_guarded(prepared, None)
     }
 
     /// Appends at the length this handle knows first — one round trip when
     /// nobody else wrote — and otherwise under the context's row lock
     /// (`commit.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
-        let range = self.commit_messages(context, messages)?;
+        let range = self.commit_messages(context, messages, None)?;
         self.snapshot(context, false)?;
         Ok(range)
     }

@@ -7,13 +7,13 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 3] = [
+const MIGRATIONS: [(i32, &str, &str); 4] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -21,6 +21,7 @@ const MIGRATIONS: [(i32, &str, &str); 3] = [
         V2,
     ),
     (3, "snapshots of contexts' folded views", V3),
+    (4, "plans run by workers: calls, claims, workers", V4),
 ];
 
 /// Version 1. A context is a row holding its length; its messages are rows
@@ -120,6 +121,85 @@ CREATE TABLE agentctx_snapshots (
     body bytea NOT NULL,
     written_at timestamptz NOT NULL DEFAULT now()
 );
+"#;
+
+/// Version 4: plans run by many workers (`agentctx worker`, decision
+/// D41). Plan messages are found by a partial index on their text (not
+/// `line->>'type'`, which fails on a line holding `\u0000`; a line the
+/// pattern finds that is not a plan is passed over); each call of a plan
+/// (keyed by the plan message's row) has a row saying whether it waits, is
+/// claimed (by which worker, until when) or finished, and how often it was
+/// tried; each worker has a row naming its tools while it is alive.
+/// `agentctx_commit_call` is `agentctx_append` for a call's result: under
+/// the context's row lock, then the call's, it appends only if the call
+/// has no result yet, and marks it done in the same transaction — so a
+/// call's result is written exactly once, however often its activity ran.
+const V4: &str = r#"
+CREATE INDEX agentctx_messages_plans ON agentctx_messages (context, seq)
+    WHERE line::text LIKE '%"type":"plan"%';
+CREATE TABLE agentctx_calls (
+    context bigint NOT NULL REFERENCES agentctx_contexts (id) ON DELETE CASCADE,
+    plan bigint NOT NULL CHECK (plan >= 0),
+    call integer NOT NULL CHECK (call >= 0),
+    state text NOT NULL DEFAULT 'waiting'
+        CHECK (state IN ('waiting', 'running', 'done', 'failed')),
+    worker text,
+    attempts integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    claimed_at timestamptz,
+    lease_until timestamptz,
+    not_before timestamptz,
+    error text,
+    result_seq bigint,
+    finished_at timestamptz,
+    PRIMARY KEY (context, plan, call)
+);
+CREATE TABLE agentctx_workers (
+    context bigint NOT NULL REFERENCES agentctx_contexts (id) ON DELETE CASCADE,
+    worker text NOT NULL,
+    tools text[] NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    alive_until timestamptz NOT NULL,
+    PRIMARY KEY (context, worker)
+);
+CREATE FUNCTION agentctx_commit_call(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                     p_plan bigint, p_call integer, p_worker text,
+                                     OUT o_id bigint, OUT o_length bigint, OUT o_state text)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    IF o_id IS DISTINCT FROM p_id THEN
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    SELECT k.state INTO o_state FROM agentctx_calls k
+        WHERE k.context = o_id AND k.plan = p_plan AND k.call = p_call FOR UPDATE;
+    IF NOT FOUND THEN
+        o_state := 'unknown';
+        RETURN;
+    END IF;
+    IF o_state = 'done' OR o_length <> p_expected THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json
+        FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
+    UPDATE agentctx_calls
+        SET state = 'done', worker = p_worker, lease_until = NULL, not_before = NULL,
+            error = NULL, finished_at = now(),
+            result_seq = CASE WHEN cardinality(p_lines) > 0 THEN p_expected END
+        WHERE context = o_id AND plan = p_plan AND call = p_call;
+    PERFORM pg_notify('agentctx_calls', o_id::text);
+    o_state := 'written';
+END
+$body$;
 "#;
 
 /// Why the schema cannot be used.

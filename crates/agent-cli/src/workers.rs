@@ -1,0 +1,134 @@
+//! `agentctx worker` and `agentctx status`: many processes running the
+//! newest plan message of a context in PostgreSQL (decision D41).
+
+use crate::Failure;
+use agent_plan::{Worker, WorkerOptions};
+use serde_json::json;
+use std::time::Duration;
+
+/// The arguments of `agentctx worker`.
+#[derive(clap::Args)]
+pub(crate) struct WorkerArgs {
+    /// The context: a PostgreSQL URL (postgres://…?context=NAME).
+    context: String,
+    /// NAME=COMMAND: run tool NAME through `sh -c COMMAND` (the resolved
+    /// call on stdin, the result as JSON on stdout). At least one.
+    #[arg(long = "activity")]
+    activities: Vec<String>,
+    /// Activities this worker runs at once.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Seconds a claim holds without renewal (renewed every third of it):
+    /// when a worker dies, others take its calls over after this.
+    #[arg(long, default_value_t = 30.0)]
+    lease: f64,
+    /// Attempts after the first when an activity fails, 1 s, 2 s, 4 s, …
+    /// apart.
+    #[arg(long, default_value_t = 2)]
+    retries: u32,
+    /// Exit when no call is ready or running (else run until killed).
+    #[arg(long)]
+    until_idle: bool,
+    /// Seconds an activity may run before it and every process it started
+    /// are killed.
+    #[arg(long, default_value_t = 600)]
+    activity_timeout: u64,
+    /// The worker's name in `status` (default: host-pid).
+    #[arg(long)]
+    name: Option<String>,
+    /// The write time for `_date` (RFC 3339); default: now.
+    #[arg(long)]
+    date: Option<String>,
+}
+
+/// The arguments of `agentctx status`.
+#[derive(clap::Args)]
+pub(crate) struct StatusArgs {
+    /// The context: a PostgreSQL URL.
+    context: String,
+    /// Each call's state too.
+    #[arg(long)]
+    calls: bool,
+    /// Pretty-print the JSON.
+    #[arg(long)]
+    pretty: bool,
+}
+
+/// A PostgreSQL CONTEXT, or the error that says why it must be one.
+fn postgres_only(command: &str, context: &str) -> Result<(), Failure> {
+    if agent_store::is_postgres_url(context) {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "{command} needs a PostgreSQL CONTEXT (postgres://HOST/DB?context=NAME): workers share \
+         a plan through the database, and {} is not one",
+        agent_core::quoted(context)
+    )))
+}
+
+/// Runs a worker; with --until-idle prints what it did and where the plan
+/// stands (exit 0 all done, 1 a call failed, 3 calls blocked).
+pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
+    postgres_only("worker", &args.context)?;
+    if args.activities.is_empty() {
+        return Err(Failure::usage(
+            "worker needs at least one --activity NAME=COMMAND: a worker with no activities \
+             could run nothing",
+        ));
+    }
+    if args.concurrency == 0 {
+        return Err(Failure::usage("--concurrency must be at least 1"));
+    }
+    if !(args.lease.is_finite() && args.lease >= 0.1) {
+        return Err(Failure::usage("--lease must be at least 0.1 seconds"));
+    }
+    let activities = crate::activity::activities(
+        &args.activities,
+        crate::activity::Limits::with_timeout(args.activity_timeout),
+    )?;
+    let clock = crate::input::clock(args.date.as_deref())?;
+    let mut options = WorkerOptions::new(args.name.unwrap_or_else(default_name));
+    options.concurrency = args.concurrency;
+    options.lease = Duration::from_secs_f64(args.lease);
+    options.retries = args.retries;
+    options.until_idle = args.until_idle;
+    let name = options.name.clone();
+    let report = Worker::new(args.context.clone(), activities, clock, options)
+        .run()
+        .map_err(Failure::invalid)?;
+    let status = agent_plan::plan_status(&args.context).map_err(Failure::invalid)?;
+    let mut out = json!({"worker": name});
+    out["did"] = report.to_json();
+    out["plan"] = status.to_json(false);
+    let text = crate::input::print_value(&out, false);
+    exit_for(&status, text)
+}
+
+/// Prints where the newest plan stands.
+pub(crate) fn status(args: StatusArgs) -> Result<String, Failure> {
+    postgres_only("status", &args.context)?;
+    let status = agent_plan::plan_status(&args.context).map_err(Failure::invalid)?;
+    Ok(crate::input::print_value(
+        &status.to_json(args.calls),
+        args.pretty,
+    ))
+}
+
+fn exit_for(status: &agent_plan::PlanStatus, text: String) -> Result<String, Failure> {
+    match (status.count("failed"), status.count("blocked")) {
+        (0, 0) => Ok(text),
+        (0, n) => Err(Failure::unresolved(format!("{n} call(s) blocked")).with_stdout(text)),
+        (n, _) => Err(Failure::invalid(format!("{n} call(s) failed")).with_stdout(text)),
+    }
+}
+
+/// `HOST-PID`: unique among live workers.
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    format!("{host}-{}", std::process::id())
+}

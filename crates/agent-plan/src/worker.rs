@@ -1,0 +1,672 @@
+//! A worker: one of any number of processes, on any machines, running the
+//! newest plan of a context stored in PostgreSQL together (decision D41).
+//!
+//! One thread coordinates: it reads where the calls stand, claims ready
+//! calls up to the concurrency, hands each to a thread that runs its
+//! activity, and commits what comes back — one call's result at a time,
+//! through [`PgStore::commit_call`], which writes a call's result once
+//! however often its activity ran. Between rounds it sleeps until a
+//! notification (another worker committed or gave a call back), one of its
+//! activities finishes, a lease it must renew or watch runs out, or a
+//! retry's backoff ends.
+
+use crate::schedule::{Known, Standing, standings};
+use crate::{Activities, Plan};
+use agent_data::Message;
+use agent_output::{Call, Clock, Outcome};
+use agent_store::{
+    Append, CallRow, CallState, Claim, Error as StoreError, Listener, PgCalls, PgStore, Stored,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The worker's name in the calls table (unique among live workers).
+    pub name: String,
+    /// Activities it runs at once.
+    pub concurrency: usize,
+    /// How long a claim holds without renewal: a worker that dies leaves
+    /// its calls to others after this. Renewed every third of it.
+    pub lease: Duration,
+    /// Attempts after the first when an activity fails (with backoff).
+    pub retries: u32,
+    /// Stop when nothing is ready or running (else run until killed).
+    pub until_idle: bool,
+    /// How long the database may stay unreachable before the worker gives
+    /// up.
+    pub patience: Duration,
+}
+
+impl WorkerOptions {
+    /// One activity at a time, a 30 s lease, 2 retries, running until
+    /// killed, waiting up to 5 minutes for the database.
+    pub fn new(name: impl Into<String>) -> WorkerOptions {
+        WorkerOptions {
+            name: name.into(),
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            retries: 2,
+            until_idle: false,
+            patience: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a worker did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Activities it ran.
+    pub ran: usize,
+    /// Results it wrote.
+    pub written: usize,
+    /// Results it did not write because the call already had one.
+    pub already_written: usize,
+    /// Failed attempts it gave back to be tried again.
+    pub retried: usize,
+    /// Calls it gave up on.
+    pub failed: usize,
+}
+
+impl WorkerReport {
+    /// `{"ran", "written", "alreadyWritten", "retried", "failed"}`.
+    pub fn to_json(&self) -> Value {
+        json!({"ran": self.ran, "written": self.written, "alreadyWritten": self.already_written,
+               "retried": self.retried, "failed": self.failed})
+    }
+}
+
+/// Why a worker stopped before its work was done.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The newest plan message is not a plan.
+    #[error("the plan message at row {row}: {reason}")]
+    BadPlan {
+        /// Its row.
+        row: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The context has no plan message.
+    #[error("{name} has no plan message (append {{\"type\":\"plan\",\"calls\":[…]}} first)")]
+    NoPlan {
+        /// The context.
+        name: String,
+    },
+    /// The store failed for longer than the worker's patience, or in a way
+    /// waiting cannot mend.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The newest plan, parsed.
+struct Current {
+    row: u64,
+    plan: Plan,
+    writes_after: Vec<Vec<usize>>,
+}
+
+/// What an activity thread sends back.
+enum Event {
+    Finished(Claim, Result<Outcome, String>),
+    Changed,
+}
+
+/// A worker over the context at a PostgreSQL URL.
+pub struct Worker {
+    url: String,
+    options: WorkerOptions,
+    activities: Activities,
+    clock: Box<dyn Clock>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("url", &agent_store::without_password(&self.url))
+            .field("options", &self.options)
+            .field("activities", &self.activities)
+            .finish()
+    }
+}
+
+impl Worker {
+    /// A worker running `activities` on the context at `url`, writing
+    /// `_date` from `clock`.
+    pub fn new(
+        url: impl Into<String>,
+        activities: Activities,
+        clock: Box<dyn Clock>,
+        options: WorkerOptions,
+    ) -> Worker {
+        Worker {
+            url: url.into(),
+            options,
+            activities,
+            clock,
+        }
+    }
+
+    /// Runs until killed, or with `until_idle` until nothing is ready or
+    /// running; returns what it did.
+    pub fn run(&self) -> Result<WorkerReport, WorkerError> {
+        let mut state = Running::open(self)?;
+        let result = state.work();
+        let _ = state.calls.unregister(&self.options.name);
+        result.map(|()| state.report)
+    }
+}
+
+/// A worker at work.
+struct Running<'w> {
+    worker: &'w Worker,
+    stored: Stored<PgStore>,
+    calls: PgCalls,
+    current: Option<Current>,
+    /// Claims whose activity runs here, by call.
+    mine: BTreeMap<usize, Claim>,
+    /// Results whose commit failed in a way worth trying again.
+    unsent: Vec<(Claim, Vec<Message>)>,
+    sender: Sender<Event>,
+    events: Receiver<Event>,
+    renewed: Instant,
+    report: WorkerReport,
+}
+
+impl<'w> Running<'w> {
+    fn open(worker: &'w Worker) -> Result<Running<'w>, WorkerError> {
+        let stored = Stored::open_tail(PgStore::open(&worker.url)?)?;
+        let mut calls = PgCalls::open(&worker.url)?;
+        calls.register(
+            &worker.options.name,
+            &tools(&worker.activities),
+            worker.options.lease,
+        )?;
+        let (sender, events) = mpsc::channel();
+        listen(&worker.url, sender.clone())?;
+        Ok(Running {
+            worker,
+            stored,
+            calls,
+            current: None,
+            mine: BTreeMap::new(),
+            unsent: Vec::new(),
+            sender,
+            events,
+            renewed: Instant::now(),
+            report: WorkerReport::default(),
+        })
+    }
+
+    fn options(&self) -> &'w WorkerOptions {
+        &self.worker.options
+    }
+
+    /// Rounds until idle (or forever); database errors are waited out for
+    /// the worker's patience.
+    fn work(&mut self) -> Result<(), WorkerError> {
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            match self.round() {
+                Ok(Some(wait)) => {
+                    failing_since = None;
+                    self.wait(wait);
+                }
+                Ok(None) => return Ok(()),
+                Err(WorkerError::Store(e)) if transient(&e) => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > self.options().patience {
+                        return Err(e.into());
+                    }
+                    eprintln!("warning: worker {}: {e}; trying again", self.options().name);
+                    self.wait(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One round: renew, commit what came back, look, claim, start. How
+    /// long to sleep at most, or `None` when idle and told to stop then.
+    fn round(&mut self) -> Result<Option<Duration>, WorkerError> {
+        self.heartbeat()?;
+        self.send_unsent()?;
+        self.stored.refresh()?;
+        self.refresh_plan()?;
+        let Some(current) = &self.current else {
+            return Err(WorkerError::NoPlan {
+                name: self.calls.name().to_owned(),
+            });
+        };
+        let row = current.row;
+        let rows = self.calls.rows(row)?;
+        let live = self.calls.live_tools()?;
+        let known: Vec<Known> = rows.iter().map(known).collect();
+        let standing = standings(
+            &current.plan,
+            &current.writes_after,
+            &known,
+            self.stored.context(),
+            &|tool| live.binary_search_by(|t| t.as_str().cmp(tool)).is_ok(),
+        );
+        let busy = standing
+            .iter()
+            .any(|s| matches!(s, Standing::Ready | Standing::Running));
+        if !busy && self.mine.is_empty() && self.unsent.is_empty() && self.options().until_idle {
+            return Ok(None);
+        }
+        let free = self.options().concurrency.saturating_sub(self.mine.len());
+        let candidates: Vec<usize> = standing
+            .iter()
+            .enumerate()
+            .filter(|(call, s)| {
+                **s == Standing::Ready
+                    && !self.mine.contains_key(call)
+                    && rows.get(*call).is_some_and(CallRow::claimable)
+                    && self
+                        .worker
+                        .activities
+                        .get(current.plan.calls()[*call].tool().unwrap_or_default())
+                        .is_some()
+            })
+            .map(|(call, _)| call)
+            .collect();
+        let claims = self.calls.claim(
+            row,
+            &candidates,
+            &self.options().name,
+            self.options().lease,
+            free,
+        )?;
+        for claim in claims {
+            self.start(claim)?;
+        }
+        Ok(Some(next_wake(&rows, self.options().lease)))
+    }
+
+    /// Renews this worker's row and its claims every third of the lease.
+    fn heartbeat(&mut self) -> Result<(), WorkerError> {
+        let lease = self.options().lease;
+        if self.renewed.elapsed() < lease / 3 {
+            return Ok(());
+        }
+        let name = self.options().name.clone();
+        self.calls
+            .register(&name, &tools(&self.worker.activities), lease)?;
+        for claim in self.mine.values() {
+            // A claim lost to another worker still commits (or is refused).
+            self.calls.renew(claim, lease)?;
+        }
+        self.renewed = Instant::now();
+        Ok(())
+    }
+
+    /// Reads the newest plan message; a new one replaces the current plan.
+    fn refresh_plan(&mut self) -> Result<(), WorkerError> {
+        let Some((row, line)) = self.calls.newest_plan()? else {
+            self.current = None;
+            return Ok(());
+        };
+        if self.current.as_ref().is_some_and(|c| c.row == row) {
+            return Ok(());
+        }
+        let plan = parse_plan(row, &line)?;
+        self.calls.set_up(row, plan.calls().len())?;
+        let writes_after = plan.writes_after();
+        self.current = Some(Current {
+            row,
+            plan,
+            writes_after,
+        });
+        Ok(())
+    }
+
+    /// Starts the activity of a claimed call, or settles it at once.
+    fn start(&mut self, claim: Claim) -> Result<(), WorkerError> {
+        let Some(current) = &self.current else {
+            return Ok(());
+        };
+        let call = current.plan.calls()[claim.call].clone();
+        let attempts = self.options().retries.saturating_add(1);
+        if claim.attempt > attempts {
+            // Claimed again after lease after lease ran out: whatever it
+            // does stops its worker. Never forever.
+            let error = format!(
+                "gave up after {} attempts: each time its worker stopped before it finished",
+                claim.attempt - 1
+            );
+            self.give_up(&claim, &error)?;
+            return Ok(());
+        }
+        let resolved = match call.resolve(self.stored.context()) {
+            Ok(agent_vars::Resolution::Ready(resolved)) => resolved,
+            Ok(agent_vars::Resolution::Pending(_)) => {
+                // Its references vanished since the look: try again later.
+                self.calls
+                    .release(&claim, "references missing", Some(Duration::ZERO))?;
+                return Ok(());
+            }
+            Err(e) => {
+                self.give_up(&claim, &e.to_string())?;
+                return Ok(());
+            }
+        };
+        let tool = call.tool().unwrap_or_default().to_owned();
+        let activities = self.worker.activities.clone();
+        let sender = self.sender.clone();
+        self.mine.insert(claim.call, claim.clone());
+        self.report.ran += 1;
+        std::thread::Builder::new()
+            .name(format!("agentctx-activity-{}", claim.call))
+            .spawn(move || {
+                let outcome = run_activity(&activities, &tool, &resolved);
+                let _ = sender.send(Event::Finished(claim, outcome));
+            })
+            .map_err(|e| StoreError::Malformed {
+                name: "worker".into(),
+                reason: format!("cannot start a thread: {e}"),
+            })?;
+        Ok(())
+    }
+
+    /// Sleeps until an event or `at_most`, then handles every event there is.
+    fn wait(&mut self, at_most: Duration) {
+        let at_most = at_most.min(self.options().lease / 3);
+        let first = self.events.recv_timeout(at_most).ok();
+        let mut events: Vec<Event> = first.into_iter().collect();
+        events.extend(self.events.try_iter());
+        for event in events {
+            if let Event::Finished(claim, outcome) = event {
+                self.mine.remove(&claim.call);
+                if let Err(e) = self.finish(claim, outcome) {
+                    eprintln!("warning: worker {}: {e}", self.options().name);
+                }
+            }
+        }
+    }
+
+    /// Writes a finished activity's outcome, gives the call back to be
+    /// tried again, or gives up on it.
+    fn finish(
+        &mut self,
+        claim: Claim,
+        outcome: Result<Outcome, String>,
+    ) -> Result<(), WorkerError> {
+        let Some(current) = &self.current else {
+            return Ok(());
+        };
+        if current.row != claim.plan {
+            return Ok(());
+        }
+        let call: Call = current.plan.calls()[claim.call].clone();
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return self.give_up(&claim, &error),
+        };
+        if let Outcome::Failure(value) = &outcome
+            && claim.attempt <= self.options().retries
+        {
+            self.report.retried += 1;
+            let error = format!("attempt {} failed: {value}", claim.attempt);
+            self.calls
+                .release(&claim, &error, Some(retry_delay(claim.attempt)))?;
+            return Ok(());
+        }
+        match agent_output::messages_for(&call, outcome, self.worker.clock.as_ref()) {
+            Ok(messages) => self.commit(claim, messages),
+            Err(e) => self.give_up(&claim, &e.to_string()),
+        }
+    }
+
+    fn commit(&mut self, claim: Claim, messages: Vec<Message>) -> Result<(), WorkerError> {
+        match self.stored.commit_call(&messages, &claim) {
+            Ok(_) => {
+                self.report.written += 1;
+                Ok(())
+            }
+            Err(StoreError::AlreadyWritten { .. }) => {
+                self.report.already_written += 1;
+                Ok(())
+            }
+            Err(StoreError::Refused(e)) => self.give_up(&claim, &e.to_string()),
+            Err(e) if transient(&e) || matches!(e, StoreError::InDoubt { .. }) => {
+                // Safe to send again: the call takes one result.
+                self.unsent.push((claim, messages));
+                Err(e.into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn send_unsent(&mut self) -> Result<(), WorkerError> {
+        // A failure puts its result back and stops: the rest wait with it.
+        while let Some((claim, messages)) = self.unsent.pop() {
+            self.commit(claim, messages)?;
+        }
+        Ok(())
+    }
+
+    fn give_up(&mut self, claim: &Claim, error: &str) -> Result<(), WorkerError> {
+        self.report.failed += 1;
+        self.calls.release(claim, error, None)?;
+        Ok(())
+    }
+}
+
+/// A plan message's calls, checked and ordered.
+fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
+    let bad = |reason: String| WorkerError::BadPlan { row, reason };
+    let message: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+    let calls = match message.get("calls") {
+        Some(Value::Array(calls)) => calls.clone(),
+        Some(other) => {
+            return Err(bad(format!(
+                "\"calls\" must be an array of calls, found {}",
+                agent_core::json_type(other)
+            )));
+        }
+        None => return Err(bad("it has no \"calls\": an array of calls".into())),
+    };
+    Plan::new(calls).map_err(|e| bad(e.to_string()))
+}
+
+/// The stored state of a call as the schedule sees it.
+fn known(row: &CallRow) -> Known {
+    match row.state {
+        CallState::Done => Known::Done,
+        CallState::Failed => Known::Failed,
+        CallState::Running if !row.claimable() => Known::Running,
+        CallState::Running | CallState::Waiting => Known::Open,
+    }
+}
+
+/// The tools a worker has, sorted.
+fn tools(activities: &Activities) -> Vec<String> {
+    activities.tools()
+}
+
+/// When to look again without a notification: when a lease of another
+/// worker runs out or a backoff ends (else a slow poll, in case a
+/// notification was lost with a connection).
+fn next_wake(rows: &[CallRow], lease: Duration) -> Duration {
+    let soonest = rows
+        .iter()
+        .filter_map(|r| match r.state {
+            CallState::Running => r.lease_left,
+            CallState::Waiting => r.retry_in,
+            _ => None,
+        })
+        .filter(|s| *s > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let poll = lease.min(Duration::from_secs(5));
+    if soonest.is_finite() {
+        // A little after, so the lease has run out when we look.
+        Duration::from_secs_f64(soonest + 0.01).min(poll)
+    } else {
+        poll
+    }
+}
+
+/// The pause before attempt `attempt + 1`: 1 s, 2 s, 4 s, … up to a minute.
+fn retry_delay(attempt: u32) -> Duration {
+    Duration::from_secs(1u64 << attempt.saturating_sub(1).min(6)).min(Duration::from_secs(60))
+}
+
+/// Errors worth waiting out: the database unreachable or restarting.
+fn transient(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::Database { .. } | StoreError::InDoubt { .. } | StoreError::Contended { .. }
+    )
+}
+
+/// Runs `tool`'s activity on the resolved call; a panic is an error.
+fn run_activity(activities: &Activities, tool: &str, resolved: &Value) -> Result<Outcome, String> {
+    let activity = activities.get(tool).ok_or_else(|| {
+        format!(
+            "no activity registered for tool {}",
+            agent_core::quoted(tool)
+        )
+    })?;
+    catch_unwind(AssertUnwindSafe(|| activity.run(resolved))).map_err(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!(
+            "activity for {} panicked: {message}",
+            agent_core::quoted(tool)
+        )
+    })
+}
+
+/// A thread that turns notifications into [`Event::Changed`], reconnecting
+/// when the database goes away; it ends when the worker does.
+fn listen(url: &str, sender: Sender<Event>) -> Result<(), WorkerError> {
+    let mut listener = Listener::open(url)?;
+    std::thread::Builder::new()
+        .name("agentctx-listen".into())
+        .spawn(move || {
+            loop {
+                // A minute without news also wakes the worker: a send that
+                // fails says it has stopped, and this thread ends.
+                match listener.wait(Duration::from_secs(60)) {
+                    Ok(_) => {
+                        if sender.send(Event::Changed).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(500)),
+                }
+            }
+        })
+        .map_err(|e| StoreError::Malformed {
+            name: "worker".into(),
+            reason: format!("cannot start a thread: {e}"),
+        })?;
+    Ok(())
+}
+
+/// Where the newest plan of a context stands ([`plan_status`]).
+#[derive(Debug, Clone)]
+pub struct PlanStatus {
+    /// The plan message's row.
+    pub row: u64,
+    /// The plan.
+    pub plan: Plan,
+    /// Each call's standing, in plan order.
+    pub standings: Vec<Standing>,
+    /// Each call's row (absent before a worker first saw the plan).
+    pub rows: Vec<Option<CallRow>>,
+}
+
+impl PlanStatus {
+    /// How many calls stand as `name` (`done`, `running`, `ready`,
+    /// `blocked`, `failed`).
+    pub fn count(&self, name: &str) -> usize {
+        self.standings.iter().filter(|s| s.name() == name).count()
+    }
+
+    /// `{"plan", "total", "done", "running", "ready", "blocked", "failed"}`,
+    /// and with `calls` each call's state: its tool, instance, standing,
+    /// why it is blocked, the worker holding or having finished it, since
+    /// when, its attempts and last error.
+    pub fn to_json(&self, calls: bool) -> Value {
+        let mut out = json!({"plan": self.row, "total": self.standings.len()});
+        for name in ["done", "running", "ready", "blocked", "failed"] {
+            out[name] = json!(self.count(name));
+        }
+        if calls {
+            let each: Vec<Value> = self
+                .standings
+                .iter()
+                .enumerate()
+                .map(|(index, standing)| {
+                    let call = &self.plan.calls()[index];
+                    let mut entry = json!({
+                        "index": index,
+                        "tool": call.tool().unwrap_or_default(),
+                        "instance": call.instance().map(|i| i.as_str()),
+                        "state": standing.name(),
+                    });
+                    if let Standing::Blocked { reason, .. } = standing {
+                        entry["reason"] = json!(reason);
+                    }
+                    if let Some(Some(row)) = self.rows.get(index) {
+                        entry["worker"] = json!(row.worker);
+                        entry["since"] = json!(row.claimed_at);
+                        entry["attempts"] = json!(row.attempts);
+                        if let Some(error) = &row.error {
+                            entry["error"] = json!(error);
+                        }
+                    }
+                    entry
+                })
+                .collect();
+            out["calls"] = Value::Array(each);
+        }
+        out
+    }
+}
+
+/// Where the newest plan of the context at `url` stands: what the calls
+/// table says, and for the rest whether they are ready or blocked and why.
+pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
+    let stored = Stored::open_tail(PgStore::open(url)?)?;
+    let mut calls = PgCalls::open(url)?;
+    let Some((row, line)) = calls.newest_plan()? else {
+        return Err(WorkerError::NoPlan {
+            name: calls.name().to_owned(),
+        });
+    };
+    let plan = parse_plan(row, &line)?;
+    let mut rows: Vec<Option<CallRow>> = vec![None; plan.calls().len()];
+    for r in calls.rows(row)? {
+        if let Some(slot) = rows.get_mut(r.call) {
+            *slot = Some(r);
+        }
+    }
+    let live = calls.live_tools()?;
+    let known: Vec<Known> = rows
+        .iter()
+        .map(|r| r.as_ref().map_or(Known::Open, known))
+        .collect();
+    let standings = standings(
+        &plan,
+        &plan.writes_after(),
+        &known,
+        stored.context(),
+        &|tool| live.binary_search_by(|t| t.as_str().cmp(tool)).is_ok(),
+    );
+    Ok(PlanStatus {
+        row,
+        plan,
+        standings,
+        rows,
+    })
+}

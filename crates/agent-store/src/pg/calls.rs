@@ -1,0 +1,485 @@
+//! The calls of a plan that many workers run together (schema version 4,
+//! decision D41): which call waits, which a worker has claimed and until
+//! when, which finished; and the workers alive with their tools.
+//!
+//! Claims are rows locked with `FOR UPDATE SKIP LOCKED`, so workers never
+//! wait for each other to pick work; a claim is a lease, so a worker that
+//! dies leaves its calls to be claimed again once the lease runs out. The
+//! result of a call is committed by [`PgStore::commit_call`], which refuses
+//! a second result: that, not the claim, is what makes a result exactly
+//! once (a claim only keeps two workers from running a call at once while
+//! both are alive).
+
+use super::{PgStore, describe};
+use crate::{Error, Result, Stored};
+use agent_data::Message;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls};
+use std::ops::Range;
+use std::time::Duration;
+
+/// The channel workers listen on: `agentctx_commit_call` and every change
+/// of a call's state notify it, with the context's id as payload.
+pub const CHANNEL: &str = "agentctx_calls";
+
+/// Where a call of a plan is, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallState {
+    /// Not claimed (or claimed, and its claim given back to try again).
+    Waiting,
+    /// Claimed by a worker, whose lease may have run out.
+    Running,
+    /// Its result is written.
+    Done,
+    /// Given up: an unhandled failure after the last attempt, or a result
+    /// that could not be written.
+    Failed,
+}
+
+impl CallState {
+    fn parse(text: &str) -> CallState {
+        match text {
+            "running" => CallState::Running,
+            "done" => CallState::Done,
+            "failed" => CallState::Failed,
+            _ => CallState::Waiting,
+        }
+    }
+
+    /// `waiting`, `running`, `done` or `failed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallState::Waiting => "waiting",
+            CallState::Running => "running",
+            CallState::Done => "done",
+            CallState::Failed => "failed",
+        }
+    }
+}
+
+/// One call's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    /// The call's position in the plan.
+    pub call: usize,
+    /// Where it is.
+    pub state: CallState,
+    /// The worker holding it (running) or that wrote or gave it up.
+    pub worker: Option<String>,
+    /// How many times it was claimed.
+    pub attempts: u32,
+    /// When it was last claimed (RFC 3339).
+    pub claimed_at: Option<String>,
+    /// Running: seconds until the lease runs out (negative: it has).
+    pub lease_left: Option<f64>,
+    /// Waiting after a failed attempt: seconds until it may be claimed.
+    pub retry_in: Option<f64>,
+    /// The last attempt's error.
+    pub error: Option<String>,
+}
+
+impl CallRow {
+    /// True when a worker may claim it now: waiting and not backing off,
+    /// or running with its lease run out.
+    pub fn claimable(&self) -> bool {
+        match self.state {
+            CallState::Waiting => self.retry_in.is_none_or(|s| s <= 0.0),
+            CallState::Running => self.lease_left.is_some_and(|s| s <= 0.0),
+            CallState::Done | CallState::Failed => false,
+        }
+    }
+}
+
+/// A worker's claim on one call: what [`PgStore::commit_call`] carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The plan message's row.
+    pub plan: u64,
+    /// The call's position in the plan.
+    pub call: usize,
+    /// Which attempt this is (1 for the first claim): the claim's token.
+    pub attempt: u32,
+    /// The worker.
+    pub worker: String,
+}
+
+/// Lines that may be plan messages, newest first (the pattern also finds
+/// a line that holds `"type":"plan"` deeper inside: those are passed over).
+const PLANS: &str = "SELECT seq, line::text FROM agentctx_messages \
+     WHERE context = $1 AND line::text LIKE '%\"type\":\"plan\"%' \
+     AND seq < $2 ORDER BY seq DESC LIMIT 16";
+
+const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>> '{}', \
+     extract(epoch FROM lease_until - now())::float8, \
+     extract(epoch FROM not_before - now())::float8, error \
+     FROM agentctx_calls WHERE context = $1 AND plan = $2 ORDER BY call";
+
+/// Claims up to `$6` of the candidate calls `$3` that nobody holds,
+/// skipping rows another worker is claiming this instant.
+const CLAIM: &str = "UPDATE agentctx_calls k SET state = 'running', worker = $4, \
+     attempts = k.attempts + 1, claimed_at = now(), not_before = NULL, \
+     lease_until = now() + make_interval(secs => $5) \
+     FROM (SELECT call FROM agentctx_calls \
+           WHERE context = $1 AND plan = $2 AND call = ANY($3) \
+             AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
+                  OR (state = 'running' AND lease_until <= now())) \
+           ORDER BY call LIMIT $6 FOR UPDATE SKIP LOCKED) pick \
+     WHERE k.context = $1 AND k.plan = $2 AND k.call = pick.call \
+     RETURNING k.call, k.attempts";
+
+const RENEW: &str = "UPDATE agentctx_calls SET lease_until = now() + make_interval(secs => $5) \
+     WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
+       AND state = 'running'";
+
+/// Gives a claim back: waiting again after `$5` seconds, or failed when
+/// `$5` is NULL; `$7` is the error.
+const RELEASE: &str = "UPDATE agentctx_calls SET \
+     state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'waiting' END, \
+     not_before = now() + make_interval(secs => coalesce($5, 0)), \
+     lease_until = NULL, error = $7, \
+     finished_at = CASE WHEN $5::float8 IS NULL THEN now() END \
+     WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
+       AND state = 'running'";
+
+const REGISTER: &str = "INSERT INTO agentctx_workers (context, worker, tools, alive_until) \
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
+     ON CONFLICT (context, worker) DO UPDATE SET tools = EXCLUDED.tools, \
+     alive_until = EXCLUDED.alive_until";
+
+const LIVE_TOOLS: &str = "SELECT DISTINCT unnest(tools) FROM agentctx_workers \
+     WHERE context = $1 AND alive_until > now()";
+
+/// The table of a context's plan calls, and its workers.
+///
+/// It holds a connection of its own (through a [`PgStore`] of the same
+/// address, so it reconnects and migrates the same way).
+#[derive(Debug)]
+pub struct PgCalls {
+    store: PgStore,
+}
+
+impl PgCalls {
+    /// Connects to the context at `url` (which must exist: a plan is one of
+    /// its messages).
+    pub fn open(url: &str) -> Result<PgCalls> {
+        let mut store = PgStore::open(url)?;
+        if store.id()?.is_none() {
+            return Err(Error::Missing {
+                name: store.address.shown.clone(),
+            });
+        }
+        Ok(PgCalls { store })
+    }
+
+    /// The context's name for messages (its URL without a password).
+    pub fn name(&self) -> &str {
+        &self.store.address.shown
+    }
+
+    fn id(&mut self) -> Result<i64> {
+        self.store.id()?.ok_or_else(|| Error::Missing {
+            name: self.store.address.shown.clone(),
+        })
+    }
+
+    /// Runs `f` on the connection, naming `action` in its error.
+    fn with<T>(
+        &mut self,
+        action: &'static str,
+        f: impl FnOnce(&mut Client, i64) -> Result<T, postgres::Error>,
+    ) -> Result<T> {
+        let id = self.id()?;
+        let client = self.store.client()?;
+        f(client, id).map_err(|e| self.store.database(action, &e))
+    }
+
+    /// The newest plan message: its row and its JSON text; `None` when the
+    /// context has none.
+    pub fn newest_plan(&mut self) -> Result<Option<(u64, String)>> {
+        self.with("read the plan of", |client, id| {
+            let mut before = i64::MAX;
+            loop {
+                let rows = client.query(PLANS, &[&id, &before])?;
+                for row in &rows {
+                    let (seq, line): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+                    if is_plan(&line) {
+                        return Ok(Some((u64::try_from(seq).unwrap_or(0), line)));
+                    }
+                    before = seq;
+                }
+                if rows.len() < 16 {
+                    return Ok(None);
+                }
+            }
+        })
+    }
+
+    /// Makes sure the plan at row `plan` has a row for each of its `calls`
+    /// calls (the first worker to see a plan creates them; the rest find
+    /// them there).
+    pub fn set_up(&mut self, plan: u64, calls: usize) -> Result<()> {
+        let plan = to_i64(plan);
+        let count = i32::try_from(calls).unwrap_or(i32::MAX);
+        self.with("set up the plan of", |client, id| {
+            client.execute(
+                "INSERT INTO agentctx_calls (context, plan, call) \
+                 SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING",
+                &[&id, &plan, &count],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Every call's row of the plan at row `plan`, in plan order.
+    pub fn rows(&mut self, plan: u64) -> Result<Vec<CallRow>> {
+        let plan = to_i64(plan);
+        self.with("read the calls of", |client, id| {
+            client
+                .query(ROWS, &[&id, &plan])?
+                .iter()
+                .map(|row| {
+                    let call: i32 = row.try_get(0)?;
+                    let state: String = row.try_get(1)?;
+                    let attempts: i32 = row.try_get(3)?;
+                    Ok(CallRow {
+                        call: usize::try_from(call).unwrap_or(0),
+                        state: CallState::parse(&state),
+                        worker: row.try_get(2)?,
+                        attempts: u32::try_from(attempts).unwrap_or(0),
+                        claimed_at: row.try_get(4)?,
+                        lease_left: row.try_get(5)?,
+                        retry_in: row.try_get(6)?,
+                        error: row.try_get(7)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Claims up to `max` of `candidates` for `worker`, each for `lease`:
+    /// those nobody holds (or whose holder's lease ran out). Calls another
+    /// worker is claiming at this instant are skipped, not waited for.
+    pub fn claim(
+        &mut self,
+        plan: u64,
+        candidates: &[usize],
+        worker: &str,
+        lease: Duration,
+        max: usize,
+    ) -> Result<Vec<Claim>> {
+        if candidates.is_empty() || max == 0 {
+            return Ok(Vec::new());
+        }
+        let plan_row = to_i64(plan);
+        let calls: Vec<i32> = candidates
+            .iter()
+            .map(|&c| i32::try_from(c).unwrap_or(i32::MAX))
+            .collect();
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let seconds = lease.as_secs_f64();
+        self.with("claim calls of", |client, id| {
+            let rows = client.query(CLAIM, &[&id, &plan_row, &calls, &worker, &seconds, &max])?;
+            let mut claims = rows
+                .iter()
+                .map(|row| {
+                    let call: i32 = row.try_get(0)?;
+                    let attempt: i32 = row.try_get(1)?;
+                    Ok(Claim {
+                        plan,
+                        call: usize::try_from(call).unwrap_or(0),
+                        attempt: u32::try_from(attempt).unwrap_or(0),
+                        worker: worker.to_owned(),
+                    })
+                })
+                .collect::<Result<Vec<_>, postgres::Error>>()?;
+            claims.sort_by_key(|c| c.call);
+            Ok(claims)
+        })
+    }
+
+    /// Extends `claim`'s lease to `lease` from now: false when the claim is
+    /// no longer this worker's (its lease ran out and another took it, or
+    /// the call finished).
+    pub fn renew(&mut self, claim: &Claim, lease: Duration) -> Result<bool> {
+        let (plan, call, attempt) = claim_key(claim);
+        let seconds = lease.as_secs_f64();
+        self.with("renew a claim on", |client, id| {
+            let n = client.execute(
+                RENEW,
+                &[&id, &plan, &call, &attempt, &seconds, &claim.worker],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    /// Gives `claim` back after a failed attempt with `error`: the call
+    /// waits `retry_in` before it may be claimed again, or with `None` it
+    /// has failed for good. False when the claim was no longer this
+    /// worker's.
+    pub fn release(
+        &mut self,
+        claim: &Claim,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<bool> {
+        let (plan, call, attempt) = claim_key(claim);
+        let seconds = retry_in.map(|d| d.as_secs_f64());
+        self.with("give back a claim on", |client, id| {
+            let n = client.execute(
+                RELEASE,
+                &[&id, &plan, &call, &attempt, &seconds, &claim.worker, &error],
+            )?;
+            client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &id.to_string()])?;
+            Ok(n == 1)
+        })
+    }
+
+    /// Records that `worker`, with activities for `tools`, is alive for
+    /// `alive_for` more (call again before then to stay alive).
+    pub fn register(&mut self, worker: &str, tools: &[String], alive_for: Duration) -> Result<()> {
+        let seconds = alive_for.as_secs_f64();
+        self.with("register a worker of", |client, id| {
+            client.execute(REGISTER, &[&id, &worker, &tools, &seconds])?;
+            Ok(())
+        })
+    }
+
+    /// Removes `worker`'s row (when it stops).
+    pub fn unregister(&mut self, worker: &str) -> Result<()> {
+        self.with("unregister a worker of", |client, id| {
+            client.execute(
+                "DELETE FROM agentctx_workers WHERE context = $1 AND worker = $2",
+                &[&id, &worker],
+            )?;
+            client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &id.to_string()])?;
+            Ok(())
+        })
+    }
+
+    /// The tools some live worker has an activity for, sorted.
+    pub fn live_tools(&mut self) -> Result<Vec<String>> {
+        self.with("read the workers of", |client, id| {
+            let mut tools = client
+                .query(LIVE_TOOLS, &[&id])?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<Vec<String>, _>>()?;
+            tools.sort();
+            Ok(tools)
+        })
+    }
+}
+
+/// True when `line` is a message whose own `type` is `plan`.
+fn is_plan(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line)
+        .is_ok_and(|m| m.get("type").and_then(serde_json::Value::as_str) == Some("plan"))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn claim_key(claim: &Claim) -> (i64, i32, i32) {
+    (
+        to_i64(claim.plan),
+        i32::try_from(claim.call).unwrap_or(i32::MAX),
+        i32::try_from(claim.attempt).unwrap_or(i32::MAX),
+    )
+}
+
+impl Stored<PgStore> {
+    /// Commits the result of the call `claim` holds ([`PgStore::commit_call`]):
+    /// written once, or [`Error::AlreadyWritten`].
+    pub fn commit_call(&mut self, messages: &[Message], claim: &Claim) -> Result<Range<usize>> {
+        let (store, context) = self.parts();
+        store.commit_call(context, messages, claim)
+    }
+}
+
+/// A connection listening on [`CHANNEL`]: what lets an idle worker sleep
+/// until something changes instead of polling.
+pub struct Listener {
+    config: postgres::Config,
+    shown: String,
+    client: Option<Client>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("name", &self.shown)
+            .field("connected", &self.client.is_some())
+            .finish()
+    }
+}
+
+impl Listener {
+    /// Starts listening for changes of the calls of the context at `url`.
+    pub fn open(url: &str) -> Result<Listener> {
+        let address = super::address::Address::parse(url)?;
+        let mut listener = Listener {
+            config: address.config,
+            shown: address.shown,
+            client: None,
+        };
+        listener.connect()?;
+        Ok(listener)
+    }
+
+    fn connect(&mut self) -> Result<&mut Client> {
+        if self.client.as_ref().is_some_and(Client::is_closed) {
+            self.client = None;
+        }
+        if self.client.is_none() {
+            let mut client = self.config.connect(NoTls).map_err(|e| Error::Database {
+                action: "listen to",
+                name: self.shown.clone(),
+                reason: describe(&e),
+            })?;
+            client
+                .batch_execute(&format!("LISTEN {CHANNEL}"))
+                .map_err(|e| Error::Database {
+                    action: "listen to",
+                    name: self.shown.clone(),
+                    reason: describe(&e),
+                })?;
+            self.client = Some(client);
+        }
+        self.client.as_mut().ok_or_else(|| Error::Database {
+            action: "listen to",
+            name: self.shown.clone(),
+            reason: "not connected".into(),
+        })
+    }
+
+    /// Waits up to `timeout` for a notification (any context's: a spurious
+    /// wake-up costs one look at the calls). True when one came; after a
+    /// lost connection, which may have hidden one, it reconnects and says
+    /// true as well. An error only when it cannot reconnect.
+    pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
+        let was_connected = self.client.as_ref().is_some_and(|c| !c.is_closed());
+        let client = self.connect()?;
+        if !was_connected {
+            return Ok(true);
+        }
+        let got = {
+            let mut notifications = client.notifications();
+            let first = notifications.timeout_iter(timeout).next();
+            if let Ok(Some(_)) = first {
+                // Drain what else arrived: one look covers them all.
+                let mut rest = notifications.iter();
+                while let Ok(Some(_)) = rest.next() {}
+            }
+            first
+        };
+        match got {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(_) => {
+                self.client = None;
+                Ok(true)
+            }
+        }
+    }
+}
