@@ -115,16 +115,20 @@ const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>
      FROM agentctx_calls WHERE context = $1 AND plan = $2 ORDER BY call";
 
 /// Claims up to `$6` of the candidate calls `$3` that nobody holds,
-/// skipping rows another worker is claiming this instant.
-const CLAIM: &str = "UPDATE agentctx_calls k SET state = 'running', worker = $4, \
-     attempts = k.attempts + 1, claimed_at = now(), not_before = NULL, \
-     lease_until = now() + make_interval(secs => $5) \
-     FROM (SELECT call FROM agentctx_calls \
-           WHERE context = $1 AND plan = $2 AND call = ANY($3) \
-             AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
-                  OR (state = 'running' AND lease_until <= now())) \
-           ORDER BY call LIMIT $6 FOR UPDATE SKIP LOCKED) pick \
-     WHERE k.context = $1 AND k.plan = $2 AND k.call = pick.call \
+/// skipping rows another worker is claiming this instant. The pick is a
+/// materialised CTE: as a subquery joined in `FROM` the planner may run it
+/// again per row, and each run can pick other rows (it did: three claims
+/// for a limit of two).
+const CLAIM: &str = "WITH pick AS MATERIALIZED ( \
+       SELECT call FROM agentctx_calls \
+       WHERE context = $1 AND plan = $2 AND call = ANY($3) \
+         AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
+              OR (state = 'running' AND lease_until <= now())) \
+       ORDER BY call LIMIT $6 FOR UPDATE SKIP LOCKED) \
+     UPDATE agentctx_calls k SET state = 'running', worker = $4, \
+       attempts = k.attempts + 1, claimed_at = now(), not_before = NULL, \
+       lease_until = now() + make_interval(secs => $5) \
+     FROM pick WHERE k.context = $1 AND k.plan = $2 AND k.call = pick.call \
      RETURNING k.call, k.attempts";
 
 const RENEW: &str = "UPDATE agentctx_calls SET lease_until = now() + make_interval(secs => $5) \
