@@ -10,6 +10,10 @@
 //! [`crate::bench_cli`]): `agentctx apply --write` and `view` at 100 vs
 //! 100,000 messages, on files and on PostgreSQL, and writes
 //! `target/bench-summary-cli.json`.
+//!
+//! `cargo xtask bench workers` runs only the pool of workers (issue 18,
+//! [`crate::bench_workers`]): 1, 2, 4 and 8 `agentctx worker` processes on
+//! one 60-instance plan, and writes `target/bench-summary-workers.json`.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -71,12 +75,13 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
 /// Targets of issues 14 and 17: the ratio a workload should stay at or
 /// under.
-const TARGETS: [(&str, f64); 5] = [
+const TARGETS: [(&str, f64); 6] = [
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
     ("W5-open-100k-vs-100", 2.0),
     ("CLI-apply-100k-vs-100", 3.0),
     ("CLI-pg-apply-100k-vs-100", 3.0),
+    ("WORKERS-4-vs-1", 0.4),
 ];
 
 /// Which parts a `cargo xtask bench` run measures.
@@ -85,6 +90,7 @@ enum Parts {
     All,
     Pg,
     Cli,
+    Workers,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -92,9 +98,10 @@ pub(crate) fn run() -> Result<(), String> {
         None => Parts::All,
         Some("pg") => Parts::Pg,
         Some("cli") => Parts::Cli,
+        Some("workers") => Parts::Workers,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers]"
             ));
         }
     };
@@ -112,20 +119,24 @@ pub(crate) fn run() -> Result<(), String> {
     if parts == Parts::All {
         suite(&target, &mut summary)?;
     }
-    if parts != Parts::Cli {
+    if matches!(parts, Parts::All | Parts::Pg) {
         for part in PG_PARTS {
             eprintln!("xtask: pg-bench {part}");
             summary.push(crate::probe("pg-bench", &[part.as_ref()])?);
         }
     }
-    if parts != Parts::Pg {
+    if matches!(parts, Parts::All | Parts::Cli) {
         summary.extend(crate::bench_cli::run(&target)?);
+    }
+    if matches!(parts, Parts::All | Parts::Workers) {
+        summary.extend(crate::bench_workers::run(&target)?);
     }
     let missed = check_targets(&mut summary);
     let name = match parts {
         Parts::All => "bench-summary.json",
         Parts::Pg => "bench-summary-pg.json",
         Parts::Cli => "bench-summary-cli.json",
+        Parts::Workers => "bench-summary-workers.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

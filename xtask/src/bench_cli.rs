@@ -204,7 +204,7 @@ fn row(workload: &str, ours: f64, base: f64, baseline: &str, rounds: usize) -> V
     })
 }
 
-fn knob(name: &str, default: usize) -> usize {
+pub(crate) fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|n| n.parse().ok())
@@ -212,14 +212,14 @@ fn knob(name: &str, default: usize) -> usize {
 }
 
 /// A schema of this run's own on the bench's server, dropped at the end.
-struct Scratch {
+pub(crate) struct Scratch {
     admin: postgres::Client,
     schema: String,
     url: String,
 }
 
 impl Scratch {
-    fn create() -> Result<Scratch, String> {
+    pub(crate) fn create() -> Result<Scratch, String> {
         let server = std::env::var(crate::database::VARIABLE)
             .unwrap_or_else(|_| crate::database::DEFAULT.to_owned());
         let mut admin = postgres::Client::connect(&server, postgres::NoTls)
@@ -235,7 +235,7 @@ impl Scratch {
         Ok(Scratch { admin, schema, url })
     }
 
-    fn context(&self, name: &str) -> String {
+    pub(crate) fn context(&self, name: &str) -> String {
         with_parameter(&self.url, &format!("context={name}"))
     }
 }

@@ -14,6 +14,7 @@
 
 mod bench;
 mod bench_cli;
+mod bench_workers;
 mod database;
 mod layers;
 mod loop_demo;

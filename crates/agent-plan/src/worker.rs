@@ -70,13 +70,16 @@ pub struct WorkerReport {
     pub retried: usize,
     /// Calls it gave up on.
     pub failed: usize,
+    /// Requests it sent the database and had answered (its store's and its
+    /// claims' connections; the listener only receives).
+    pub round_trips: u64,
 }
 
 impl WorkerReport {
-    /// `{"ran", "written", "alreadyWritten", "retried", "failed"}`.
+    /// `{"ran", "written", "alreadyWritten", "retried", "failed", "roundTrips"}`.
     pub fn to_json(&self) -> Value {
         json!({"ran": self.ran, "written": self.written, "alreadyWritten": self.already_written,
-               "retried": self.retried, "failed": self.failed})
+               "retried": self.retried, "failed": self.failed, "roundTrips": self.round_trips})
     }
 }
 
@@ -157,6 +160,7 @@ impl Worker {
         let mut state = Running::open(self)?;
         let result = state.work();
         let _ = state.calls.unregister(&self.options.name);
+        state.report.round_trips = state.stored.store().round_trips() + state.calls.round_trips();
         result.map(|()| state.report)
     }
 }
@@ -174,6 +178,11 @@ struct Running<'w> {
     sender: Sender<Event>,
     events: Receiver<Event>,
     renewed: Instant,
+    /// The context's length when the plan was last looked for.
+    seen: usize,
+    /// The tools some live worker has, sorted, and when that was read.
+    live: Vec<String>,
+    live_at: Option<Instant>,
     report: WorkerReport,
 }
 
@@ -198,6 +207,9 @@ impl<'w> Running<'w> {
             sender,
             events,
             renewed: Instant::now(),
+            seen: 0,
+            live: Vec::new(),
+            live_at: None,
             report: WorkerReport::default(),
         })
     }
@@ -236,7 +248,10 @@ impl<'w> Running<'w> {
         self.heartbeat()?;
         self.send_unsent()?;
         self.stored.refresh()?;
-        self.refresh_plan()?;
+        if self.plan_may_have_changed() {
+            self.refresh_plan()?;
+        }
+        self.refresh_live_tools()?;
         let Some(current) = &self.current else {
             return Err(WorkerError::NoPlan {
                 name: self.calls.name().to_owned(),
@@ -244,7 +259,7 @@ impl<'w> Running<'w> {
         };
         let row = current.row;
         let rows = self.calls.rows(row)?;
-        let live = self.calls.live_tools()?;
+        let live = &self.live;
         let known: Vec<Known> = rows.iter().map(known).collect();
         let standing = standings(
             &current.plan,
@@ -302,6 +317,32 @@ impl<'w> Running<'w> {
             self.calls.renew(claim, lease)?;
         }
         self.renewed = Instant::now();
+        Ok(())
+    }
+
+    /// True on the first look, and when a message appended since the last
+    /// may be a plan (its line holds `"type":"plan"`): only then is the
+    /// newest plan looked up again.
+    fn plan_may_have_changed(&mut self) -> bool {
+        let context = self.stored.context();
+        let len = context.len();
+        let seen = std::mem::replace(&mut self.seen, len);
+        self.current.is_none()
+            || (seen..len).any(|i| {
+                context
+                    .message_json(i)
+                    .is_some_and(|line| line.contains(r#""type":"plan""#))
+            })
+    }
+
+    /// The tools live workers have, looked up again every third of the
+    /// lease (workers come and go rarely; a round should cost little).
+    fn refresh_live_tools(&mut self) -> Result<(), WorkerError> {
+        let lease = self.options().lease;
+        if self.live_at.is_none_or(|at| at.elapsed() >= lease / 3) {
+            self.live = self.calls.live_tools()?;
+            self.live_at = Some(Instant::now());
+        }
         Ok(())
     }
 

@@ -14,7 +14,8 @@ use super::{PgStore, describe};
 use crate::{Error, Result, Stored};
 use agent_data::Message;
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Statement};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -109,6 +110,9 @@ const PLANS: &str = "SELECT seq, line::text FROM agentctx_messages \
      WHERE context = $1 AND line::text LIKE '%\"type\":\"plan\"%' \
      AND seq < $2 ORDER BY seq DESC LIMIT 16";
 
+/// The `LIMIT` of [`PLANS`].
+const PLANS_AT_ONCE: usize = 16;
+
 const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>> '{}', \
      extract(epoch FROM lease_until - now())::float8, \
      extract(epoch FROM not_before - now())::float8, error \
@@ -137,13 +141,21 @@ const RENEW: &str = "UPDATE agentctx_calls SET lease_until = now() + make_interv
 
 /// Gives a claim back: waiting again after `$5` seconds, or failed when
 /// `$5` is NULL; `$7` is the error.
-const RELEASE: &str = "UPDATE agentctx_calls SET \
-     state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'waiting' END, \
-     not_before = now() + make_interval(secs => coalesce($5, 0)), \
-     lease_until = NULL, error = $7, \
-     finished_at = CASE WHEN $5::float8 IS NULL THEN now() END \
-     WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
-       AND state = 'running'";
+const RELEASE: &str = "WITH r AS (UPDATE agentctx_calls SET \
+       state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'waiting' END, \
+       not_before = now() + make_interval(secs => coalesce($5, 0)), \
+       lease_until = NULL, error = $7, \
+       finished_at = CASE WHEN $5::float8 IS NULL THEN now() END \
+       WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
+         AND state = 'running' RETURNING 1) \
+     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM r";
+
+const SET_UP: &str = "INSERT INTO agentctx_calls (context, plan, call) \
+     SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING";
+
+const UNREGISTER: &str = "WITH gone AS (DELETE FROM agentctx_workers \
+     WHERE context = $1 AND worker = $2 RETURNING 1) \
+     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM gone";
 
 const REGISTER: &str = "INSERT INTO agentctx_workers (context, worker, tools, alive_until) \
      VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
@@ -160,6 +172,10 @@ const LIVE_TOOLS: &str = "SELECT DISTINCT unnest(tools) FROM agentctx_workers \
 #[derive(Debug)]
 pub struct PgCalls {
     store: PgStore,
+    /// Statements prepared on the current connection (one round trip each
+    /// once prepared), and that connection's server session.
+    prepared: HashMap<&'static str, Statement>,
+    prepared_on: Option<(i32, String)>,
 }
 
 impl PgCalls {
@@ -172,7 +188,16 @@ impl PgCalls {
                 name: store.address.shown.clone(),
             });
         }
-        Ok(PgCalls { store })
+        Ok(PgCalls {
+            store,
+            prepared: HashMap::new(),
+            prepared_on: None,
+        })
+    }
+
+    /// Round trips to the server so far (see [`PgStore::round_trips`]).
+    pub fn round_trips(&self) -> u64 {
+        self.store.round_trips()
     }
 
     /// The context's name for messages (its URL without a password).
@@ -186,36 +211,58 @@ impl PgCalls {
         })
     }
 
-    /// Runs `f` on the connection, naming `action` in its error.
+    /// Runs `f` with the connection and `sql` prepared on it, naming
+    /// `action` in its error.
     fn with<T>(
         &mut self,
         action: &'static str,
-        f: impl FnOnce(&mut Client, i64) -> Result<T, postgres::Error>,
+        sql: &'static str,
+        f: impl FnOnce(&mut Client, &Statement, i64) -> Result<T, postgres::Error>,
     ) -> Result<T> {
         let id = self.id()?;
-        let client = self.store.client()?;
-        f(client, id).map_err(|e| self.store.database(action, &e))
+        self.store.client()?;
+        if self.store.backend() != self.prepared_on.as_ref() {
+            self.prepared.clear();
+            self.prepared_on = self.store.backend().cloned();
+        }
+        let statement = match self.prepared.get(sql) {
+            Some(statement) => statement.clone(),
+            None => {
+                let prepared = self.store.client()?.prepare(sql);
+                self.store.trip(1);
+                let statement = prepared.map_err(|e| self.store.database(action, &e))?;
+                self.prepared.insert(sql, statement.clone());
+                statement
+            }
+        };
+        let done = f(self.store.client()?, &statement, id);
+        self.store.trip(1);
+        done.map_err(|e| self.store.database(action, &e))
     }
 
     /// The newest plan message: its row and its JSON text; `None` when the
     /// context has none.
     pub fn newest_plan(&mut self) -> Result<Option<(u64, String)>> {
-        self.with("read the plan of", |client, id| {
-            let mut before = i64::MAX;
-            loop {
-                let rows = client.query(PLANS, &[&id, &before])?;
-                for row in &rows {
-                    let (seq, line): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
-                    if is_plan(&line) {
-                        return Ok(Some((u64::try_from(seq).unwrap_or(0), line)));
-                    }
-                    before = seq;
+        let mut before = i64::MAX;
+        loop {
+            let lines: Vec<(i64, String)> =
+                self.with("read the plan of", PLANS, |client, statement, id| {
+                    client
+                        .query(statement, &[&id, &before])?
+                        .iter()
+                        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                        .collect()
+                })?;
+            for (seq, line) in &lines {
+                if is_plan(line) {
+                    return Ok(Some((u64::try_from(*seq).unwrap_or(0), line.clone())));
                 }
-                if rows.len() < 16 {
-                    return Ok(None);
-                }
+                before = *seq;
             }
-        })
+            if lines.len() < PLANS_AT_ONCE {
+                return Ok(None);
+            }
+        }
     }
 
     /// Makes sure the plan at row `plan` has a row for each of its `calls`
@@ -224,12 +271,8 @@ impl PgCalls {
     pub fn set_up(&mut self, plan: u64, calls: usize) -> Result<()> {
         let plan = to_i64(plan);
         let count = i32::try_from(calls).unwrap_or(i32::MAX);
-        self.with("set up the plan of", |client, id| {
-            client.execute(
-                "INSERT INTO agentctx_calls (context, plan, call) \
-                 SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING",
-                &[&id, &plan, &count],
-            )?;
+        self.with("set up the plan of", SET_UP, |client, statement, id| {
+            client.execute(statement, &[&id, &plan, &count])?;
             Ok(())
         })
     }
@@ -237,9 +280,9 @@ impl PgCalls {
     /// Every call's row of the plan at row `plan`, in plan order.
     pub fn rows(&mut self, plan: u64) -> Result<Vec<CallRow>> {
         let plan = to_i64(plan);
-        self.with("read the calls of", |client, id| {
+        self.with("read the calls of", ROWS, |client, statement, id| {
             client
-                .query(ROWS, &[&id, &plan])?
+                .query(statement, &[&id, &plan])?
                 .iter()
                 .map(|row| {
                     let call: i32 = row.try_get(0)?;
@@ -281,8 +324,11 @@ impl PgCalls {
             .collect();
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let seconds = lease.as_secs_f64();
-        self.with("claim calls of", |client, id| {
-            let rows = client.query(CLAIM, &[&id, &plan_row, &calls, &worker, &seconds, &max])?;
+        self.with("claim calls of", CLAIM, |client, statement, id| {
+            let rows = client.query(
+                statement,
+                &[&id, &plan_row, &calls, &worker, &seconds, &max],
+            )?;
             let mut claims = rows
                 .iter()
                 .map(|row| {
@@ -307,9 +353,9 @@ impl PgCalls {
     pub fn renew(&mut self, claim: &Claim, lease: Duration) -> Result<bool> {
         let (plan, call, attempt) = claim_key(claim);
         let seconds = lease.as_secs_f64();
-        self.with("renew a claim on", |client, id| {
+        self.with("renew a claim on", RENEW, |client, statement, id| {
             let n = client.execute(
-                RENEW,
+                statement,
                 &[&id, &plan, &call, &attempt, &seconds, &claim.worker],
             )?;
             Ok(n == 1)
@@ -328,13 +374,12 @@ impl PgCalls {
     ) -> Result<bool> {
         let (plan, call, attempt) = claim_key(claim);
         let seconds = retry_in.map(|d| d.as_secs_f64());
-        self.with("give back a claim on", |client, id| {
-            let n = client.execute(
-                RELEASE,
+        self.with("give back a claim on", RELEASE, |client, statement, id| {
+            let row = client.query_one(
+                statement,
                 &[&id, &plan, &call, &attempt, &seconds, &claim.worker, &error],
             )?;
-            client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &id.to_string()])?;
-            Ok(n == 1)
+            Ok(row.try_get::<_, i64>(0)? == 1)
         })
     }
 
@@ -342,35 +387,39 @@ impl PgCalls {
     /// `alive_for` more (call again before then to stay alive).
     pub fn register(&mut self, worker: &str, tools: &[String], alive_for: Duration) -> Result<()> {
         let seconds = alive_for.as_secs_f64();
-        self.with("register a worker of", |client, id| {
-            client.execute(REGISTER, &[&id, &worker, &tools, &seconds])?;
+        self.with("register a worker of", REGISTER, |client, statement, id| {
+            client.execute(statement, &[&id, &worker, &tools, &seconds])?;
             Ok(())
         })
     }
 
     /// Removes `worker`'s row (when it stops).
     pub fn unregister(&mut self, worker: &str) -> Result<()> {
-        self.with("unregister a worker of", |client, id| {
-            client.execute(
-                "DELETE FROM agentctx_workers WHERE context = $1 AND worker = $2",
-                &[&id, &worker],
-            )?;
-            client.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &id.to_string()])?;
-            Ok(())
-        })
+        self.with(
+            "unregister a worker of",
+            UNREGISTER,
+            |client, statement, id| {
+                client.query_one(statement, &[&id, &worker])?;
+                Ok(())
+            },
+        )
     }
 
     /// The tools some live worker has an activity for, sorted.
     pub fn live_tools(&mut self) -> Result<Vec<String>> {
-        self.with("read the workers of", |client, id| {
-            let mut tools = client
-                .query(LIVE_TOOLS, &[&id])?
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<Result<Vec<String>, _>>()?;
-            tools.sort();
-            Ok(tools)
-        })
+        self.with(
+            "read the workers of",
+            LIVE_TOOLS,
+            |client, statement, id| {
+                let mut tools = client
+                    .query(statement, &[&id])?
+                    .iter()
+                    .map(|row| row.try_get(0))
+                    .collect::<Result<Vec<String>, _>>()?;
+                tools.sort();
+                Ok(tools)
+            },
+        )
     }
 }
 

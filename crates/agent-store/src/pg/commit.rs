@@ -89,6 +89,7 @@ impl PgStore {
         let locked = client
             .batch_execute("BEGIN")
             .and_then(|()| client.query(&statements.lock, &[&id]));
+        self.trips += 2;
         match locked {
             Ok(rows) if rows.is_empty() => {
                 self.rollback();
@@ -118,7 +119,11 @@ impl PgStore {
         let before = (self.id, self.rows, self.messages);
         self.append_guarded(&prepared, claim)?;
         let committed = match self.session() {
-            Ok((client, _)) => client.batch_execute("COMMIT").map_err(Some),
+            Ok((client, _)) => {
+                let committed = client.batch_execute("COMMIT").map_err(Some);
+                self.trips += 1;
+                committed
+            }
             Err(_) => Err(None),
         };
         match committed {
@@ -144,6 +149,7 @@ impl PgStore {
     fn rollback(&mut self) {
         if let Some(client) = self.client.as_mut() {
             let _ = client.batch_execute("ROLLBACK");
+            self.trips += 1;
         }
     }
 }

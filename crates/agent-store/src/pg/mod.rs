@@ -130,6 +130,9 @@ pub struct PgStore {
     messages: usize,
     /// The rows read or appended since the newest snapshot.
     since: Since,
+    /// Requests sent to the server and answered (round trips), for
+    /// measuring ([`PgStore::round_trips`]).
+    trips: u64,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -155,9 +158,28 @@ impl PgStore {
             rows: 0,
             messages: 0,
             since: Since::default(),
+            trips: 0,
         };
         store.client()?;
         Ok(store)
+    }
+
+    /// How many requests this store has sent the server and had answered
+    /// (round trips: a prepared statement's query is one, an unprepared
+    /// one two, connecting and migrating a few), for measuring.
+    pub fn round_trips(&self) -> u64 {
+        self.trips
+    }
+
+    /// Counts `n` round trips.
+    pub(crate) fn trip(&mut self, n: u64) {
+        self.trips += n;
+    }
+
+    /// The server session of the connection (its process and start time):
+    /// another one after a reconnection.
+    pub(crate) fn backend(&self) -> Option<&(i32, String)> {
+        self.backend.as_ref()
     }
 
     /// The context's name within the database.
@@ -182,6 +204,8 @@ impl PgStore {
             _ => {
                 let (client, statements, backend) = self.connect()?;
                 self.backend = Some(backend);
+                // The version check, the session query, five statements.
+                self.trips += 7;
                 (client, statements)
             }
         };
@@ -265,6 +289,7 @@ impl PgStore {
             let name = self.address.context.clone();
             let (client, statements) = self.session()?;
             let found = client.query_opt(&statements.find, &[&name]);
+            self.trips += 1;
             let row = found.map_err(|e| self.read_error(&e))?;
             self.id = match row {
                 Some(row) => Some(row.try_get(0).map_err(|e| self.read_error(&e))?),
@@ -283,6 +308,7 @@ impl PgStore {
         let from = i64::try_from(from).unwrap_or(i64::MAX);
         let (client, statements) = self.session()?;
         let result = Lines::read_all(client, &statements.tail, id, from, into);
+        self.trips += 1;
         result.map(Some).map_err(|e| self.read_error(&e))
     }
 
@@ -299,6 +325,7 @@ impl PgStore {
         let (client, _) = self.session()?;
         let found = client
             .query_opt(SNAPSHOT, &[&id])
+            .inspect(|_| self.trips += 2)
             .and_then(|row| {
                 row.map(|row| Ok((row.try_get::<_, i64>(0)?, row.try_get::<_, Vec<u8>>(1)?)))
                     .transpose()
@@ -374,6 +401,7 @@ impl PgStore {
         let (client, _) = self.session()?;
         let line: String = client
             .query_one(LINE, &[&id, &last])
+            .inspect(|_| self.trips += 2)
             .and_then(|row| row.try_get(0))
             .map_err(|e| self.read_error(&e))?;
         let anchor = serde_json::json!({
@@ -388,6 +416,7 @@ impl PgStore {
         let (client, _) = self.session()?;
         client
             .execute(SAVE_SNAPSHOT, &[&id, &rows, &sealed])
+            .inspect(|_| self.trips += 2)
             .map_err(|e| self.database("write a snapshot of", &e))?;
         self.since = Since::taken(sealed.len());
         Ok(())
@@ -431,6 +460,7 @@ impl PgStore {
                     })
             }
         };
+        self.trips += 1;
         let replaced = |what| Error::Replaced {
             name: self.address.shown.clone(),
             what,
