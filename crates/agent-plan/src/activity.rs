@@ -1,8 +1,10 @@
 //! Activities: the code that runs a tool, registered by tool name.
 
+use agent_core::quoted;
 use agent_output::Outcome;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 /// Runs one tool and says how it went, as the [`Outcome`] agent-output
@@ -70,5 +72,23 @@ impl Activities {
     /// The activity for `tool`, if registered.
     pub fn get(&self, tool: &str) -> Option<&dyn Activity> {
         self.by_tool.get(tool).map(|a| a.as_ref())
+    }
+
+    /// Runs `tool`'s activity on a resolved call: its outcome, or why it
+    /// has none — no activity registered, or the activity panicked (caught
+    /// here, so one bad activity cannot take the executor down). What
+    /// `Plan::run` and a worker both run.
+    pub(crate) fn run_caught(&self, tool: &str, call: &Value) -> Result<Outcome, String> {
+        let activity = self
+            .get(tool)
+            .ok_or_else(|| format!("no activity registered for tool {}", quoted(tool)))?;
+        catch_unwind(AssertUnwindSafe(|| activity.run(call))).map_err(|panic| {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            format!("activity for {} panicked: {message}", quoted(tool))
+        })
     }
 }

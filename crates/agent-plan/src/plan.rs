@@ -9,7 +9,6 @@ use agent_store::Append;
 use agent_vars::Resolution;
 use rayon::prelude::*;
 use serde_json::{Value, json};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A list of calls wired together through references and output paths,
 /// checked and ordered: B runs after A when B reads what A may write.
@@ -341,24 +340,9 @@ impl Plan {
             }
             Err(e) => return Err(failed(e.to_string())),
         };
-        let tool = call.tool().unwrap_or_default();
-        let activity = activities.get(tool).ok_or_else(|| {
-            failed(format!(
-                "no activity registered for tool {}",
-                agent_core::quoted(tool)
-            ))
-        })?;
-        catch_unwind(AssertUnwindSafe(|| activity.run(&resolved))).map_err(|panic| {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            failed(format!(
-                "activity for {} panicked: {message}",
-                agent_core::quoted(tool)
-            ))
-        })
+        activities
+            .run_caught(call.tool().unwrap_or_default(), &resolved)
+            .map_err(failed)
     }
 }
 

@@ -19,7 +19,6 @@ use agent_store::{
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -404,7 +403,7 @@ impl<'w> Running<'w> {
         std::thread::Builder::new()
             .name(format!("agentctx-activity-{}", claim.call))
             .spawn(move || {
-                let outcome = run_activity(&activities, &tool, &resolved);
+                let outcome = activities.run_caught(&tool, &resolved);
                 let _ = sender.send(Event::Finished(claim, outcome));
             })
             .map_err(|e| StoreError::Malformed {
@@ -563,27 +562,6 @@ fn transient(error: &StoreError) -> bool {
         error,
         StoreError::Database { .. } | StoreError::InDoubt { .. } | StoreError::Contended { .. }
     )
-}
-
-/// Runs `tool`'s activity on the resolved call; a panic is an error.
-fn run_activity(activities: &Activities, tool: &str, resolved: &Value) -> Result<Outcome, String> {
-    let activity = activities.get(tool).ok_or_else(|| {
-        format!(
-            "no activity registered for tool {}",
-            agent_core::quoted(tool)
-        )
-    })?;
-    catch_unwind(AssertUnwindSafe(|| activity.run(resolved))).map_err(|panic| {
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!(
-            "activity for {} panicked: {message}",
-            agent_core::quoted(tool)
-        )
-    })
 }
 
 /// A thread that turns notifications into [`Event::Changed`], reconnecting
