@@ -28,7 +28,7 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     let scratch = Scratch::create()?;
     let dir = target.join("bench-workers");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (inputs, plan) = (dir.join("inputs.jsonl"), dir.join("plan.json"));
+    let (inputs, plan) = (dir.join("inputs.jsonl"), dir.join("plan.jsonl"));
     write_batch(&inputs, &plan, instances)?;
     let mut times: Vec<Vec<u128>> = vec![Vec::new(); POOLS.len()];
     let mut trips: Vec<Vec<f64>> = vec![Vec::new(); POOLS.len()];
@@ -93,7 +93,7 @@ fn write_batch(inputs: &Path, plan: &Path, instances: usize) -> Result<(), Strin
         );
     }
     std::fs::write(inputs, lines).map_err(|e| e.to_string())?;
-    std::fs::write(plan, json!({"type": "plan", "calls": calls}).to_string())
+    std::fs::write(plan, json!({"type": "plan", "calls": calls}).to_string() + "\n")
         .map_err(|e| e.to_string())
 }
 
