@@ -76,14 +76,15 @@ impl Plan {
         self.waves().iter().flatten().copied().collect()
     }
 
-    /// For each call, the calls before it in [`Plan::write_order`] that
+    /// For each call, the calls before it in write order (wave by wave,
+    /// each wave in plan order: the order in which `run` writes) that
     /// write the same layer at overlapping places: its result is written
     /// after theirs, so results land in the order `run` writes them and
     /// the views do not depend on which worker was faster. Per layer and
     /// first path segment a call waits only for the latest such writer
     /// (which waited for the one before); a write to a layer's root waits
-    /// for every writer since the last such write.
-    pub(crate) fn writes_after(&self) -> Vec<Vec<usize>> {
+    /// for every writer since the last such write. [`standings`] takes it.
+    pub fn writes_after(&self) -> Vec<Vec<usize>> {
         type Scope<'a> = (&'a Kind, Option<&'a Instance>);
         let accesses: Vec<Access> = self
             .calls()
