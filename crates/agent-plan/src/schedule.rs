@@ -40,8 +40,10 @@ pub enum Standing {
     Blocked {
         /// Why, in words (`waits for call 3`, `missing †state.x`, …).
         reason: String,
-        /// True when it never will run: a call it depends on failed or
-        /// will never run (it counts as finished for ordering).
+        /// True when it never will run: a reference is missing, or a call
+        /// it depends on failed or will never run (it counts as finished
+        /// for ordering). A call whose tool no worker has is not stuck: a
+        /// worker with the tool may come.
         stuck: bool,
     },
 }
@@ -187,12 +189,15 @@ pub fn standings(
                                 missing.iter().map(ToString::to_string).collect();
                             blocked(format!("missing {}", missing.join(", ")), true)
                         }
+                        // Not stuck: a worker with the tool may start
+                        // later, and then this call's result must still
+                        // land before those of later writers of its place.
                         _ if !has_tool(tool) => blocked(
                             format!(
                                 "no worker has an activity for tool {}",
                                 agent_core::quoted(tool)
                             ),
-                            true,
+                            false,
                         ),
                         // A call that cannot be resolved fails when claimed.
                         _ => Standing::Ready,
