@@ -32,7 +32,10 @@ pub struct WorkerOptions {
     /// How long a claim holds without renewal: a worker that dies leaves
     /// its calls to others after this. Renewed every third of it.
     pub lease: Duration,
-    /// Attempts after the first when an activity fails (with backoff).
+    /// Attempts after the first when an activity fails (with backoff). A
+    /// call taken over from a worker that stopped mid-activity counts that
+    /// attempt too, and may be claimed up to two more times than this
+    /// allows, so a worker dying does not fail its calls.
     pub retries: u32,
     /// Stop when nothing is ready or running (else run until killed).
     pub until_idle: bool,
@@ -371,13 +374,19 @@ impl<'w> Running<'w> {
             return Ok(());
         };
         let call = current.plan.calls()[claim.call].clone();
-        let attempts = self.options().retries.saturating_add(1);
+        let attempts = self
+            .options()
+            .retries
+            .saturating_add(1)
+            .saturating_add(TAKEOVERS);
         if claim.attempt > attempts {
             // Claimed again after lease after lease ran out: whatever it
             // does stops its worker. Never forever.
             let error = format!(
-                "gave up after {} attempts: each time its worker stopped before it finished",
-                claim.attempt - 1
+                "gave up after {} attempts: its worker stopped before it finished, {} times \
+                 or more",
+                claim.attempt - 1,
+                TAKEOVERS + 1
             );
             self.give_up(&claim, &error)?;
             return Ok(());
@@ -496,6 +505,13 @@ impl<'w> Running<'w> {
         Ok(())
     }
 }
+
+/// How many times a call may be claimed again after its worker stopped
+/// before finishing it (died, or lost its lease), beyond the attempts its
+/// retries allow: `--retries` counts failed activities, and a worker that
+/// died is not one. Past that, a call whose activity stops its worker every
+/// time is given up rather than tried forever.
+const TAKEOVERS: u32 = 2;
 
 /// A plan message's calls, checked and ordered.
 fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
