@@ -249,6 +249,16 @@ impl<'w> Running<'w> {
     fn round(&mut self) -> Result<Option<Duration>, WorkerError> {
         self.heartbeat()?;
         self.send_unsent()?;
+        // The calls are read before the context, so the context holds the
+        // result of every call they say is done (one transaction writes
+        // both). Read after, a result committed in between made the calls
+        // depending on it look blocked for good ("missing …"): the worker
+        // could stop with work left, and a later writer of their place
+        // could go first.
+        let early = match &self.current {
+            Some(current) => Some((current.row, self.calls.rows(current.row)?)),
+            None => None,
+        };
         self.stored.refresh()?;
         if self.plan_may_have_changed() {
             self.refresh_plan()?;
@@ -260,7 +270,15 @@ impl<'w> Running<'w> {
             });
         };
         let row = current.row;
-        let rows = self.calls.rows(row)?;
+        let rows = match early {
+            Some((early_row, rows)) if early_row == row => rows,
+            // A new plan: its calls, then the context again.
+            _ => {
+                let rows = self.calls.rows(row)?;
+                self.stored.refresh()?;
+                rows
+            }
+        };
         let live = &self.live;
         let known: Vec<Known> = rows.iter().map(known).collect();
         let standing = standings(
@@ -672,7 +690,7 @@ impl PlanStatus {
 /// Where the newest plan of the context at `url` stands: what the calls
 /// table says, and for the rest whether they are ready or blocked and why.
 pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
-    let stored = Stored::open_tail(PgStore::open(url)?)?;
+    let store = PgStore::open(url)?;
     let mut calls = PgCalls::open(url)?;
     let Some((row, line)) = calls.newest_plan()? else {
         return Err(WorkerError::NoPlan {
@@ -687,6 +705,8 @@ pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
         }
     }
     let live = calls.live_tools()?;
+    // After the calls, as a worker's round reads them (see there).
+    let stored = Stored::open_tail(store)?;
     let known: Vec<Known> = rows
         .iter()
         .map(|r| r.as_ref().map_or(Known::Open, known))
