@@ -450,8 +450,9 @@ impl Stored<PgStore> {
     }
 }
 
-/// A connection listening on [`CHANNEL`]: what lets an idle worker sleep
-/// until something changes instead of polling.
+/// A connection listening on the channel `agentctx_calls` (which every
+/// change of a call notifies): what lets an idle worker sleep until
+/// something changes instead of polling.
 pub struct Listener {
     config: postgres::Config,
     shown: String,
