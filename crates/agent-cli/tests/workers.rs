@@ -1,8 +1,9 @@
 //! `agentctx worker` and `agentctx status` through the real binary on a
-//! real PostgreSQL server (decision D41): many worker processes running the
-//! newest plan message of one context, each call's result written once —
-//! with a worker killed mid-run, the server restarted under them, random
-//! plans checked against a single-process `agentctx run`, and bad input.
+//! real PostgreSQL server (R34d, decision D41): many worker processes
+//! running the newest plan message of one context, each call's result
+//! written once — with a worker killed mid-run, the server restarted under
+//! them, random plans checked against a single-process `agentctx run`, and
+//! bad input.
 //!
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test` (`cargo xtask ci` provides one).
@@ -210,7 +211,7 @@ fn all_done(plan: usize, total: usize) -> Value {
 }
 
 #[test]
-fn r34b_four_workers_and_one_killed_mid_run_write_every_result_exactly_once() {
+fn r34d_four_workers_and_one_killed_mid_run_write_every_result_exactly_once() {
     const INSTANCES: usize = 200;
     let started = Instant::now();
     let url = fresh("kill");
@@ -289,7 +290,7 @@ fn r34b_four_workers_and_one_killed_mid_run_write_every_result_exactly_once() {
 }
 
 #[test]
-fn r34b_workers_reconnect_after_the_server_restarts_and_write_nothing_twice() {
+fn r34d_workers_reconnect_after_the_server_restarts_and_write_nothing_twice() {
     const INSTANCES: usize = 60;
     let started = Instant::now();
     let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg-restart-workers");
@@ -344,7 +345,7 @@ fn worker_fails(url: &str, args: &[&str]) -> (i32, String) {
 }
 
 #[test]
-fn r18_a_bad_plan_message_stops_workers_and_status_with_its_row() {
+fn r34d_a_bad_plan_message_stops_workers_and_status_with_its_row() {
     let url = fresh("bad-plan");
     let idle = ["--activity", "t=cat", "--until-idle"];
     // No plan yet.
@@ -398,7 +399,7 @@ fn r18_a_bad_plan_message_stops_workers_and_status_with_its_row() {
 }
 
 #[test]
-fn r18_bad_worker_arguments_are_usage_errors() {
+fn r34d_bad_worker_arguments_are_usage_errors() {
     let url = fresh("usage");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.jsonl");
@@ -453,7 +454,7 @@ fn r18_bad_worker_arguments_are_usage_errors() {
 }
 
 #[test]
-fn r18_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly() {
+fn r34d_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly() {
     let url = fresh("no-tool");
     append(
         &url,
@@ -477,8 +478,15 @@ fn r18_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly(
         (3, "error: 2 call(s) blocked\n")
     );
     let want = json!({"plan": 0, "total": 3, "done": 1, "running": 0, "ready": 0, "blocked": 2, "failed": 0});
+    let mut printed = report(&run);
+    let round_trips = printed["did"]
+        .as_object_mut()
+        .unwrap()
+        .remove("roundTrips")
+        .unwrap();
+    assert!(round_trips.as_u64().unwrap() > 0, "{round_trips}");
     assert_eq!(
-        report(&run),
+        printed,
         json!({"worker": "w", "did": {"ran": 1, "written": 1, "alreadyWritten": 0, "retried": 0, "failed": 0}, "plan": want})
     );
     // The worker has stopped: nobody has tool t now either.
@@ -503,7 +511,7 @@ fn r18_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly(
 }
 
 #[test]
-fn r20_a_call_taken_over_from_a_killed_worker_runs_again_even_without_retries() {
+fn r34d_a_call_taken_over_from_a_killed_worker_runs_again_even_without_retries() {
     // --retries counts failed activities; a worker that died is not one.
     let url = fresh("takeover");
     append(
@@ -546,7 +554,7 @@ fn r20_a_call_taken_over_from_a_killed_worker_runs_again_even_without_retries() 
 }
 
 #[test]
-fn r20_results_of_one_place_keep_runs_order_when_a_worker_with_the_missing_tool_comes_later() {
+fn r34d_results_of_one_place_keep_runs_order_when_a_worker_with_the_missing_tool_comes_later() {
     let url = fresh("late-tool");
     let calls = json!([
         {"_tool": "x", "v": "first", "_outputPath": "†state.list", "_outputMethod": "push"},
@@ -860,7 +868,7 @@ proptest! {
     })]
 
     #[test]
-    fn r20_workers_killed_or_not_leave_the_views_a_single_run_leaves(
+    fn r34d_workers_killed_or_not_leave_the_views_a_single_run_leaves(
         (instances, plan) in random_plan(),
         crew in crew(),
     ) {

@@ -1,5 +1,5 @@
-//! Where each call of a plan stands when many workers run it (no database):
-//! the order results of calls writing the same place land in
+//! Where each call of a plan stands when many workers run it (R34d; no
+//! database): the order results of calls writing the same place land in
 //! (`Plan::writes_after`), and why a call is blocked (`standings`), with
 //! the exact reasons `agentctx status --calls` prints.
 
@@ -41,7 +41,7 @@ fn empty() -> Context {
 }
 
 #[test]
-fn r20_calls_writing_the_same_place_are_ordered_by_wave_then_index() {
+fn r34d_calls_writing_the_same_place_are_ordered_by_wave_then_index() {
     // Calls 1 and 2 are in wave 0; call 0 reads what call 3 writes, so it
     // is in wave 1 with call 3 in wave 0: the pushes land 1, 2, 0 — the
     // order `run` writes them — whatever their plan order. Each waits for
@@ -73,7 +73,7 @@ fn r20_calls_writing_the_same_place_are_ordered_by_wave_then_index() {
 }
 
 #[test]
-fn r20_calls_writing_different_places_are_not_ordered() {
+fn r34d_calls_writing_different_places_are_not_ordered() {
     let p = plan(&[
         // Different first segments of one layer.
         set("†state.a"),
@@ -107,7 +107,7 @@ fn r20_calls_writing_different_places_are_not_ordered() {
 }
 
 #[test]
-fn r20_a_write_at_a_layers_root_waits_for_every_writer_since_the_last_one() {
+fn r34d_a_write_at_a_layers_root_waits_for_every_writer_since_the_last_one() {
     let p = plan(&[
         set("†state.a"),
         set("†state.b"),
@@ -138,7 +138,7 @@ fn r20_a_write_at_a_layers_root_waits_for_every_writer_since_the_last_one() {
 }
 
 #[test]
-fn r18_a_call_waits_for_the_calls_it_depends_on_and_for_earlier_writers_of_its_place() {
+fn r34d_a_call_waits_for_the_calls_it_depends_on_and_for_earlier_writers_of_its_place() {
     let p = plan(&[
         json!({"_tool": "fetch", "_outputPath": "†state.profile"}),
         json!({"_tool": "summ", "p": "†state.profile", "_outputPath": "†state.summary"}),
@@ -195,7 +195,7 @@ fn r18_a_call_waits_for_the_calls_it_depends_on_and_for_earlier_writers_of_its_p
 }
 
 #[test]
-fn r18_a_call_after_a_failed_dependency_will_not_be_done_and_neither_will_its_dependents() {
+fn r34d_a_call_after_a_failed_dependency_will_not_be_done_and_neither_will_its_dependents() {
     let p = plan(&[
         json!({"_tool": "t", "x": "†state.b", "_outputPath": "†state.c"}),
         json!({"_tool": "t", "x": "†state.a", "_outputPath": "†state.b"}),
@@ -255,7 +255,7 @@ fn r18_missing_references_block_a_call_for_good_and_name_every_reference() {
 }
 
 #[test]
-fn r18_a_call_whose_tool_no_worker_has_is_blocked_naming_the_tool() {
+fn r34d_a_call_whose_tool_no_worker_has_is_blocked_naming_the_tool() {
     let p = plan(&[
         json!({"_tool": "x", "_outputPath": "†state.a"}),
         json!({"_tool": "t", "a": "†state.a", "_outputPath": "†state.b"}),
@@ -293,7 +293,7 @@ fn r18_a_call_whose_tool_no_worker_has_is_blocked_naming_the_tool() {
 }
 
 #[test]
-fn r18_standing_names_are_those_status_counts() {
+fn r34d_standing_names_are_those_status_counts() {
     let names: Vec<&str> = [
         Standing::Done,
         Standing::Failed,
