@@ -93,8 +93,11 @@ fn write_batch(inputs: &Path, plan: &Path, instances: usize) -> Result<(), Strin
         );
     }
     std::fs::write(inputs, lines).map_err(|e| e.to_string())?;
-    std::fs::write(plan, json!({"type": "plan", "calls": calls}).to_string() + "\n")
-        .map_err(|e| e.to_string())
+    std::fs::write(
+        plan,
+        json!({"type": "plan", "calls": calls}).to_string() + "\n",
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// One pool of `workers` over a fresh context: (wall ns, round trips).
