@@ -122,8 +122,11 @@ const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>
 /// skipping rows another worker is claiming this instant. The pick is a
 /// materialised CTE: as a subquery joined in `FROM` the planner may run it
 /// again per row, and each run can pick other rows (it did: three claims
-/// for a limit of two).
-const CLAIM: &str = "WITH pick AS MATERIALIZED ( \
+/// for a limit of two). Without the `MATERIALIZED` keyword, which
+/// PostgreSQL 10 and 11 do not know: a CTE with `FOR UPDATE` is never
+/// inlined (PostgreSQL 12 inlines only CTEs free of row locks and DML),
+/// and before 12 no CTE was.
+const CLAIM: &str = "WITH pick AS ( \
        SELECT call FROM agentctx_calls \
        WHERE context = $1 AND plan = $2 AND call = ANY($3) \
          AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
