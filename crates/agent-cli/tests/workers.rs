@@ -399,6 +399,30 @@ fn r34d_a_bad_plan_message_stops_workers_and_status_with_its_row() {
 }
 
 #[test]
+fn r34d_a_worker_started_before_its_plan_waits_for_it_and_runs_it() {
+    let url = fresh("plan-later");
+    append(&url, &json!({"type": "input", "data": {"id": 7}}));
+    // Without --until-idle a worker waits for a plan instead of failing.
+    let early = worker(&url, "early", &[("t", "cat")], &["--lease", "1"]);
+    std::thread::sleep(Duration::from_millis(500));
+    append(
+        &url,
+        &json!({"type": "plan", "calls": [{"_tool": "t", "id": "†input.id", "_outputPath": "†state.got"}]}),
+    );
+    wait_for(
+        Duration::from_secs(20),
+        "the waiting worker to run the plan",
+        || status(&url, false)["done"] == json!(1),
+    );
+    kill(early);
+    let views = views(&messages(&url));
+    assert_eq!(
+        views["state"],
+        json!({"got": {"_tool": "t", "id": 7, "_outputPath": "†state.got"}})
+    );
+}
+
+#[test]
 fn r34d_bad_worker_arguments_are_usage_errors() {
     let url = fresh("usage");
     let dir = tempfile::tempdir().unwrap();

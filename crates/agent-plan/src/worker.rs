@@ -265,9 +265,13 @@ impl<'w> Running<'w> {
         }
         self.refresh_live_tools()?;
         let Some(current) = &self.current else {
-            return Err(WorkerError::NoPlan {
-                name: self.calls.name().to_owned(),
-            });
+            if self.options().until_idle {
+                return Err(WorkerError::NoPlan {
+                    name: self.calls.name().to_owned(),
+                });
+            }
+            // A pool may be started before its plan is appended: wait for it.
+            return Ok(Some(self.options().lease.min(Duration::from_secs(5))));
         };
         let row = current.row;
         let rows = match early {
