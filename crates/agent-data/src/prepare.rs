@@ -10,7 +10,11 @@
 //! parallel (`stage.rs`) with the same rules.
 //!
 //! Validation of a batch works on a scratch copy of only the layers the batch
-//! writes: each message is checked against the views the earlier ones leave.
+//! writes. Each message's write is checked for a type error against the
+//! views the earlier ones leave; the checks that look at a whole view — the
+//! layer's schema, and that a global write breaks no instance layer (D4) —
+//! run once per layer, at the batch's last write to it (decision D39), so a
+//! batch costs time linear in its size, not in its size times its views.
 
 use crate::context::{IdentityRef, index_or_insert};
 use crate::log::{Line, serialise};
@@ -72,18 +76,28 @@ impl<'m> Prepared<'m> {
 
 impl Context {
     /// Validates `batch` as if appended now, changing nothing (R13, R25):
-    /// each message is checked against the views the earlier ones leave — a
-    /// write that is a type error, a view that breaks its schema (`required`
-    /// tolerated), a global write that would make an instance layer's write
-    /// fail (decision D4), a message nested too deep (R33) or carrying an
-    /// invalid schema is an error naming the index it would have had.
+    /// a message nested too deep (R33) or carrying an invalid schema, or a
+    /// write that is a type error against the view the earlier messages
+    /// leave, is an error naming the index it would have had. The batch's
+    /// writes to one layer are judged together (decision D39): the view its
+    /// last write there leaves must satisfy the layer's schema (`required`
+    /// tolerated), and, for a global layer, must make no instance layer's
+    /// write fail (decision D4); if not, the error names that last write.
+    /// A view between two writes of the batch is never checked: no reader
+    /// can see it.
     pub fn prepare<'m>(&self, batch: &'m [Message]) -> Result<Prepared<'m>> {
         let mut scratch = Scratch::new(self, false);
         let last = batch.len().saturating_sub(1);
-        for (offset, message) in batch.iter().enumerate() {
+        let closing = closing_writes(batch);
+        for (offset, (message, closes)) in batch.iter().zip(closing).enumerate() {
             let index = self.len() + offset;
             // Nothing reads the scratch after the last message.
-            let entry = scratch.check(Cow::Borrowed(message), index, offset < last)?;
+            let turn = Turn {
+                index,
+                closes,
+                more: offset < last,
+            };
+            let entry = scratch.check(Cow::Borrowed(message), turn)?;
             scratch.entries.push(entry);
         }
         Ok(Prepared {
@@ -138,8 +152,8 @@ impl Context {
         Ok(start..self.len())
     }
 
-    /// Appends one message after validating it (R13, R25); returns its index.
-    /// A refused message changes nothing. The context keeps the message as
+    /// Appends one message after validating it (R13, R25, D4); returns its
+    /// index. A refused message changes nothing. The context keeps the message as
     /// its JSON text and the value it writes in the view; the caller keeps
     /// `message`.
     pub fn append(&mut self, message: &Message) -> Result<usize> {
@@ -154,7 +168,12 @@ impl Context {
                 line: None,
                 fault,
             })?;
-        match Scratch::new(self, false).check_message(message, index, false) {
+        let turn = Turn {
+            index,
+            closes: true,
+            more: false,
+        };
+        match Scratch::new(self, false).check_message(message, turn) {
             Ok(schema) => {
                 if let Some(schema) = &schema {
                     self.schemas.insert(schema);
@@ -169,9 +188,12 @@ impl Context {
         }
     }
 
-    /// Appends several messages atomically: each is validated against the
-    /// views as the earlier ones leave them, and either all are appended or,
-    /// on the first error, none is. Returns the new messages' index range.
+    /// Appends several messages atomically, validated as
+    /// [`Context::prepare`] validates them: a type error is judged against
+    /// the views the earlier messages leave, a layer's schema and D4 on the
+    /// view the batch's last write to it leaves (decision D39). Either all
+    /// are appended or, on the first error, none is. Returns the new
+    /// messages' index range.
     pub fn append_all(&mut self, batch: &[Message]) -> Result<Range<usize>> {
         let prepared = self.prepare(batch)?;
         self.append_prepared(prepared)
@@ -222,6 +244,38 @@ fn own_schema(context: &Context, message: &Message, index: usize) -> Result<Opti
         })
 }
 
+/// For each message of `batch`, whether it is the batch's last write to its
+/// layer: the write after which the layer's whole view is checked (D39).
+pub(crate) fn closing_writes(batch: &[Message]) -> Vec<bool> {
+    if let [message] = batch {
+        // A batch of one, the common case: no hashing.
+        return vec![message.as_data().is_some()];
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut closing: Vec<bool> = batch
+        .iter()
+        .rev()
+        .map(|message| {
+            message.as_data().is_some_and(|data| {
+                seen.insert((data.kind().as_str(), data.instance().map(Instance::as_str)))
+            })
+        })
+        .collect();
+    closing.reverse();
+    closing
+}
+
+/// Where a message stands in its batch, for validating it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Turn {
+    /// What errors call the message.
+    pub(crate) index: usize,
+    /// It is the batch's last write to its layer ([`closing_writes`]).
+    pub(crate) closes: bool,
+    /// Later messages will read the scratch.
+    pub(crate) more: bool,
+}
+
 /// The batch's effect on one layer, as validation goes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pending {
@@ -229,6 +283,12 @@ pub(crate) struct Pending {
     /// the batch's accepted writes applied. `None`: not built; it is the
     /// context's view with `writes` applied.
     view: Option<Option<Value>>,
+    /// Instance layers: how many global writes of the kind the batch had
+    /// made when `view` was built. A later one makes `view` stale; counting
+    /// them, instead of forgetting every layered view at each global write,
+    /// keeps a global write's cost independent of how many instance layers
+    /// the batch has written.
+    over: usize,
     /// Positions (in the scratch's entries) of the batch's accepted writes.
     writes: Vec<usize>,
     /// The newest schema the batch's messages declared for this layer.
@@ -254,24 +314,18 @@ impl<'c, 'm> Scratch<'c, 'm> {
         }
     }
 
-    /// Validates one message; `index` is what errors call it, and `more`
-    /// says whether later messages will read the scratch. On error the
+    /// Validates one message where `turn` says it stands. On error the
     /// scratch is as it was.
-    pub(crate) fn check(
-        &mut self,
-        message: Cow<'m, Message>,
-        index: usize,
-        more: bool,
-    ) -> Result<Entry<'m>> {
+    pub(crate) fn check(&mut self, message: Cow<'m, Message>, turn: Turn) -> Result<Entry<'m>> {
         let fault = |fault| Error::Message {
-            index,
+            index: turn.index,
             line: None,
             fault,
         };
         // Serialising enforces the depth limit (R33) before anything below
         // walks the value recursively.
         let line = serialise(message.fields()).map_err(fault)?;
-        let schema = self.check_message(message.as_ref(), index, more)?;
+        let schema = self.check_message(message.as_ref(), turn)?;
         Ok(Entry {
             message,
             schema,
@@ -284,29 +338,29 @@ impl<'c, 'm> Scratch<'c, 'm> {
     pub(crate) fn check_message(
         &mut self,
         message: &Message,
-        index: usize,
-        more: bool,
+        turn: Turn,
     ) -> Result<Option<Arc<Compiled>>> {
-        let schema = own_schema(self.context, message, index)?;
+        let schema = own_schema(self.context, message, turn.index)?;
         if let Message::Data(data) = message {
-            self.validate(data, schema.as_ref(), index, more)?;
+            self.validate(data, schema.as_ref(), turn)?;
         }
         Ok(schema)
     }
 
-    /// R13, R25 and D4 for one data message; on success records its write.
+    /// R13 for one data message and, at the batch's last write to its layer,
+    /// R25 and D4 for the view it leaves (D39); on success records its write.
     fn validate(
         &mut self,
         data: &DataMessage,
         own_schema: Option<&Arc<Compiled>>,
-        index: usize,
-        more: bool,
+        turn: Turn,
     ) -> Result<()> {
         let (kind, instance) = (data.kind(), data.instance());
         self.track(kind, None);
         if instance.is_some() {
             self.track(kind, instance);
         }
+        let index = turn.index;
         let identity = || Identity {
             kind: kind.clone(),
             instance: instance.cloned(),
@@ -320,6 +374,12 @@ impl<'c, 'm> Scratch<'c, 'm> {
         let base = self.view(kind, instance);
         check_write(base, data.destination(), data.method(), data.value())
             .map_err(|e| type_error(identity(), e))?;
+        if !turn.closes {
+            // The write applies (just checked); the layer's view is judged
+            // after the batch's last write to it.
+            self.accept(data, own_schema, None);
+            return Ok(());
+        }
         let schema = own_schema
             .cloned()
             .or_else(|| instance.and_then(|_| self.layer_schema(kind, instance)))
@@ -329,7 +389,8 @@ impl<'c, 'm> Scratch<'c, 'm> {
             Some(_) => Vec::new(),
         };
         // Checks that can fail after the write work on a copy, so a refused
-        // message leaves the scratch as it was.
+        // message leaves the scratch as it was. A copy per layer and batch,
+        // as the checks themselves read the whole view once.
         let next = if schema.is_some() || !dependents.is_empty() {
             let mut next = base.cloned();
             write(
@@ -350,7 +411,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
                 }
             }
             for x in &dependents {
-                if let Some(broken) = self.breaks(kind, x, base, next.as_ref()) {
+                if let Some(broken) = self.breaks(kind, x, next.as_ref()) {
                     return Err(type_error(broken.identity, broken.error));
                 }
             }
@@ -358,7 +419,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         } else {
             None
         };
-        if more || self.reads.is_some() {
+        if turn.more || self.reads.is_some() {
             self.accept(data, own_schema, next);
         }
         Ok(())
@@ -387,17 +448,11 @@ impl<'c, 'm> Scratch<'c, 'm> {
             }
             (None, None) => {}
         }
+        // Counted, a global write makes the layered views of its kind built
+        // before it stale (`Pending::over`).
         pending.writes.push(position);
         if let Some(schema) = own_schema {
             pending.schema = Some(Arc::clone(schema));
-        }
-        if instance.is_none() {
-            // Layered views of this kind were built over the old global view.
-            for (id, pending) in self.layers.iter_mut() {
-                if &id.kind == kind && id.instance.is_some() {
-                    pending.view = None;
-                }
-            }
         }
     }
 
@@ -420,12 +475,23 @@ impl<'c, 'm> Scratch<'c, 'm> {
             .is_some_and(|p| !p.writes.is_empty())
     }
 
-    /// Builds the layer's scratch view if the batch changed what it reads.
+    /// The batch's global writes of `kind` so far.
+    fn global_writes(&self, kind: &Kind) -> usize {
+        self.pending(kind, None).map_or(0, |p| p.writes.len())
+    }
+
+    /// Builds the layer's scratch view if the batch changed what it reads
+    /// and it is not built (or, for an instance layer, built over an older
+    /// global view).
     fn build(&mut self, kind: &Kind, instance: Option<&Instance>) {
+        let over = match instance {
+            Some(_) => self.global_writes(kind),
+            None => 0,
+        };
+        let global_changed = over > 0;
         let built = self
             .pending(kind, instance)
-            .is_some_and(|p| p.view.is_some());
-        let global_changed = instance.is_some() && self.written(kind, None);
+            .is_some_and(|p| p.view.is_some() && p.over == over);
         if built || !(self.written(kind, instance) || global_changed) {
             return;
         }
@@ -457,10 +523,13 @@ impl<'c, 'm> Scratch<'c, 'm> {
                 }
             }
         }
-        self.pending_mut(kind, instance).view = Some(view);
+        let pending = self.pending_mut(kind, instance);
+        pending.view = Some(view);
+        pending.over = over;
     }
 
     /// The layer's current view: the scratch's if built, else the context's.
+    /// Call [`Scratch::build`] first: an instance layer's may be stale.
     fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
         match self.pending(kind, instance).and_then(|p| p.view.as_ref()) {
             Some(view) => view.as_ref(),
@@ -485,28 +554,30 @@ impl<'c, 'm> Scratch<'c, 'm> {
         found.into_iter().cloned().collect()
     }
 
-    /// A write of instance `x` that folds over `before` but fails over
-    /// `after` (the global view after a global write), if any (D4).
-    fn breaks(
-        &self,
-        kind: &Kind,
-        x: &Instance,
-        before: Option<&Value>,
-        after: Option<&Value>,
-    ) -> Option<Diagnostic> {
-        let old = self.fold_diagnostics(kind, x, before.cloned());
-        let new = self.fold_diagnostics(kind, x, after.cloned());
+    /// A write of instance `x` — the context's or the batch's so far — that
+    /// fails over `after` (the global view the batch's last global write of
+    /// `kind` leaves) and is not one of the context's writes that already
+    /// failed over the context's global view, if any (D4, D39).
+    fn breaks(&self, kind: &Kind, x: &Instance, after: Option<&Value>) -> Option<Diagnostic> {
+        let new = self.fold_diagnostics(kind, x, after.cloned(), true);
+        if new.is_empty() {
+            // The common case: one fold.
+            return None;
+        }
+        let global = self.context.view(kind, None).cloned();
+        let old = self.fold_diagnostics(kind, x, global, false);
         new.into_iter()
             .find(|d| !old.iter().any(|b| b.index == d.index))
     }
 
     /// Diagnostics of folding instance layer `(kind, x)` — the context's
-    /// messages, then the batch's — over `global`.
+    /// messages, then (if `batch`) the batch's — over `global`.
     fn fold_diagnostics(
         &self,
         kind: &Kind,
         x: &Instance,
         global: Option<Value>,
+        batch: bool,
     ) -> Vec<Diagnostic> {
         let mut diagnostics = Vec::new();
         let mut view = match self.context.layer(kind, Some(x)) {
@@ -515,6 +586,9 @@ impl<'c, 'm> Scratch<'c, 'm> {
                 .fold_instance(layer, global, Some(&mut diagnostics)),
             None => global,
         };
+        if !batch {
+            return diagnostics;
+        }
         let base = self.context.len();
         for &position in self.pending(kind, Some(x)).map_or(&[][..], |p| &p.writes) {
             let Some(Message::Data(data)) = self.entries.get(position).map(|e| e.message.as_ref())
