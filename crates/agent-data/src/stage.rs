@@ -4,11 +4,12 @@
 //! Writes for instance X read only global layers and X's own (R5) and
 //! write only X's layers (R6), so writes for different instances can be
 //! validated concurrently against `&Context` — by the same engine as every
-//! other append (`prepare.rs`). Because the log is append-only, the length
+//! other append (`prepare.rs`, `scratch.rs`). Because the log is append-only, the length
 //! of a layer is its version: `commit` checks that every layer a validation
 //! read is still as long as it was, and refuses (changing nothing) if not.
 
-use crate::prepare::{Entry, Scratch, Turn, closing_writes};
+use crate::prepare::Entry;
+use crate::scratch::{Scratch, Turn, closing_writes};
 use crate::{Context, Error, Identity, Message, MessageFault, Result};
 use agent_core::Instance;
 use std::borrow::Cow;
