@@ -8,13 +8,14 @@
 //! costs time linear in its size, not in its size times its views.
 
 use crate::context::{IdentityRef, index_or_insert};
+use crate::layer::Layer;
 use crate::log::serialise;
 use crate::prepare::{Entry, own_schema};
 use crate::schema::Compiled;
 use crate::{Context, DataMessage, Diagnostic, Error, Identity, Message, Result};
-use agent_core::{Instance, Kind, check_write, write};
+use agent_core::{Instance, Kind, Method, Path, check_write, write};
 use indexmap::IndexMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -333,13 +334,12 @@ impl<'c, 'm> Scratch<'c, 'm> {
     /// `kind` leaves) and is not one of the context's writes that already
     /// failed over the context's global view, if any (D4, D39).
     fn breaks(&self, kind: &Kind, x: &Instance, after: Option<&Value>) -> Option<Diagnostic> {
-        let new = self.fold_diagnostics(kind, x, after.cloned(), true);
+        let new = self.fold_diagnostics(kind, x, after, true);
         if new.is_empty() {
             // The common case: one fold.
             return None;
         }
-        let global = self.context.view(kind, None).cloned();
-        let old = self.fold_diagnostics(kind, x, global, false);
+        let old = self.fold_diagnostics(kind, x, self.context.view(kind, None), false);
         new.into_iter()
             .find(|d| !old.iter().any(|b| b.index == d.index))
     }
@@ -350,33 +350,41 @@ impl<'c, 'm> Scratch<'c, 'm> {
         &self,
         kind: &Kind,
         x: &Instance,
-        global: Option<Value>,
+        global: Option<&Value>,
         batch: bool,
     ) -> Vec<Diagnostic> {
-        let mut diagnostics = Vec::new();
-        let mut view = match self.context.layer(kind, Some(x)) {
-            Some(layer) => self
-                .context
-                .fold_instance(layer, global, Some(&mut diagnostics)),
-            None => global,
-        };
-        if !batch {
-            return diagnostics;
+        let context = self.context;
+        let held = context
+            .layer(kind, Some(x))
+            .map_or(&[][..], Layer::messages);
+        let mut writes: Vec<(usize, Path, Method, Value)> = held
+            .iter()
+            .filter_map(|&index| match context.log.message(index) {
+                Some(Message::Data(data)) => {
+                    let (destination, method, value) = data.into_write();
+                    Some((index, destination, method, value))
+                }
+                _ => None,
+            })
+            .collect();
+        if batch {
+            let positions = self.pending(kind, Some(x)).map_or(&[][..], |p| &p.writes);
+            writes.extend(positions.iter().filter_map(|&position| {
+                let Some(Message::Data(data)) =
+                    self.entries.get(position).map(|e| e.message.as_ref())
+                else {
+                    return None;
+                };
+                let (destination, value) = (data.destination().clone(), data.value().clone());
+                Some((context.len() + position, destination, data.method(), value))
+            }));
         }
-        let base = self.context.len();
-        for &position in self.pending(kind, Some(x)).map_or(&[][..], |p| &p.writes) {
-            let Some(Message::Data(data)) = self.entries.get(position).map(|e| e.message.as_ref())
-            else {
-                continue;
-            };
-            if let Err(error) = write(
-                &mut view,
-                data.destination(),
-                data.method(),
-                data.value().clone(),
-            ) {
+        let mut view = reachable(global, writes.iter().map(|(_, path, _, _)| path));
+        let mut diagnostics = Vec::new();
+        for (index, destination, method, value) in writes {
+            if let Err(error) = write(&mut view, &destination, method, value) {
                 diagnostics.push(Diagnostic {
-                    index: base + position,
+                    index,
                     identity: Identity {
                         kind: kind.clone(),
                         instance: Some(x.clone()),
@@ -405,4 +413,31 @@ impl<'c, 'm> Scratch<'c, 'm> {
             }
         }
     }
+}
+
+/// A copy of the part of `global` that writes at `paths` can read, for
+/// folding them over it: when `global` is an object and no path is the
+/// root, only its entries the paths' first segments name. Such a write
+/// reads and changes only the entry its path starts at, and the root stays
+/// an object, so the fold skips exactly the writes it would skip over the
+/// whole view. Copying the whole global view for each instance layer made
+/// the D4 check of a global write cost that view's size times the instance
+/// layers.
+fn reachable<'p>(global: Option<&Value>, paths: impl Iterator<Item = &'p Path>) -> Option<Value> {
+    let Some(Value::Object(map)) = global else {
+        return global.cloned();
+    };
+    let mut part = Map::new();
+    for path in paths {
+        let Some(first) = path.segments().first() else {
+            return global.cloned();
+        };
+        let key = first.as_key();
+        if !part.contains_key(key.as_ref())
+            && let Some(entry) = map.get(key.as_ref())
+        {
+            part.insert(key.into_owned(), entry.clone());
+        }
+    }
+    Some(Value::Object(part))
 }
