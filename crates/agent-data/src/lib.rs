@@ -48,6 +48,7 @@ mod prepare;
 mod read;
 mod refs;
 mod schema;
+mod scratch;
 mod snapshot;
 mod stage;
 

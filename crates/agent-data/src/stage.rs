@@ -4,11 +4,12 @@
 //! Writes for instance X read only global layers and X's own (R5) and
 //! write only X's layers (R6), so writes for different instances can be
 //! validated concurrently against `&Context` — by the same engine as every
-//! other append (`prepare.rs`). Because the log is append-only, the length
+//! other append (`prepare.rs`, `scratch.rs`). Because the log is append-only, the length
 //! of a layer is its version: `commit` checks that every layer a validation
 //! read is still as long as it was, and refuses (changing nothing) if not.
 
-use crate::prepare::{Entry, Scratch};
+use crate::prepare::Entry;
+use crate::scratch::{Scratch, Turn, closing_writes};
 use crate::{Context, Error, Identity, Message, MessageFault, Result};
 use agent_core::Instance;
 use std::borrow::Cow;
@@ -42,8 +43,9 @@ impl Context {
     /// context. Each item (keyed by the caller, e.g. a call's position in a
     /// batch) is a group of data messages of that instance that must land
     /// together; items are validated in order, each against the views the
-    /// accepted earlier ones leave (R13, R25). A refused item is reported
-    /// by [`Context::commit`] and the rest go on.
+    /// accepted earlier ones leave, and each item's messages as
+    /// [`Context::prepare`] validates a batch (R13, R25, decision D39). A
+    /// refused item is reported by [`Context::commit`] and the rest go on.
     pub fn stage(&self, instance: &Instance, items: Vec<(usize, Vec<Message>)>) -> Staged {
         let mut scratch = Scratch::new(self, true);
         let mut ranges = Vec::with_capacity(items.len());
@@ -53,7 +55,8 @@ impl Context {
             // of several messages need a copy to fall back to.
             let saved = (messages.len() > 1).then(|| scratch.layers.clone());
             let mut refused = None;
-            for (offset, message) in messages.into_iter().enumerate() {
+            let closing = closing_writes(&messages);
+            for (offset, (message, closes)) in messages.into_iter().zip(closing).enumerate() {
                 if message.as_data().and_then(|d| d.instance()) != Some(instance) {
                     let fault = MessageFault::WrongInstance {
                         expected: instance.to_string(),
@@ -66,7 +69,12 @@ impl Context {
                     refused = Some((offset, error));
                     break;
                 }
-                match scratch.check(Cow::Owned(message), offset, true) {
+                let turn = Turn {
+                    index: offset,
+                    closes,
+                    more: true,
+                };
+                match scratch.check(Cow::Owned(message), turn) {
                     Ok(entry) => scratch.entries.push(entry),
                     Err(error) => {
                         refused = Some((offset, error));

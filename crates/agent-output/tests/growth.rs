@@ -69,3 +69,102 @@ fn r20_a_fanned_out_result_is_built_validated_and_appended_in_linear_time() {
         "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
     );
 }
+
+/// The time `apply` takes to append the fan-out `call` to `ctx` (fastest
+/// of three runs, each on a fresh copy, the copying not timed).
+fn apply_time(ctx: &Context, call: &Call, n: usize) -> Duration {
+    (0..3)
+        .map(|_| {
+            let mut ctx = ctx.clone();
+            let start = Instant::now();
+            let appended = apply(&mut ctx, call, Outcome::Success(json!("v")), &clock()).unwrap();
+            let elapsed = start.elapsed();
+            assert_eq!(appended.len(), n);
+            elapsed
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn r25_a_fanned_out_result_is_checked_against_the_schema_in_linear_time() {
+    // The schema judges every destination. Checking the whole view after
+    // each message was quadratic; the batch's view is judged once (D39).
+    let ctx = Context::from_json(
+        r#"[{"type":"state","data":{"x":1},"schema":{"type":"object",
+            "properties":{"x":{"type":"integer"}},
+            "additionalProperties":{"type":"string","maxLength":8}}}]"#,
+    )
+    .unwrap();
+    let refused = apply(
+        &mut ctx.clone(),
+        &fan_out(10),
+        Outcome::Success(json!(1)),
+        &clock(),
+    );
+    assert!(refused.is_err(), "the schema applies");
+    let t_small = apply_time(&ctx, &fan_out(1_000), 1_000);
+    let t_large = apply_time(&ctx, &fan_out(10_000), 10_000);
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}
+
+#[test]
+fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_time() {
+    // Every global write must leave each instance layer's writes valid
+    // (D4). Refolding the instance layers after each message was quadratic;
+    // they are refolded once, over the view the batch leaves (D39).
+    let mut messages = vec![json!({"type": "state", "data": {"x": 1}})];
+    messages.extend((0..1_000).map(|i| {
+        json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
+            "_outputMethod": "push", "_instance": format!("i{i}")})
+    }));
+    let ctx = Context::from_json(&serde_json::Value::Array(messages).to_string()).unwrap();
+    let breaking = Call::parse(json!({"_tool": "fan", "_outputPath": "†state.d0 && †state.log"}));
+    let refused = apply(
+        &mut ctx.clone(),
+        &breaking.unwrap(),
+        Outcome::Success(json!("v")),
+        &clock(),
+    );
+    assert!(
+        refused.is_err(),
+        "a string under the instances' pushes is refused (D4)"
+    );
+    let t_small = apply_time(&ctx, &fan_out(1_000), 1_000);
+    let t_large = apply_time(&ctx, &fan_out(10_000), 10_000);
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}
+
+#[test]
+fn r13_a_global_write_is_checked_against_instance_layers_in_time_linear_in_the_context() {
+    // D4 refolds every instance layer of the kind over the new global view;
+    // copying the whole global view for each made a context with ten times
+    // the instances and ten times the global keys cost a hundred times as
+    // much. Each now copies only the entries its writes start at.
+    let context = |n: usize| {
+        let global: serde_json::Map<String, serde_json::Value> =
+            (0..n).map(|k| (format!("k{k}"), json!(k))).collect();
+        let mut messages = vec![json!({"type": "state", "data": global})];
+        messages.extend((0..n).map(|i| {
+            json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
+                "_outputMethod": "push", "_instance": format!("i{i}")})
+        }));
+        Context::from_json(&serde_json::Value::Array(messages).to_string()).unwrap()
+    };
+    let (small, large) = (context(1_000), context(10_000));
+    let t_small = apply_time(&small, &fan_out(1), 1);
+    let t_large = apply_time(&large, &fan_out(1), 1);
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× the context took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}

@@ -11,8 +11,10 @@ pub trait Append {
     /// The context as this appender knows it, for reads.
     fn context(&self) -> &Context;
 
-    /// Appends `messages` all or none, each validated against the views as
-    /// the earlier ones leave them (R13, R25). Returns their index range.
+    /// Appends `messages` all or none, validated as one batch (R13, R25):
+    /// each write against the views the earlier ones leave, each layer's
+    /// schema on the view the batch's last write to it leaves (decision
+    /// D39). Returns their index range.
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>>;
 
     /// Appends the messages `build` makes from the context as it is when
