@@ -117,7 +117,7 @@ impl Context {
                 kind: identity.kind.as_str().into(),
                 instance: identity.instance.as_ref().map(|x| x.as_str().into()),
                 summarised,
-                view: layer.view().cloned(),
+                view: layer.view(&self.log).cloned(),
                 schema: layer.schema().map(|s| s.schema().clone()),
                 description: layer.description().map(Cow::from),
                 skipped,
@@ -129,7 +129,7 @@ impl Context {
             version: VERSION,
             anchor: anchor.clone(),
             messages: self.len(),
-            instances: self.instances.iter().map(|x| x.as_str().into()).collect(),
+            instances: self.instances().map(|x| x.as_str().into()).collect(),
             layers,
             held: held.iter().map(|(i, l, m)| (*i, *l, m.as_ref())).collect(),
         };
@@ -167,13 +167,6 @@ fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
         log: Log::after(length),
         ..Context::default()
     };
-    for id in snapshot.instances {
-        let instance = Instance::new(id).map_err(|e| invalid(e.to_string()))?;
-        if context.instances.contains(&instance) {
-            return Err(invalid(format!("instance {instance} listed twice")));
-        }
-        context.instances.insert(instance);
-    }
     let mut held: Vec<Vec<usize>> = vec![Vec::new(); snapshot.layers.len()];
     for (index, position, message) in snapshot.held {
         let layer = held
@@ -227,9 +220,18 @@ fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
             state.description.map(Cow::into_owned),
         );
         counted = counted.saturating_add(layer.len());
-        if context.layers.insert(identity.clone(), layer).is_some() {
+        let (_, added) = context.insert_layer(&identity.kind, identity.instance.as_ref(), layer);
+        if !added {
             return Err(invalid(format!("layer ¶{identity} listed twice")));
         }
+    }
+    // The instance list is the layers' instances in order of first
+    // appearance; the context finds it through them.
+    let listed = snapshot.instances.iter().map(|x| x.as_ref());
+    if !context.instances().map(Instance::as_str).eq(listed) {
+        return Err(invalid(
+            "its instances are not those of its layers in order".to_owned(),
+        ));
     }
     if counted > length {
         return Err(invalid(format!(
