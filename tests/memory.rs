@@ -16,14 +16,20 @@ const CONSTANT: f64 = 8.0 * 1024.0 * 1024.0;
 
 /// Loads `path` in a fresh `load-memory` process: (file bytes, peak bytes).
 fn peak(path: &Path) -> (f64, f64) {
+    let report = load_memory(path, &[]);
+    let number = |field: &str| report[field].as_f64().unwrap();
+    (number("file_bytes"), number("peak_rss_bytes"))
+}
+
+/// What `load-memory` reports for `path` with `args`.
+fn load_memory(path: &Path, args: &[&str]) -> Value {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_load-memory"))
         .arg(path)
+        .args(args)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let number = |field: &str| report[field].as_f64().unwrap();
-    (number("file_bytes"), number("peak_rss_bytes"))
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// A JSON array of `messages` output messages into one `state`, about 150
@@ -91,6 +97,29 @@ fn r1_a_context_of_many_instances_loads_in_at_most_three_times_its_size() {
     assert!(
         peak <= 3.0 * file + CONSTANT,
         "peak {peak} for {file} bytes: {:.2}×",
+        peak / file
+    );
+}
+
+#[test]
+fn r34c_a_snapshot_of_many_instances_is_written_without_a_copy_of_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("instances.jsonl");
+    many_instances(&path, 200_000);
+    let report = load_memory(&path, &["--snapshot"]);
+    let number = |field: &str| report[field].as_f64().unwrap();
+    let (file, peak, snapshot) = (
+        number("file_bytes"),
+        number("peak_rss_bytes"),
+        number("snapshot_bytes"),
+    );
+    // The loaded context and the snapshot's text (half as much again for
+    // the copy a growing buffer makes), no more: the snapshot is serialised
+    // from the context as it is, not from copies of its views and messages
+    // (26× the file when it was).
+    assert!(
+        peak <= 3.0 * file + 1.5 * snapshot + CONSTANT,
+        "peak {peak} for {file} bytes and a {snapshot}-byte snapshot: {:.2}×",
         peak / file
     );
 }

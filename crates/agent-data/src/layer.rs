@@ -12,6 +12,7 @@ use crate::log::Log;
 use crate::schema::Compiled;
 use agent_core::{Method, Path, write};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 /// One write, as a message makes it: where, how, what (R9, R10).
@@ -182,6 +183,15 @@ impl Layer {
             .own
             .get_or_init(|| refold(log, self.messages()))
             .as_ref()
+    }
+
+    /// [`Layer::view`] without keeping a view folded again for it: what
+    /// reads every layer once (writing a snapshot) uses.
+    pub(crate) fn view_once(&self, log: &Log) -> Cow<'_, Option<Value>> {
+        match self.more.get().and_then(|more| more.own.get()) {
+            Some(own) => Cow::Borrowed(own),
+            None => Cow::Owned(refold(log, self.messages())),
+        }
     }
 
     /// The writes a global layer's fold skipped (R12).

@@ -185,6 +185,16 @@ impl Log {
         }
     }
 
+    /// The context index and layer index of every held message, ascending.
+    pub(crate) fn held(&self) -> impl Iterator<Item = (usize, Option<usize>)> + '_ {
+        let indexes = self.kept.iter().copied().chain(self.base..);
+        let layers = self
+            .layers
+            .iter()
+            .map(|&layer| (layer != NO_LAYER).then_some(layer as usize));
+        indexes.zip(layers)
+    }
+
     /// Every held message as JSONL text: the whole log when it is complete.
     pub(crate) fn jsonl(&self) -> &[u8] {
         &self.jsonl
