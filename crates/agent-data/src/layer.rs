@@ -237,12 +237,22 @@ impl Layer {
             method,
             value,
         } = write_;
-        let mut more = self.more.take().unwrap_or_default();
         // Before `index` joins the messages: a dropped view is their fold.
-        let mut own = match more.own.take() {
-            Some(own) => own,
-            None => refold(log, self.messages_in(&more)),
+        let refolded = match self.more.get() {
+            Some(more) if more.own.get().is_some() => None,
+            _ => Some(refold(log, self.messages())),
         };
+        // Changed in place from here: setting a `OnceLock` goes through its
+        // `Once`, which costs as much as a small write (W2).
+        if self.more.get().is_none() {
+            self.more = OnceLock::from(Box::default());
+        }
+        let Some(more) = self.more.get_mut() else {
+            return;
+        };
+        if let Some(view) = refolded {
+            more.own = OnceLock::from(view);
+        }
         match (self.first, more.messages.is_empty()) {
             (NONE, _) => self.first = index,
             (first, true) => more.messages = vec![first, index],
@@ -259,24 +269,16 @@ impl Layer {
             // skipped here exactly as the fold skips it.
             let _ = write(layered, &destination, method, value.clone());
         }
-        let written = write(&mut own, &destination, method, value);
-        more.own = OnceLock::from(own);
+        let written = match more.own.get_mut() {
+            Some(own) => write(own, &destination, method, value),
+            None => Ok(()),
+        };
         if let (Err(error), None) = (written, &identity.instance) {
             more.rare().diagnostics.push(Diagnostic {
                 index,
                 identity: identity.clone(),
                 error,
             });
-        }
-        self.more = OnceLock::from(more);
-    }
-
-    /// [`Layer::messages`] while `more` is taken out of the layer.
-    fn messages_in<'a>(&'a self, more: &'a More) -> &'a [usize] {
-        match self.first {
-            _ if !more.messages.is_empty() => &more.messages,
-            NONE => &[],
-            _ => std::slice::from_ref(&self.first),
         }
     }
 
