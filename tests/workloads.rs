@@ -46,6 +46,26 @@ pub fn w1_jsonl(messages: usize) -> String {
     out
 }
 
+/// W6 (issue 17): JSONL of a text, a global `item` and `instances`
+/// instances of one small write each (`{"type":"data","kind":"item",
+/// "data":{"n":5},"_instance":"i000005"}`, about 71 bytes a line).
+pub fn w6_jsonl(instances: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(instances * 72 + 128);
+    out.push_str(r#"{"type":"text","text":"Process every item."}"#);
+    out.push('\n');
+    out.push_str(r#"{"type":"data","kind":"item","data":{"n":0,"label":"default"}}"#);
+    out.push('\n');
+    for i in 0..instances {
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            out,
+            r#"{{"type":"data","kind":"item","data":{{"n":{i}}},"_instance":"i{i:06}"}}"#
+        );
+    }
+    out
+}
+
 /// Loads a JSONL workload.
 pub fn load(jsonl: &str) -> Context {
     Context::load(jsonl.as_bytes(), Format::Jsonl)

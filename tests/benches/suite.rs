@@ -203,9 +203,25 @@ fn w5(c: &mut Criterion) {
     }
 }
 
+/// W6 (issue 17): loading a context of 1,000,000 instances of one small
+/// write each (71 MB of JSONL), against parsing each line alone.
+fn w6(c: &mut Criterion) {
+    let jsonl = workloads::w6_jsonl(1_000_000);
+    c.bench_function("W6-load-instances-ours", |b| {
+        b.iter(|| workloads::load(black_box(&jsonl)))
+    });
+    c.bench_function("W6-load-instances-parse", |b| {
+        b.iter(|| {
+            for line in black_box(&jsonl).lines() {
+                black_box(serde_json::from_str::<Value>(line).unwrap());
+            }
+        })
+    });
+}
+
 criterion_group! {
     name = suite;
     config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(5)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = w1, w2, w3, w4, s1, w5
+    targets = w1, w2, w3, w4, s1, w5, w6
 }
 criterion_main!(suite);

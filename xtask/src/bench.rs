@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// (workload, our criterion id, baseline name, baseline criterion id)
-const PAIRS: [(&str, &str, &str, &str); 7] = [
+const PAIRS: [(&str, &str, &str, &str); 8] = [
     (
         "W1-read-vs-pointer",
         "W1-read-ours",
@@ -62,6 +62,12 @@ const PAIRS: [(&str, &str, &str, &str); 7] = [
         "W5-open-100k",
         "the same load_tail and read at 100 messages of history",
         "W5-open-100",
+    ),
+    (
+        "W6-load-instances-vs-parse",
+        "W6-load-instances-ours",
+        "serde_json::from_str of each line, dropped",
+        "W6-load-instances-parse",
     ),
 ];
 

@@ -2,12 +2,17 @@
 
 use crate::{Error, InvalidKind, Result};
 use std::fmt;
+use std::sync::Arc;
 
 /// The `kind` of a data message (`state`, `input`, `user`, …).
 ///
 /// Always matches `[A-Za-z_][A-Za-z0-9_-]*`; construction validates (R2).
+///
+/// Cloning is cheap and shares the text: a context of many instances keeps
+/// one copy of each kind for all its layers (issue 17). One pointer wide,
+/// as every layer key holds one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Kind(String);
+pub struct Kind(Arc<String>);
 
 impl Kind {
     /// Validates `kind` and wraps it.
@@ -20,7 +25,7 @@ impl Kind {
     pub fn new(kind: impl Into<String>) -> Result<Self> {
         let kind = kind.into();
         if kind_len(&kind) == kind.len() && !kind.is_empty() {
-            Ok(Kind(kind))
+            Ok(Kind(Arc::new(kind)))
         } else {
             Err(InvalidKind { kind }.into())
         }
@@ -28,7 +33,7 @@ impl Kind {
 
     /// The default kind of a data message without one: `data`.
     pub fn data() -> Self {
-        Kind("data".to_owned())
+        Kind(Arc::new("data".to_owned()))
     }
 
     /// The kind as text.
@@ -72,8 +77,12 @@ pub const MAX_INSTANCE_CHARS: usize = 128;
 /// line or paragraph separator, and no blank at either end. The model sees
 /// ids in block headers (`## Data: … (instance ID)`), so an id must not be
 /// able to end a header and forge another.
+///
+/// Cloning is cheap and shares the text, as for [`Kind`] (ids are many
+/// and mostly distinct, so the text is allocated with its counts, in one
+/// allocation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Instance(String);
+pub struct Instance(Arc<str>);
 
 impl Instance {
     /// Validates `id` (R2) and wraps it.
@@ -86,22 +95,13 @@ impl Instance {
     /// ```
     pub fn new(id: impl Into<String>) -> Result<Self> {
         let id = id.into();
-        let separator = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-        let reason = if id.is_empty() {
-            "it is empty"
-        } else if id.chars().count() > MAX_INSTANCE_CHARS {
-            "it is longer than 128 characters"
-        } else if id.chars().any(separator) {
-            "it contains a control character or a line or paragraph separator"
-        } else if id.starts_with(char::is_whitespace) || id.ends_with(char::is_whitespace) {
-            "it starts or ends with a blank"
-        } else {
-            return Ok(Instance(id));
-        };
-        Err(Error::InvalidInstance {
-            id: shown(&id),
-            reason,
-        })
+        match refusal(&id) {
+            None => Ok(Instance(id.into())),
+            Some(reason) => Err(Error::InvalidInstance {
+                id: shown(&id),
+                reason,
+            }),
+        }
     }
 
     /// The id as text.
@@ -118,8 +118,31 @@ impl fmt::Display for Instance {
 
 impl std::str::FromStr for Instance {
     type Err = Error;
+    /// [`Instance::new`], copying `s` once (into the shared allocation).
     fn from_str(s: &str) -> Result<Self> {
-        Instance::new(s)
+        match refusal(s) {
+            None => Ok(Instance(s.into())),
+            Some(reason) => Err(Error::InvalidInstance {
+                id: shown(s),
+                reason,
+            }),
+        }
+    }
+}
+
+/// Why `id` is not a valid instance id (R2), if it is not.
+fn refusal(id: &str) -> Option<&'static str> {
+    let separator = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if id.is_empty() {
+        Some("it is empty")
+    } else if id.chars().count() > MAX_INSTANCE_CHARS {
+        Some("it is longer than 128 characters")
+    } else if id.chars().any(separator) {
+        Some("it contains a control character or a line or paragraph separator")
+    } else if id.starts_with(char::is_whitespace) || id.ends_with(char::is_whitespace) {
+        Some("it starts or ends with a blank")
+    } else {
+        None
     }
 }
 
@@ -134,7 +157,7 @@ fn shown(id: &str) -> String {
     }
 }
 
-// `Hash` and `Eq` are derived from the inner `String`, so they agree with
+// `Hash` and `Eq` are derived from the inner `str`, so they agree with
 // `str`'s: maps keyed by these types can be looked up with plain strings.
 impl std::borrow::Borrow<str> for Kind {
     fn borrow(&self) -> &str {

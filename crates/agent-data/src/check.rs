@@ -85,12 +85,12 @@ impl Context {
         match &identity.instance {
             None => {
                 diagnostics.extend(layer.diagnostics().iter().cloned());
-                layer.view().map(Cow::Borrowed)
+                layer.view(&self.log).map(Cow::Borrowed)
             }
             Some(_) => {
                 let global = self
                     .layer(&identity.kind, None)
-                    .and_then(|l| l.view().cloned());
+                    .and_then(|l| l.view(&self.log).cloned());
                 self.fold_instance(layer, global, Some(diagnostics))
                     .map(Cow::Owned)
             }

@@ -2,14 +2,16 @@
 //! them (R4, R12). Reads are in `read.rs`; validated appends in `prepare.rs`
 //! and `stage.rs`.
 
+use crate::instances::Instances;
 use crate::layer::{Layer, Write};
 use crate::log::{Log, Written};
 use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
 use agent_core::{Instance, Kind};
-use indexmap::{Equivalent, IndexMap, IndexSet};
+use indexmap::{Equivalent, IndexMap};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -137,7 +139,10 @@ const COMPACT_BATCH: usize = 1024;
 pub struct Context {
     pub(crate) log: Log,
     pub(crate) layers: IndexMap<Identity, Layer>,
-    pub(crate) instances: IndexSet<Instance>,
+    /// Instance ids in order of first appearance, found through the layers.
+    pub(crate) instances: Instances,
+    /// Every kind of a layer: layer keys share these (issue 17).
+    pub(crate) kinds: HashSet<Kind>,
     pub(crate) schemas: SchemaCache,
 }
 
@@ -226,17 +231,11 @@ impl Context {
             return self.log.seal(written, None);
         };
         let index = self.log.len();
-        match data.instance() {
-            Some(x) if !self.instances.contains(x) => {
-                self.instances.insert(x.clone());
-            }
-            Some(_) => {}
-            None => {
-                // Every layered view of this kind folded over the old global view.
-                for (id, layer) in self.layers.iter_mut() {
-                    if &id.kind == data.kind() && id.instance.is_some() {
-                        layer.invalidate_layered();
-                    }
+        if data.instance().is_none() {
+            // Every layered view of this kind folded over the old global view.
+            for (id, layer) in self.layers.iter_mut() {
+                if &id.kind == data.kind() && id.instance.is_some() {
+                    layer.invalidate_layered();
                 }
             }
         }
@@ -263,17 +262,17 @@ impl Context {
             method,
             value,
         };
-        layer.apply(identity, write, schema, description.as_deref());
+        layer.apply(&self.log, identity, write, schema, description.as_deref());
     }
 
     /// Copies every view into freshly allocated memory, without spare
     /// capacity. A view built by many small writes is scattered through the
     /// heap, among the allocations of everything built alongside it; a
     /// compacted one reads and serialises markedly faster (rendering the W3
-    /// benchmark context takes about half the time). A view whose compact
-    /// JSON is short is kept as that text instead, and parsed on first read
-    /// (D38). Loading compacts as it goes and once at the end. Views and
-    /// reads are unchanged.
+    /// benchmark context takes about half the time). The view of a layer
+    /// whose messages and view are short is dropped instead, and folded
+    /// again from them on first read (D40). Loading compacts as it goes
+    /// and once at the end. Views and reads are unchanged.
     pub fn compact(&mut self) {
         let mut start = 0;
         while start < self.layers.len() {
@@ -296,27 +295,62 @@ impl Context {
 
     /// Compacts the views of the layers from `start`, a batch at most:
     /// copies first, then the old views dropped, so the copies are laid out
-    /// together instead of filling the holes the old ones leave. A view
-    /// kept as text is left as it is.
+    /// together instead of filling the holes the old ones leave.
     fn compact_layers(&mut self, start: usize) {
         let end = (start + COMPACT_BATCH).min(self.layers.len());
         let Some(batch) = self.layers.get_range_mut(start..end) else {
             return;
         };
+        let log = &self.log;
         let copies: Vec<_> = batch
             .values()
-            .map(|layer| (!layer.is_text()).then(|| layer.copies()))
+            .map(|layer| layer.copies(layer.refolds(log)))
             .collect();
         for (layer, copy) in batch.values_mut().zip(copies) {
-            if let Some(copy) = copy {
-                layer.compact(copy);
-            }
+            layer.compact(copy);
         }
     }
 
     /// The index of a layer, created empty if it is new.
     fn layer_index(&mut self, kind: &Kind, instance: Option<&Instance>) -> usize {
-        index_or_insert(&mut self.layers, kind, instance)
+        match self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
+            Some(at) => at,
+            None => self.insert_layer(kind, instance, Layer::default()).0,
+        }
+    }
+
+    /// Adds `layer` as the layer of `(kind, instance)` unless there is one:
+    /// its index, and whether it was added. The new key shares its kind and
+    /// instance id with the layers before it: a context of many instances
+    /// holds each kind once, and each id once for all its layers and the
+    /// instance list (issue 17).
+    pub(crate) fn insert_layer(
+        &mut self,
+        kind: &Kind,
+        instance: Option<&Instance>,
+        layer: Layer,
+    ) -> (usize, bool) {
+        if let Some(at) = self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
+            return (at, false);
+        }
+        let kind = match self.kinds.get(kind.as_str()) {
+            Some(known) => known.clone(),
+            None => {
+                self.kinds.insert(kind.clone());
+                kind.clone()
+            }
+        };
+        let known = instance.and_then(|x| self.instances.find(&self.layers, x.as_str()));
+        let first = instance.is_some() && known.is_none();
+        let identity = Identity {
+            kind,
+            instance: known.or(instance).cloned(),
+        };
+        let at = self.layers.insert_full(identity, layer).0;
+        if first {
+            self.instances.insert(&self.layers, at);
+        }
+        (at, true)
     }
 
     /// Compiles the message's own schema, if it has one (R25).

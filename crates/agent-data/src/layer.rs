@@ -8,9 +8,11 @@
 
 use crate::Diagnostic;
 use crate::context::Identity;
+use crate::log::Log;
 use crate::schema::Compiled;
 use agent_core::{Method, Path, write};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 /// One write, as a message makes it: where, how, what (R9, R10).
@@ -27,36 +29,69 @@ pub(crate) struct Write {
 
 /// All data messages of one identity (R4).
 ///
-/// A context may hold hundreds of thousands of instance layers of one or
-/// two messages each, so a layer is small (D38): what most layers lack is
-/// boxed behind one pointer (`rare`), the views are boxed, and a small view
-/// is kept as its compact JSON text after loading, parsed on first read.
-#[derive(Debug, Clone, Default)]
+/// A context may hold hundreds of thousands of instance layers of one
+/// message each, so a layer is small (D38, D40): the index of its first
+/// message and one pointer, to what most such layers lack once loaded —
+/// their other messages' indexes, their views, schema and description.
+/// A layer whose messages and view are short does not keep its own view
+/// after loading: it is folded again from those messages, which the log
+/// holds anyway, on first read.
+#[derive(Debug, Clone)]
 pub(crate) struct Layer {
-    /// How many of the layer's first messages a snapshot summarised without
-    /// holding them (global layers only: an instance layer holds all).
-    summarised: usize,
-    /// Context indexes of the layer's held messages, in order.
-    messages: Indexes,
+    /// The context index of the layer's first held message; [`NONE`] when
+    /// it holds none.
+    first: usize,
+    /// Everything else; empty when there is nothing else (one message or
+    /// none, the view dropped by [`Layer::compact`] or never built).
+    more: OnceLock<Box<More>>,
+}
+
+/// No message: what [`Layer::first`] holds for a layer without one.
+const NONE: usize = usize::MAX;
+
+impl Default for Layer {
+    fn default() -> Self {
+        Layer {
+            first: NONE,
+            more: OnceLock::new(),
+        }
+    }
+}
+
+/// What a [`Layer`] keeps beyond its first message's index.
+#[derive(Debug, Clone, Default)]
+struct More {
+    /// Context indexes of the held messages, in order, when there are two
+    /// or more (else empty: [`Layer::first`] says which, if any).
+    messages: Vec<usize>,
     /// The fold of this layer's own writes on an absent value: for a global
     /// layer its view (R12); for an instance layer what the instance wrote,
-    /// without the global layer under it (what R28 renders). Empty while
-    /// `text` holds it (and for a layer with no message yet).
-    view: OnceLock<Box<Option<Value>>>,
-    /// A small view as its compact JSON text ([`Layer::compact`]), parsed
-    /// into `view` on first read and dropped by the next write.
-    text: Option<Box<str>>,
+    /// without the global layer under it (what R28 renders). When empty,
+    /// it is the fold of the held messages (see [`Layer::view`]).
+    own: OnceLock<Option<Value>>,
     /// Instance layers: the global view with this layer folded on top (R5),
     /// built on first read and kept up to date by this layer's writes.
-    layered: OnceLock<Box<Option<Value>>>,
-    /// Diagnostics, schema and description, which most instance layers
-    /// lack; absent until one is set.
+    layered: OnceLock<Option<Value>>,
+    /// What most layers lack; absent until one is set.
     rare: Option<Box<Rare>>,
+}
+
+impl More {
+    /// True when it holds nothing a layer needs to keep.
+    fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+            && self.own.get().is_none()
+            && self.layered.get().is_none()
+            && self.rare.is_none()
+    }
 }
 
 /// The fields of a [`Layer`] that most layers lack.
 #[derive(Debug, Clone, Default)]
 struct Rare {
+    /// How many of the layer's first messages a snapshot summarised without
+    /// holding them (global layers only: an instance layer holds all).
+    summarised: usize,
     /// Global layers: the writes the fold skipped (R12). An instance
     /// layer's come from folding it over the global view (`check`).
     diagnostics: Vec<Diagnostic>,
@@ -66,40 +101,15 @@ struct Rare {
     description: Option<String>,
 }
 
-/// Context indexes of a layer's messages: most instance layers have one,
-/// kept without allocating.
-#[derive(Debug, Clone)]
-enum Indexes {
-    One(usize),
-    Many(Vec<usize>),
-}
+/// A layer whose held messages' JSON text is at most this long in all,
+/// and whose own view's compact JSON at most [`SMALL_VIEW`], drops that
+/// view when compacted and folds it again from the messages on first read:
+/// this bounds what that read parses again.
+const REFOLD_BYTES: usize = 4096;
 
-impl Default for Indexes {
-    fn default() -> Self {
-        Indexes::Many(Vec::new())
-    }
-}
-
-impl Indexes {
-    fn as_slice(&self) -> &[usize] {
-        match self {
-            Indexes::One(index) => std::slice::from_ref(index),
-            Indexes::Many(indexes) => indexes,
-        }
-    }
-
-    fn push(&mut self, index: usize) {
-        match self {
-            Indexes::Many(indexes) if indexes.is_empty() => *self = Indexes::One(index),
-            Indexes::Many(indexes) => indexes.push(index),
-            Indexes::One(first) => *self = Indexes::Many(vec![*first, index]),
-        }
-    }
-}
-
-/// Views whose compact JSON is at most this long are kept as text after
-/// loading. A parsed view costs about fifteen times its text; this bound
-/// also bounds the nesting the parse on first read recurses through.
+/// See [`REFOLD_BYTES`]. A parsed view costs about fifteen times its text;
+/// a larger view is kept, compacted, as reads and rendering of it are
+/// faster that way than folded again among other allocations.
 const SMALL_VIEW: usize = 256;
 
 impl Layer {
@@ -113,82 +123,109 @@ impl Layer {
         schema: Option<Arc<Compiled>>,
         description: Option<String>,
     ) -> Layer {
-        let mut indexes = Indexes::default();
-        for index in messages {
-            indexes.push(index);
-        }
-        let rare =
-            (!diagnostics.is_empty() || schema.is_some() || description.is_some()).then(|| {
-                Box::new(Rare {
-                    diagnostics,
-                    schema,
-                    description,
-                })
-            });
+        let rare = (summarised > 0
+            || !diagnostics.is_empty()
+            || schema.is_some()
+            || description.is_some())
+        .then(|| {
+            Box::new(Rare {
+                summarised,
+                diagnostics,
+                schema,
+                description,
+            })
+        });
         Layer {
-            summarised,
-            messages: indexes,
-            view: OnceLock::from(Box::new(view)),
-            text: None,
-            layered: OnceLock::new(),
-            rare,
+            first: messages.first().copied().unwrap_or(NONE),
+            more: OnceLock::from(Box::new(More {
+                messages: if messages.len() > 1 {
+                    messages
+                } else {
+                    Vec::new()
+                },
+                own: OnceLock::from(view),
+                layered: OnceLock::new(),
+                rare,
+            })),
         }
     }
 
     /// Context indexes of the layer's held messages, in order: all of them
     /// unless the context was opened from a snapshot.
     pub(crate) fn messages(&self) -> &[usize] {
-        self.messages.as_slice()
+        match self.more.get() {
+            Some(more) if !more.messages.is_empty() => &more.messages,
+            _ if self.first == NONE => &[],
+            _ => std::slice::from_ref(&self.first),
+        }
+    }
+
+    fn rare(&self) -> Option<&Rare> {
+        self.more.get()?.rare.as_deref()
     }
 
     /// How many of the layer's messages were summarised without being held.
     pub(crate) fn summarised(&self) -> usize {
-        self.summarised
+        self.rare().map_or(0, |rare| rare.summarised)
     }
 
     /// Number of the layer's messages, held or not: its version, since the
     /// log only grows.
     pub(crate) fn len(&self) -> usize {
-        self.summarised + self.messages.as_slice().len()
+        self.summarised() + self.messages().len()
     }
 
-    /// The fold of the layer's own writes (see the field).
-    pub(crate) fn view(&self) -> Option<&Value> {
-        self.view
-            .get_or_init(|| Box::new(self.text.as_deref().and_then(parse_small)))
+    /// The fold of the layer's own writes (see [`More::own`]), folded again
+    /// from the held messages in `log` if it was dropped.
+    pub(crate) fn view(&self, log: &Log) -> Option<&Value> {
+        self.more
+            .get_or_init(Box::default)
+            .own
+            .get_or_init(|| refold(log, self.messages()))
             .as_ref()
-            .as_ref()
+    }
+
+    /// [`Layer::view`] without keeping a view folded again for it: what
+    /// reads every layer once (writing a snapshot) uses.
+    pub(crate) fn view_once(&self, log: &Log) -> Cow<'_, Option<Value>> {
+        match self.more.get().and_then(|more| more.own.get()) {
+            Some(own) => Cow::Borrowed(own),
+            None => Cow::Owned(refold(log, self.messages())),
+        }
     }
 
     /// The writes a global layer's fold skipped (R12).
     pub(crate) fn diagnostics(&self) -> &[Diagnostic] {
-        self.rare.as_ref().map_or(&[], |rare| &rare.diagnostics)
+        self.rare().map_or(&[], |rare| &rare.diagnostics)
     }
 
     /// The newest schema among the layer's messages (R24).
     pub(crate) fn schema(&self) -> Option<&Arc<Compiled>> {
-        self.rare.as_ref()?.schema.as_ref()
+        self.rare()?.schema.as_ref()
     }
 
     /// The newest description among the layer's messages (R24).
     pub(crate) fn description(&self) -> Option<&str> {
-        self.rare.as_ref()?.description.as_deref()
+        self.rare()?.description.as_deref()
     }
 
     /// The layered view, built by `fold` the first time it is asked for.
     pub(crate) fn layered(&self, fold: impl FnOnce() -> Option<Value>) -> Option<&Value> {
-        self.layered
-            .get_or_init(|| Box::new(fold()))
-            .as_ref()
+        self.more
+            .get_or_init(Box::default)
+            .layered
+            .get_or_init(fold)
             .as_ref()
     }
 
     /// Folds one message into the layer: its write applies to the view (a
     /// type error is skipped, and for a global layer recorded, R12) and to
     /// the layered view when one is built; its schema and description, when
-    /// it has them, become the layer's (R24).
+    /// it has them, become the layer's (R24). `log` holds the layer's
+    /// earlier messages, to fold its view again if it was dropped.
     pub(crate) fn apply(
         &mut self,
+        log: &Log,
         identity: &Identity,
         write_: Write,
         schema: Option<Arc<Compiled>>,
@@ -200,28 +237,44 @@ impl Layer {
             method,
             value,
         } = write_;
-        self.messages.push(index);
+        // Before `index` joins the messages: a dropped view is their fold.
+        let refolded = match self.more.get() {
+            Some(more) if more.own.get().is_some() => None,
+            _ => Some(refold(log, self.messages())),
+        };
+        // Changed in place from here: setting a `OnceLock` goes through its
+        // `Once`, which costs as much as a small write (W2).
+        if self.more.get().is_none() {
+            self.more = OnceLock::from(Box::default());
+        }
+        let Some(more) = self.more.get_mut() else {
+            return;
+        };
+        if let Some(view) = refolded {
+            more.own = OnceLock::from(view);
+        }
+        match (self.first, more.messages.is_empty()) {
+            (NONE, _) => self.first = index,
+            (first, true) => more.messages = vec![first, index],
+            (_, false) => more.messages.push(index),
+        }
         if let Some(compiled) = schema {
-            self.rare().schema = Some(compiled);
+            more.rare().schema = Some(compiled);
         }
         if let Some(description) = description {
-            self.rare().description = Some(description.to_owned());
+            more.rare().description = Some(description.to_owned());
         }
-        if let Some(layered) = self.layered.get_mut() {
+        if let Some(layered) = more.layered.get_mut() {
             // Appending to the fold is applying on top; a type error is
             // skipped here exactly as the fold skips it.
             let _ = write(layered, &destination, method, value.clone());
         }
-        // The text, if any, no longer matches the view once written.
-        let text = self.text.take();
-        let mut view = self
-            .view
-            .take()
-            .unwrap_or_else(|| Box::new(text.as_deref().and_then(parse_small)));
-        let written = write(&mut view, &destination, method, value);
-        self.view = OnceLock::from(view);
+        let written = match more.own.get_mut() {
+            Some(own) => write(own, &destination, method, value),
+            None => Ok(()),
+        };
         if let (Err(error), None) = (written, &identity.instance) {
-            self.rare().diagnostics.push(Diagnostic {
+            more.rare().diagnostics.push(Diagnostic {
                 index,
                 identity: identity.clone(),
                 error,
@@ -229,72 +282,113 @@ impl Layer {
         }
     }
 
-    fn rare(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Box::default)
-    }
-
     /// Forgets the layered view: the global layer under it changed.
     pub(crate) fn invalidate_layered(&mut self) {
-        self.layered = OnceLock::new();
+        if let Some(more) = self.more.get_mut() {
+            more.layered = OnceLock::new();
+        }
     }
 
-    /// True when the view is kept as text and has not been read since.
-    pub(crate) fn is_text(&self) -> bool {
-        self.text.is_some() && self.view.get().is_none()
+    /// True when [`Layer::compact`] will drop the own view rather than copy
+    /// it: every message is held, their text in `log` is short and so is
+    /// the view's (or it is dropped already).
+    pub(crate) fn refolds(&self, log: &Log) -> bool {
+        if self.summarised() > 0 {
+            return false;
+        }
+        let mut bytes = 0;
+        let short = self.messages().iter().all(|&index| {
+            bytes += log.json(index).map_or(REFOLD_BYTES + 1, str::len);
+            bytes <= REFOLD_BYTES
+        });
+        let own = self.more.get().and_then(|more| more.own.get());
+        short && own.is_none_or(|view| view.as_ref().is_none_or(is_small))
     }
 
-    /// Copies of the views, for [`Layer::compact`].
-    pub(crate) fn copies(&self) -> (Option<Value>, Option<Option<Value>>) {
-        (
-            self.view().cloned(),
-            self.layered.get().map(|layered| (**layered).clone()),
-        )
+    /// Copies of the views that [`Layer::compact`] keeps; `None` for one it
+    /// drops or that is not built.
+    pub(crate) fn copies(&self, refolds: bool) -> (Option<Option<Value>>, Option<Option<Value>>) {
+        let Some(more) = self.more.get() else {
+            return (None, None);
+        };
+        let own = if refolds {
+            None
+        } else {
+            more.own.get().cloned()
+        };
+        (own, more.layered.get().cloned())
     }
 
     /// Takes freshly allocated copies of the views (from [`Layer::copies`]):
-    /// same values, laid out together. A view whose compact JSON is at most
-    /// [`SMALL_VIEW`] bytes is kept as that text instead, and parsed again
-    /// on first read.
-    pub(crate) fn compact(&mut self, (view, layered): (Option<Value>, Option<Option<Value>>)) {
-        self.text = view.as_ref().and_then(small_text);
-        self.view = match self.text {
-            Some(_) => OnceLock::new(),
-            None => OnceLock::from(Box::new(view)),
+    /// same values, laid out together. A view without a copy is dropped:
+    /// the own view of a layer that [`refolds`](Layer::refolds), folded
+    /// again on first read. What is left empty is freed.
+    pub(crate) fn compact(
+        &mut self,
+        (own, layered): (Option<Option<Value>>, Option<Option<Value>>),
+    ) {
+        let Some(more) = self.more.get_mut() else {
+            return;
         };
-        self.layered =
-            layered.map_or_else(OnceLock::new, |layered| OnceLock::from(Box::new(layered)));
+        more.own = own.map_or_else(OnceLock::new, OnceLock::from);
+        more.layered = layered.map_or_else(OnceLock::new, OnceLock::from);
+        if more.is_empty() {
+            self.more = OnceLock::new();
+        }
     }
 }
 
-/// The compact JSON of `value` if it is at most [`SMALL_VIEW`] bytes long
+impl More {
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+}
+
+/// True when the compact JSON of `value` is at most [`SMALL_VIEW`] bytes
 /// (serialising stops as soon as it is longer).
-fn small_text(value: &Value) -> Option<Box<str>> {
-    let mut out = Bounded(Vec::new());
-    serde_json::to_writer(&mut out, value).ok()?;
-    String::from_utf8(out.0).ok().map(String::into_boxed_str)
+fn is_small(value: &Value) -> bool {
+    serde_json::to_writer(&mut Bounded(0), value).is_ok()
 }
 
-/// Parses a view kept by [`small_text`]. It was serialised from a value, so
-/// it parses; its length bounds its nesting.
-fn parse_small(text: &str) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    serde::Deserialize::deserialize(&mut de).ok()
-}
-
-/// A writer that refuses to grow past [`SMALL_VIEW`] bytes.
-struct Bounded(Vec<u8>);
+/// A writer that counts what it is given and refuses to pass
+/// [`SMALL_VIEW`] bytes.
+struct Bounded(usize);
 
 impl std::io::Write for Bounded {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.0.len() + bytes.len() > SMALL_VIEW {
+        self.0 += bytes.len();
+        if self.0 > SMALL_VIEW {
             return Err(std::io::ErrorKind::FileTooLarge.into());
         }
-        self.0.extend_from_slice(bytes);
         Ok(bytes.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The fold of the messages at `indexes` in `log` on an absent value,
+/// skipping what does not apply (R12) as the fold did when they arrived.
+/// Stored messages are normalised, so each parses back to what was folded.
+pub(crate) fn refold(log: &Log, indexes: &[usize]) -> Option<Value> {
+    let mut view = None;
+    for &index in indexes {
+        if let Some(data) = log.data(index) {
+            let (destination, method, value) = data.into_write();
+            let _ = write(&mut view, &destination, method, value);
+        }
+    }
+    view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_is_three_words_or_less() {
+        // Issue 17: a context may hold hundreds of thousands of them.
+        assert!(size_of::<Layer>() <= 24, "{}", size_of::<Layer>());
     }
 }

@@ -39,6 +39,7 @@
 mod check;
 mod context;
 mod error;
+mod instances;
 mod layer;
 mod load;
 mod log;

@@ -185,9 +185,10 @@ impl DataMessage {
         };
         let instance = match fields.get("_instance") {
             None => None,
-            Some(Value::String(id)) => {
-                Some(Instance::new(id.as_str()).map_err(MessageFault::InvalidInstance)?)
-            }
+            Some(Value::String(id)) => Some(
+                id.parse::<Instance>()
+                    .map_err(MessageFault::InvalidInstance)?,
+            ),
             Some(_) => return Err(field_type("_instance", "a string")),
         };
         if fields.get("description").is_some_and(|d| !d.is_string()) {

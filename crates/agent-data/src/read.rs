@@ -5,7 +5,7 @@
 use crate::context::IdentityRef;
 use crate::layer::Layer;
 use crate::schema::Compiled;
-use crate::{Context, Diagnostic, Identity, Message};
+use crate::{Context, Diagnostic, Identity};
 use agent_core::{Instance, Kind, Reference, write};
 use serde_json::Value;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 impl Context {
     /// Instance ids in order of first appearance.
     pub fn instances(&self) -> impl ExactSizeIterator<Item = &Instance> {
-        self.instances.iter()
+        self.instances.iter(&self.layers)
     }
 
     /// Identities of every layer, in order of first appearance.
@@ -47,7 +47,7 @@ impl Context {
     /// The view of `kind` as read for `instance` (R5): the global view, with
     /// the instance layer folded on top. `None` when absent.
     pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
-        let global = self.layer(kind, None).and_then(Layer::view);
+        let global = self.layer(kind, None).and_then(|l| l.view(&self.log));
         match instance.and_then(|x| self.layer(kind, Some(x))) {
             None => global,
             Some(layer) => layer.layered(|| self.fold_instance(layer, global.cloned(), None)),
@@ -64,7 +64,7 @@ impl Context {
     /// layer its view; for an instance layer only what that instance wrote,
     /// without the global layer under it (what R28 renders).
     pub fn layer_view(&self, identity: &Identity) -> Option<&Value> {
-        self.layers.get(identity)?.view()
+        self.layers.get(identity)?.view(&self.log)
     }
 
     /// The schema declared by the layer's own messages (its newest), without
@@ -120,7 +120,7 @@ impl Context {
         mut diagnostics: Option<&mut Vec<Diagnostic>>,
     ) -> Option<Value> {
         for &index in layer.messages() {
-            let Some(Message::Data(data)) = self.log.message(index) else {
+            let Some(data) = self.log.data(index) else {
                 continue;
             };
             // Needed only to report a skipped write.

@@ -272,7 +272,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         }
         let context = self.context;
         let mut view = match instance {
-            None => context.layer(kind, None).and_then(|l| l.view().cloned()),
+            None => context.view(kind, None).cloned(),
             Some(_) if global_changed => {
                 self.build(kind, None);
                 let global = self.view(kind, None).cloned();

@@ -19,6 +19,7 @@ use crate::load::too_deep;
 use crate::log::Log;
 use crate::{Context, Diagnostic, Error, Result};
 use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
+use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -34,7 +35,8 @@ const VERSION: u32 = 1;
 /// Levels a snapshot adds around a view: the object, `layers`, the layer.
 const WRAPPING: usize = 3;
 
-#[derive(Serialize, Deserialize)]
+/// A snapshot as [`Context::from_snapshot`] reads it.
+#[derive(Deserialize)]
 struct Snapshot<'a> {
     format: &'a str,
     version: u32,
@@ -52,7 +54,7 @@ struct Snapshot<'a> {
     held: Vec<(usize, usize, &'a RawValue)>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct LayerState<'a> {
     #[serde(borrow)]
     kind: Cow<'a, str>,
@@ -81,57 +83,148 @@ struct LayerState<'a> {
     skipped: Vec<(usize, String, String)>,
 }
 
-impl Context {
-    /// The context's folded state as a snapshot (JSON text), with the
-    /// store's `anchor` kept verbatim; [`Context::from_snapshot`] reads it
-    /// back. Everything but text, opaque and global-layer messages is in it.
-    pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
-        let mut layers = Vec::with_capacity(self.layers.len());
-        let mut held = Vec::new();
-        for (position, (identity, layer)) in self.layers.iter().enumerate() {
+/// A [`Snapshot`] as [`Context::snapshot`] writes it, borrowing.
+#[derive(Serialize)]
+struct Written<'a> {
+    format: &'a str,
+    version: u32,
+    anchor: &'a Value,
+    messages: usize,
+    instances: Instances<'a>,
+    layers: Layers<'a>,
+    held: Held<'a>,
+}
+
+/// The context's instance ids, in order.
+struct Instances<'a>(&'a Context);
+
+impl Serialize for Instances<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.instances().map(Instance::as_str))
+    }
+}
+
+/// The context's layers, each a [`LayerState`] as [`LayerOut`].
+struct Layers<'a>(&'a Context);
+
+impl Serialize for Layers<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let context = self.0;
+        let mut seq = serializer.serialize_seq(Some(context.layers.len()))?;
+        for (identity, layer) in &context.layers {
             let summarised = match identity.instance {
                 None => layer.len(),
-                Some(_) => {
-                    for &index in layer.messages() {
-                        let line = self.log.json(index).ok_or_else(|| {
-                            invalid(format!("message {index} of ¶{identity} is not held"))
-                        })?;
-                        held.push((index, position, raw(line)?));
-                    }
-                    layer.summarised()
-                }
+                Some(_) => layer.summarised(),
             };
             let skipped = layer
                 .diagnostics()
                 .iter()
                 .map(|d| match &d.error {
                     agent_core::Error::Type { at, reason } => {
-                        Ok((d.index, at.0.to_string(), reason.clone()))
+                        Ok((d.index, at.0.to_string(), reason.as_str()))
                     }
-                    other => Err(invalid(format!(
+                    other => Err(S::Error::custom(format!(
                         "a skipped write that is not a type error: {other}"
                     ))),
                 })
-                .collect::<Result<_>>()?;
-            layers.push(LayerState {
-                kind: identity.kind.as_str().into(),
-                instance: identity.instance.as_ref().map(|x| x.as_str().into()),
+                .collect::<std::result::Result<_, _>>()?;
+            // A dropped view is folded again for this, not kept (D40).
+            let view = match layer.view_once(&context.log) {
+                Cow::Borrowed(view) => view.as_ref().map(Cow::Borrowed),
+                Cow::Owned(view) => view.map(Cow::Owned),
+            };
+            seq.serialize_element(&LayerOut {
+                kind: identity.kind.as_str(),
+                instance: identity.instance.as_ref().map(Instance::as_str),
                 summarised,
-                view: layer.view().cloned(),
-                schema: layer.schema().map(|s| s.schema().clone()),
-                description: layer.description().map(Cow::from),
+                view,
+                schema: layer.schema().map(|s| s.schema()),
+                description: layer.description(),
                 skipped,
-            });
+            })?;
         }
-        held.sort_unstable_by_key(|(index, ..)| *index);
-        let snapshot = Snapshot {
+        seq.end()
+    }
+}
+
+/// A [`LayerState`] as written, borrowing.
+#[derive(Serialize)]
+struct LayerOut<'a> {
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance: Option<&'a str>,
+    summarised: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    view: Option<Cow<'a, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skipped: Vec<(usize, String, &'a str)>,
+}
+
+/// The messages of instance layers, ascending, each written as `[index,
+/// layer position, message]` with the message's text verbatim.
+struct Held<'a>(&'a Context);
+
+impl Serialize for Held<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let context = self.0;
+        let mut seq = serializer.serialize_seq(None)?;
+        for (index, layer) in context.log.held() {
+            let Some(position) = layer else { continue };
+            let instance = context
+                .layers
+                .get_index(position)
+                .map(|(id, _)| &id.instance);
+            if let Some(Some(_)) = instance {
+                let line = context.log.json(index).unwrap_or_default();
+                let message: &RawValue = serde_json::from_str(line).map_err(S::Error::custom)?;
+                seq.serialize_element(&(index, position, message))?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Context {
+    /// The context's folded state as a snapshot (JSON text), with the
+    /// store's `anchor` kept verbatim; [`Context::from_snapshot`] reads it
+    /// back. Everything but text, opaque and global-layer messages is in it.
+    pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
+        // Written as it is serialised, borrowing from the context: a context
+        // of many instances would otherwise be held a second time, as
+        // copies of its views and messages (issue 17).
+        for (identity, layer) in &self.layers {
+            if identity.instance.is_some()
+                && let Some(index) = layer
+                    .messages()
+                    .iter()
+                    .find(|&&i| self.log.json(i).is_none())
+            {
+                return Err(invalid(format!(
+                    "message {index} of ¶{identity} is not held"
+                )));
+            }
+        }
+        let snapshot = Written {
             format: FORMAT,
             version: VERSION,
-            anchor: anchor.clone(),
+            anchor,
             messages: self.len(),
-            instances: self.instances.iter().map(|x| x.as_str().into()).collect(),
-            layers,
-            held: held.iter().map(|(i, l, m)| (*i, *l, m.as_ref())).collect(),
+            instances: Instances(self),
+            layers: Layers(self),
+            held: Held(self),
         };
         serde_json::to_vec(&snapshot).map_err(|e| invalid(e.to_string()))
     }
@@ -167,13 +260,6 @@ fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
         log: Log::after(length),
         ..Context::default()
     };
-    for id in snapshot.instances {
-        let instance = Instance::new(id).map_err(|e| invalid(e.to_string()))?;
-        if context.instances.contains(&instance) {
-            return Err(invalid(format!("instance {instance} listed twice")));
-        }
-        context.instances.insert(instance);
-    }
     let mut held: Vec<Vec<usize>> = vec![Vec::new(); snapshot.layers.len()];
     for (index, position, message) in snapshot.held {
         let layer = held
@@ -227,9 +313,18 @@ fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
             state.description.map(Cow::into_owned),
         );
         counted = counted.saturating_add(layer.len());
-        if context.layers.insert(identity.clone(), layer).is_some() {
+        let (_, added) = context.insert_layer(&identity.kind, identity.instance.as_ref(), layer);
+        if !added {
             return Err(invalid(format!("layer ¶{identity} listed twice")));
         }
+    }
+    // The instance list is the layers' instances in order of first
+    // appearance; the context finds it through them.
+    let listed = snapshot.instances.iter().map(|x| x.as_ref());
+    if !context.instances().map(Instance::as_str).eq(listed) {
+        return Err(invalid(
+            "its instances are not those of its layers in order".to_owned(),
+        ));
     }
     if counted > length {
         return Err(invalid(format!(
@@ -245,12 +340,6 @@ fn present<'de, D: serde::Deserializer<'de>>(
     de: D,
 ) -> std::result::Result<Option<Value>, D::Error> {
     Value::deserialize(de).map(Some)
-}
-
-/// A message's compact JSON as a raw value, written into the snapshot
-/// verbatim.
-fn raw(line: &str) -> Result<Box<RawValue>> {
-    RawValue::from_string(line.to_owned()).map_err(|e| invalid(e.to_string()))
 }
 
 fn invalid(reason: String) -> Error {

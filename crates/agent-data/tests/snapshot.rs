@@ -238,4 +238,27 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
             .to_string(),
         "invalid snapshot: its layers hold 1 messages, more than the 0 it summarises"
     );
+    // The instance list is the layers' instances in order of first
+    // appearance: the context keeps it through the layers (issue 17).
+    let two = load(&jsonl(&[
+        json!({"type": "data", "kind": "s", "data": 1, "_instance": "a"}),
+        json!({"type": "data", "kind": "s", "data": 2, "_instance": "b"}),
+    ]));
+    let text = String::from_utf8(two.snapshot(&json!(null)).unwrap()).unwrap();
+    assert!(text.contains(r#""instances":["a","b"]"#), "{text}");
+    for listed in [
+        r#"["b","a"]"#,
+        r#"["a"]"#,
+        r#"["a","b","c"]"#,
+        r#"["a","a","b"]"#,
+    ] {
+        let other = text.replace(r#"["a","b"]"#, listed);
+        assert_eq!(
+            Context::from_snapshot(other.as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "invalid snapshot: its instances are not those of its layers in order",
+            "{listed}"
+        );
+    }
 }

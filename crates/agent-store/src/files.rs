@@ -432,7 +432,7 @@ impl FileStore {
         let body = context
             .snapshot(&anchor.value())
             .map_err(|e| self.load_error(e))?;
-        let sealed = snapshot::seal(&body);
+        let sealed = snapshot::seal(body);
         snapshot::write_beside(&target, &sealed).map_err(self.io("write a snapshot of"))?;
         self.since = Since::taken(sealed.len());
         Ok(())

@@ -95,11 +95,13 @@ pub(crate) fn checksum(bytes: &[u8]) -> u64 {
 /// What the first line of a sealed snapshot starts with.
 const MAGIC: &str = "agentctx-snapshot";
 
-/// `body` behind a first line naming its checksum.
-pub(crate) fn seal(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("{MAGIC} {:016x}\n", checksum(body)).into_bytes();
-    out.extend_from_slice(body);
-    out
+/// `body` behind a first line naming its checksum. The line is put in
+/// front of `body` in place (a snapshot of a large context is tens of MB;
+/// a copy would double what writing it holds).
+pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let head = format!("{MAGIC} {:016x}\n", checksum(&body));
+    body.splice(0..0, head.into_bytes());
+    body
 }
 
 /// The body of a sealed snapshot, if its checksum holds.
@@ -149,7 +151,7 @@ mod tests {
     #[test]
     fn r34c_a_sealed_snapshot_reads_back_and_a_changed_byte_is_caught() {
         let body = br#"{"format":"agentctx-snapshot","version":1}"#;
-        let sealed = seal(body);
+        let sealed = seal(body.to_vec());
         assert_eq!(unseal(&sealed), Some(&body[..]));
         for at in 0..sealed.len() {
             let mut bad = sealed.clone();

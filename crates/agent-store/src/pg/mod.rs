@@ -412,7 +412,7 @@ impl PgStore {
             name: self.address.shown.clone(),
             source: Box::new(source),
         })?;
-        let sealed = snapshot::seal(&body);
+        let sealed = snapshot::seal(body);
         let (client, _) = self.session()?;
         client
             .execute(SAVE_SNAPSHOT, &[&id, &rows, &sealed])

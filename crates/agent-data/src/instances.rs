@@ -1,0 +1,90 @@
+//! The instance ids of a context in order of first appearance (R2), kept
+//! without a copy of their own: each is the one its first layer's key holds.
+//! A context of many instances would otherwise hold every id twice, in the
+//! layer map and in the list (issue 17).
+
+use crate::Identity;
+use crate::layer::Layer;
+use agent_core::Instance;
+use hashbrown::HashTable;
+use indexmap::IndexMap;
+use std::hash::{BuildHasher, RandomState};
+
+/// The layer map the positions below point into.
+pub(crate) type Layers = IndexMap<Identity, Layer>;
+
+/// Instance ids in order of first appearance, as positions of layers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Instances {
+    /// For each instance in order, the position of its first layer in the
+    /// layer map. `u32` as in the log: four billion layers are out of reach
+    /// of memory.
+    first: Vec<u32>,
+    /// The same positions, found by the instance id.
+    table: HashTable<u32>,
+    hasher: RandomState,
+}
+
+impl Instances {
+    /// The instance `id` as a layer key holds it, if a layer has it.
+    pub(crate) fn find<'a>(&self, layers: &'a Layers, id: &str) -> Option<&'a Instance> {
+        let hash = self.hasher.hash_one(id);
+        self.table
+            .find(hash, |&at| {
+                instance(layers, at).is_some_and(|x| x.as_str() == id)
+            })
+            .and_then(|&at| instance(layers, at))
+    }
+
+    /// Records the instance of the layer at `position`, the first layer
+    /// to have it (the caller knows it is new).
+    pub(crate) fn insert(&mut self, layers: &Layers, position: usize) {
+        let Some(id) = instance(layers, code(position)) else {
+            return;
+        };
+        let hasher = &self.hasher;
+        let rehash = |&at: &u32| instance(layers, at).map_or(0, |x| hasher.hash_one(x.as_str()));
+        self.table
+            .insert_unique(hasher.hash_one(id.as_str()), code(position), rehash);
+        self.first.push(code(position));
+    }
+
+    /// The instances in order.
+    pub(crate) fn iter<'a>(&'a self, layers: &'a Layers) -> Iter<'a> {
+        Iter {
+            first: self.first.iter(),
+            layers,
+        }
+    }
+}
+
+/// A layer position as stored here.
+fn code(position: usize) -> u32 {
+    u32::try_from(position).unwrap_or(u32::MAX)
+}
+
+/// The instance of the layer at `at`.
+fn instance(layers: &Layers, at: u32) -> Option<&Instance> {
+    layers.get_index(at as usize)?.0.instance.as_ref()
+}
+
+/// The instances of a context in order ([`Instances::iter`]).
+pub(crate) struct Iter<'a> {
+    first: std::slice::Iter<'a, u32>,
+    layers: &'a Layers,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Instance;
+
+    fn next(&mut self) -> Option<&'a Instance> {
+        // Every position recorded names a layer with an instance.
+        self.first.find_map(|&at| instance(self.layers, at))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.first.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
