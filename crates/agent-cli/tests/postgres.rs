@@ -14,49 +14,15 @@
 
 mod support;
 
-use support::{PUSH, Run, agentctx, spawn};
+use support::{PUSH, Run, agentctx, database, fresh, spawn, with_context};
 
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
 use serde_json::Value;
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn database() -> String {
-    std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-}
-
-/// `base` with `context=NAME` added, NAME unique to this test run.
-fn with_context(base: &str, name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!(
-        "{base}{sep}context=cli-{name}-{}-{nanos}-{n}",
-        std::process::id()
-    )
-}
-
-/// A fresh context on the test server; fails with instructions when no
-/// server answers.
-fn fresh(name: &str) -> String {
-    let url = with_context(&database(), name);
-    let probe = agentctx(&["check", &url]);
-    assert!(
-        probe.stderr.ends_with("no such context\n"),
-        "{}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or set \
-         AGENTCTX_TEST_DATABASE_URL to a server's URL (default postgres://root@127.0.0.1:5432/test)",
-        probe.stderr
-    );
-    url
-}
 
 /// Drops a test's schema when the test ends, also when it fails.
 struct DropSchema(String);

@@ -16,7 +16,7 @@
 
 mod support;
 
-use support::{Run, agentctx, spawn};
+use support::{Run, agentctx, fresh, spawn, with_context};
 
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
@@ -26,45 +26,10 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::Child;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The write time every worker and run is given, so `_date` is the same.
 const DATE: &str = "2026-01-01T00:00:00Z";
-
-fn database() -> String {
-    std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-}
-
-/// `base` with `context=NAME` added, NAME unique to this test run.
-fn with_context(base: &str, name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!(
-        "{base}{sep}context=workers-{name}-{}-{nanos}-{n}",
-        std::process::id()
-    )
-}
-
-/// A fresh context on the test server; fails with instructions when no
-/// server answers.
-fn fresh(name: &str) -> String {
-    let url = with_context(&database(), name);
-    let probe = agentctx(&["check", &url]);
-    assert!(
-        probe.stderr.ends_with("no such context\n"),
-        "{}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or set \
-         AGENTCTX_TEST_DATABASE_URL to a server's URL (default postgres://root@127.0.0.1:5432/test)",
-        probe.stderr
-    );
-    url
-}
 
 fn append(url: &str, messages: &Value) {
     let run = agentctx(&["append", url, &messages.to_string()]);

@@ -83,3 +83,40 @@ pub fn assigners_never_share_an_instance(context: &str) {
         assert_eq!(view, message["data"], "instance {id}");
     }
 }
+
+/// The test server: `AGENTCTX_TEST_DATABASE_URL`, else the one
+/// `cargo xtask ci` provides.
+pub fn database() -> String {
+    std::env::var("AGENTCTX_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+}
+
+/// `base` with `context=cli-NAME-…` added, unique to this test run.
+pub fn with_context(base: &str, name: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!(
+        "{base}{sep}context=cli-{name}-{}-{nanos}-{n}",
+        std::process::id()
+    )
+}
+
+/// A fresh context on the test server; fails with instructions when no
+/// server answers.
+pub fn fresh(name: &str) -> String {
+    let url = with_context(&database(), name);
+    let probe = agentctx(&["check", &url]);
+    assert!(
+        probe.stderr.ends_with("no such context\n"),
+        "{}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or set \
+         AGENTCTX_TEST_DATABASE_URL to a server's URL (default postgres://root@127.0.0.1:5432/test)",
+        probe.stderr
+    );
+    url
+}
