@@ -32,6 +32,15 @@ fn fastest(f: impl Fn()) -> Duration {
         .unwrap()
 }
 
+/// Ten times `what` may cost about ten times the time, never a hundred.
+fn assert_linear(what: &str, t_small: Duration, t_large: Duration) {
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    assert!(
+        ratio < 30.0,
+        "10× {what} took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
+    );
+}
+
 #[test]
 fn r20_a_fanned_out_result_records_its_call_in_bytes_linear_in_the_destinations() {
     // Deterministic: the call (itself linear in n) is stored once per
@@ -63,11 +72,7 @@ fn r20_a_fanned_out_result_is_built_validated_and_appended_in_linear_time() {
     let (small, large) = (fan_out(1_000), fan_out(10_000));
     let t_small = fastest(|| run(&small, 1_000));
     let t_large = fastest(|| run(&large, 10_000));
-    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
-    assert!(
-        ratio < 30.0,
-        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
-    );
+    assert_linear("the destinations", t_small, t_large);
 }
 
 /// The time `apply` takes to append the fan-out `call` to `ctx` (fastest
@@ -105,11 +110,7 @@ fn r25_a_fanned_out_result_is_checked_against_the_schema_in_linear_time() {
     assert!(refused.is_err(), "the schema applies");
     let t_small = apply_time(&ctx, &fan_out(1_000), 1_000);
     let t_large = apply_time(&ctx, &fan_out(10_000), 10_000);
-    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
-    assert!(
-        ratio < 30.0,
-        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
-    );
+    assert_linear("the destinations", t_small, t_large);
 }
 
 #[test]
@@ -136,11 +137,7 @@ fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_t
     );
     let t_small = apply_time(&ctx, &fan_out(1_000), 1_000);
     let t_large = apply_time(&ctx, &fan_out(10_000), 10_000);
-    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
-    assert!(
-        ratio < 30.0,
-        "10× the destinations took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
-    );
+    assert_linear("the destinations", t_small, t_large);
 }
 
 #[test]
@@ -162,9 +159,5 @@ fn r13_a_global_write_is_checked_against_instance_layers_in_time_linear_in_the_c
     let (small, large) = (context(1_000), context(10_000));
     let t_small = apply_time(&small, &fan_out(1), 1);
     let t_large = apply_time(&large, &fan_out(1), 1);
-    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
-    assert!(
-        ratio < 30.0,
-        "10× the context took {ratio:.1}× the time ({t_small:?} → {t_large:?}): not linear"
-    );
+    assert_linear("the context", t_small, t_large);
 }

@@ -194,7 +194,7 @@ impl<'w> Running<'w> {
         let mut calls = PgCalls::open(&worker.url)?;
         calls.register(
             &worker.options.name,
-            &tools(&worker.activities),
+            &worker.activities.tools(),
             worker.options.lease,
         )?;
         let (sender, events) = mpsc::channel();
@@ -290,7 +290,7 @@ impl<'w> Running<'w> {
             &current.writes_after,
             &known,
             self.stored.context(),
-            &|tool| live.binary_search_by(|t| t.as_str().cmp(tool)).is_ok(),
+            &|tool| has_tool(live, tool),
         );
         let busy = standing
             .iter()
@@ -335,7 +335,7 @@ impl<'w> Running<'w> {
         }
         let name = self.options().name.clone();
         self.calls
-            .register(&name, &tools(&self.worker.activities), lease)?;
+            .register(&name, &self.worker.activities.tools(), lease)?;
         for claim in self.mine.values() {
             // A claim lost to another worker still commits (or is refused).
             self.calls.renew(claim, lease)?;
@@ -562,11 +562,6 @@ fn known(row: &CallRow) -> Known {
     }
 }
 
-/// The tools a worker has, sorted.
-fn tools(activities: &Activities) -> Vec<String> {
-    activities.tools()
-}
-
 /// When to look again without a notification: when a lease of another
 /// worker runs out or a backoff ends (else a slow poll, in case a
 /// notification was lost with a connection).
@@ -720,7 +715,7 @@ pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
         &plan.writes_after(),
         &known,
         stored.context(),
-        &|tool| live.binary_search_by(|t| t.as_str().cmp(tool)).is_ok(),
+        &|tool| has_tool(&live, tool),
     );
     Ok(PlanStatus {
         row,
@@ -728,4 +723,10 @@ pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
         standings,
         rows,
     })
+}
+
+/// True when `tools` (sorted, as [`PgCalls::live_tools`] returns them)
+/// holds `tool`.
+fn has_tool(tools: &[String], tool: &str) -> bool {
+    tools.binary_search_by(|t| t.as_str().cmp(tool)).is_ok()
 }

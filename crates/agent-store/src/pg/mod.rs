@@ -471,24 +471,25 @@ impl PgStore {
             Ok((found_id, _, _)) if id.is_some() && found_id != id => {
                 Err(replaced("deleted and created again"))
             }
-            Ok((_, _, Some(state)))
-                if state == "done" || state == "unknown" || state == "missing" =>
-            {
-                let claim = claim.map_or((0, 0), |c| (c.plan, c.call));
-                Err(match state.as_str() {
-                    "done" => Error::AlreadyWritten {
-                        name: self.address.shown.clone(),
-                        plan: claim.0,
-                        call: claim.1,
-                    },
-                    "missing" => replaced("deleted and created again"),
-                    _ => Error::Malformed {
-                        name: self.address.shown.clone(),
-                        reason: format!(
-                            "call {} of the plan at row {} has no row in agentctx_calls",
-                            claim.1, claim.0
-                        ),
-                    },
+            // The call's row decides before the length does (schema v4).
+            Ok((_, _, Some(state))) if state == "done" => {
+                let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
+                Err(Error::AlreadyWritten {
+                    name: self.address.shown.clone(),
+                    plan,
+                    call,
+                })
+            }
+            Ok((_, _, Some(state))) if state == "missing" => {
+                Err(replaced("deleted and created again"))
+            }
+            Ok((_, _, Some(state))) if state == "unknown" => {
+                let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
+                Err(Error::Malformed {
+                    name: self.address.shown.clone(),
+                    reason: format!(
+                        "call {call} of the plan at row {plan} has no row in agentctx_calls"
+                    ),
                 })
             }
             Ok((found_id, found, _)) if found == at => {
