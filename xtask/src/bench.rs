@@ -324,6 +324,18 @@ fn print_table(summary: &[Value]) {
             );
             continue;
         }
+        if let Some(low) = row["ratio_min"].as_f64() {
+            println!(
+                "{:<32} {:>14} {:>14} {:>8.3}  {} (per-run ratios {low:.3}–{:.3})",
+                row["workload"].as_str().unwrap_or_default(),
+                "",
+                "",
+                row["ratio"].as_f64().unwrap_or_default(),
+                row["baseline"].as_str().unwrap_or_default(),
+                row["ratio_max"].as_f64().unwrap_or_default(),
+            );
+            continue;
+        }
         match row["ours_ns"].as_f64() {
             Some(ours) => println!(
                 "{:<32} {:>14} {:>14} {:>8.3}  {}{}",

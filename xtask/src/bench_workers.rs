@@ -11,6 +11,12 @@
 //! run; each row has the medians, and the database round trips per call
 //! (every worker's `roundTrips`, summed, over the plan's calls). Knobs:
 //! `WORKERS_ROUNDS` (5), `WORKERS_INSTANCES` (60).
+//!
+//! With `WORKERS_BASELINE_BIN` (another build of `agentctx`, say the one
+//! before a change), every pool also runs with that binary, interleaved
+//! with ours run by run, and a row `WORKERS-N-vs-baseline-bin` gives the
+//! median of the per-run ratios (ours over theirs) with its lowest and
+//! highest: a change is within noise when that spread holds 1.
 
 use crate::bench_cli::{Scratch, knob};
 use serde_json::{Value, json};
@@ -30,6 +36,8 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (inputs, plan) = (dir.join("inputs.jsonl"), dir.join("plan.jsonl"));
     write_batch(&inputs, &plan, instances)?;
+    let other = std::env::var_os("WORKERS_BASELINE_BIN").map(std::path::PathBuf::from);
+    let mut against: Vec<Vec<f64>> = vec![Vec::new(); POOLS.len()];
     let mut times: Vec<Vec<u128>> = vec![Vec::new(); POOLS.len()];
     let mut trips: Vec<Vec<f64>> = vec![Vec::new(); POOLS.len()];
     let mut fresh = 0;
@@ -48,6 +56,14 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
             if round > 0 {
                 times[at].push(ns);
                 trips[at].push(round_trips as f64 / (2 * instances) as f64);
+            }
+            if let Some(other) = &other {
+                fresh += 1;
+                let url = scratch.context(&format!("workers_{fresh}"));
+                let (theirs, _) = one_run(other, &url, &inputs, &plan, POOLS[at])?;
+                if round > 0 {
+                    against[at].push(ns as f64 / theirs as f64);
+                }
             }
         }
     }
@@ -68,6 +84,21 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
             "ratio": ours / base,
             "rounds": rounds,
             "round_trips_per_call": per_call.get(per_call.len() / 2).copied().unwrap_or_default(),
+        }));
+    }
+    for (at, &pool) in POOLS.iter().enumerate() {
+        let mut ratios = std::mem::take(&mut against[at]);
+        if ratios.is_empty() {
+            continue;
+        }
+        ratios.sort_by(f64::total_cmp);
+        rows.push(json!({
+            "workload": format!("WORKERS-{pool}-vs-baseline-bin"),
+            "baseline": format!("{pool} workers of WORKERS_BASELINE_BIN, run by run between ours"),
+            "ratio": ratios[ratios.len() / 2],
+            "ratio_min": ratios[0],
+            "ratio_max": ratios[ratios.len() - 1],
+            "rounds": rounds,
         }));
     }
     Ok(rows)

@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Each layer and the layers it builds on directly, bottom first
 /// (drawn in docs/architecture.md).
-pub(crate) const LAYERS: [(&str, &[&str]); 11] = [
+pub(crate) const LAYERS: [(&str, &[&str]); 12] = [
     ("agent-core", &[]),
     ("agent-data", &["agent-core"]),
     ("agent-store", &["agent-data"]),
@@ -19,10 +19,16 @@ pub(crate) const LAYERS: [(&str, &[&str]); 11] = [
     ("agent-output", &["agent-store", "agent-vars"]),
     ("agent-instancing", &["agent-output"]),
     ("agent-plan", &["agent-output"]),
+    // Many workers on one stored plan: the only layer above agent-store
+    // that needs a database client.
+    ("agent-worker", &["agent-plan"]),
     ("agent-loop", &["agent-plan", "agent-render"]),
     // The facade for library users and the binary: two tops, side by side.
     ("agentctx", &["agent-loop", "agent-instancing"]),
-    ("agent-cli", &["agent-loop", "agent-instancing"]),
+    (
+        "agent-cli",
+        &["agent-loop", "agent-instancing", "agent-worker"],
+    ),
 ];
 
 /// Reads `cargo metadata` and fails on any dependency edge [`LAYERS`] does
@@ -40,7 +46,8 @@ pub(crate) fn check() -> Result<(), String> {
         serde_json::from_slice(&output.stdout).map_err(|e| format!("bad cargo metadata: {e}"))?;
     let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
     let workspace: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
-    let violations = violations(&packages, &workspace);
+    let mut violations = violations(&packages, &workspace);
+    violations.extend(database_clients()?);
     if violations.is_empty() {
         eprintln!("xtask: layering ok ({} workspace crates)", workspace.len());
         Ok(())
@@ -66,6 +73,49 @@ fn allowed(name: &str) -> Vec<&'static str> {
         }
     }
     allowed
+}
+
+/// Layers that must build without a database client, whatever features
+/// their dependents turn on below them: the plan runs in process, the
+/// worker is the layer that talks to PostgreSQL.
+const WITHOUT_DATABASE: [&str; 2] = ["agent-plan", "agent-loop"];
+
+/// The database client crates [`WITHOUT_DATABASE`] must not pull in.
+const DATABASE_CLIENTS: [&str; 3] = ["postgres", "tokio-postgres", "postgres-protocol"];
+
+/// Fails when `cargo tree -e normal` of a layer in [`WITHOUT_DATABASE`]
+/// (its own features only) shows a database client.
+fn database_clients() -> Result<Vec<String>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut found = Vec::new();
+    for layer in WITHOUT_DATABASE {
+        let output = Command::new(&cargo)
+            .args(["tree", "-p", layer, "-e", "normal", "--prefix", "none"])
+            .args(["--format", "{p}"])
+            .output()
+            .map_err(|e| format!("cannot run cargo tree: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "cargo tree -p {layer} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        found.extend(clients_in(layer, &String::from_utf8_lossy(&output.stdout)));
+    }
+    Ok(found)
+}
+
+/// The database clients named in `tree` (one package per line).
+fn clients_in(layer: &str, tree: &str) -> Vec<String> {
+    let mut found: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|package| DATABASE_CLIENTS.contains(package))
+        .map(|package| format!("{layer} depends on the database client {package}"))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 fn is_layer(name: &str) -> bool {
@@ -138,6 +188,16 @@ mod tests {
             ],
             "agent-output may use agent-core through agent-data; a dev-dependency may point anywhere"
         );
+    }
+
+    #[test]
+    fn a_database_client_in_a_layer_without_database_is_reported() {
+        let tree = "agent-plan v0.1.0 (/w/crates/agent-plan)\nrayon v1.10.0\npostgres v0.19.9\npostgres v0.19.9\npostgres-types v0.2.8\n";
+        assert_eq!(
+            clients_in("agent-plan", tree),
+            ["agent-plan depends on the database client postgres"]
+        );
+        assert!(clients_in("agent-plan", "agent-plan v0.1.0\nrayon v1.10.0\n").is_empty());
     }
 
     #[test]

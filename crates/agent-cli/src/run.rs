@@ -84,8 +84,15 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
 
 /// The report on stdout, with the exit status its calls call for.
 fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
-    let text = crate::input::print_value(&report.to_json(), pretty);
+    let text = crate::input::print_value(&json!(report), pretty);
     let count = |f: fn(&Status) -> bool| report.calls.iter().filter(|c| f(&c.status)).count();
+    // The store failed: nothing after it ran (decision D42).
+    if let Some(error) = report.calls.iter().find_map(|c| match &c.status {
+        Status::Stopped { error } => Some(error),
+        _ => None,
+    }) {
+        return Err(Failure::invalid(format!("the run stopped: {error}")).with_stdout(text));
+    }
     let failed = count(|s| matches!(s, Status::Failed { .. }));
     let stuck = count(|s| matches!(s, Status::Blocked { .. } | Status::Skipped { .. }));
     match (failed, stuck) {
@@ -119,7 +126,7 @@ pub(crate) fn demo() -> Result<String, Failure> {
         "# Plan: {} calls in waves {}\n\n# Report\n{}\n# What the model sees next\n\n{transcript}",
         plan.calls().len(),
         waves.join(" → "),
-        crate::input::print_value(&report.to_json(), true),
+        crate::input::print_value(&json!(report), true),
     ))
 }
 

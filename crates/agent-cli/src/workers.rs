@@ -2,7 +2,7 @@
 //! newest plan message of a context in PostgreSQL (decision D41).
 
 use crate::Failure;
-use agent_plan::{Worker, WorkerOptions};
+use agent_worker::{PlanStatus, Worker, WorkerOptions};
 use serde_json::json;
 use std::time::Duration;
 
@@ -96,10 +96,8 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     let report = Worker::new(args.context.clone(), activities, clock, options)
         .run()
         .map_err(Failure::invalid)?;
-    let status = agent_plan::plan_status(&args.context).map_err(Failure::invalid)?;
-    let mut out = json!({"worker": name});
-    out["did"] = report.to_json();
-    out["plan"] = status.to_json(false);
+    let status = agent_worker::plan_status(&args.context).map_err(Failure::invalid)?;
+    let out = json!({"worker": name, "did": report, "plan": status.counts()});
     let text = crate::input::print_value(&out, false);
     exit_for(&status, text)
 }
@@ -107,19 +105,28 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
 /// Prints where the newest plan stands.
 pub(crate) fn status(args: StatusArgs) -> Result<String, Failure> {
     postgres_only("status", &args.context)?;
-    let status = agent_plan::plan_status(&args.context).map_err(Failure::invalid)?;
+    let status = agent_worker::plan_status(&args.context).map_err(Failure::invalid)?;
     Ok(crate::input::print_value(
-        &status.to_json(args.calls),
+        &status_json(&status, args.calls),
         args.pretty,
     ))
 }
 
-fn exit_for(status: &agent_plan::PlanStatus, text: String) -> Result<String, Failure> {
+fn exit_for(status: &PlanStatus, text: String) -> Result<String, Failure> {
     match (status.count("failed"), status.count("blocked")) {
         (0, 0) => Ok(text),
         (0, n) => Err(Failure::unresolved(format!("{n} call(s) blocked")).with_stdout(text)),
         (n, _) => Err(Failure::invalid(format!("{n} call(s) failed")).with_stdout(text)),
     }
+}
+
+/// The counts, and with `calls` each call's state.
+fn status_json(status: &PlanStatus, calls: bool) -> serde_json::Value {
+    let mut out = json!(status.counts());
+    if calls {
+        out["calls"] = json!(status.calls());
+    }
+    out
 }
 
 /// `HOST-PID`: unique among live workers.

@@ -4,9 +4,8 @@
 use crate::{Answer, Error, Result, Tools};
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
-use agent_plan::{Activities, Plan};
+use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
 use agent_store::Append;
-use agent_vars::Resolution;
 use serde_json::{Value, json};
 
 /// What one turn did.
@@ -51,28 +50,47 @@ pub(crate) fn run_calls(
             return Ok(turn);
         }
     };
-    let mut done = vec![false; calls.len()];
-    for wave in plan.waves() {
-        for &i in wave {
-            let call = &calls[i];
-            if let Some(&dep) = plan.dependencies()[i].iter().find(|&&d| !done[d]) {
-                turn.errors.push((
-                    call.as_value().clone(),
-                    format!(
-                        "not run: it reads what another call of this answer writes ({}), and that call failed",
-                        calls[dep].tool().unwrap_or("?")
-                    ),
-                ));
-                continue;
+    // The readiness rule decides each call in write order, from what this
+    // turn recorded of the calls before it; every tool counts as present
+    // (a latent call needs no activity).
+    let mut standing: Vec<Option<Standing>> = vec![None; calls.len()];
+    for i in plan.write_order() {
+        let call = &calls[i];
+        let verdict = judge(
+            &plan,
+            i,
+            &|d| standing[d].clone(),
+            &[],
+            Known::Open,
+            target.context(),
+            &|_| true,
+        );
+        let error = match verdict {
+            Verdict::Ready(resolved) => {
+                run_one(call, resolved, tools, activities, target, clock)?.err()
             }
-            match run_one(call, tools, activities, target, clock)? {
-                Ok(()) => {
-                    done[i] = true;
-                    turn.ran += 1;
-                }
-                Err(error) => turn.errors.push((call.as_value().clone(), error)),
+            Verdict::Blocked(Blocker::Dependency(dep)) => Some(format!(
+                "not run: it reads what another call of this answer writes ({}), and that call failed",
+                calls[dep].tool().unwrap_or("?")
+            )),
+            Verdict::Blocked(Blocker::Missing(names)) => Some(format!(
+                "still pending when nothing else could run: {} not present",
+                names.join(", ")
+            )),
+            // Calls run one at a time in write order, with every tool: no
+            // call is running or waits for another.
+            other => Some(format!("never became ready: {}", other.standing().name())),
+        };
+        standing[i] = Some(match error {
+            None => {
+                turn.ran += 1;
+                Standing::Done
             }
-        }
+            Some(error) => {
+                turn.errors.push((call.as_value().clone(), error));
+                Standing::Failed
+            }
+        });
     }
     Ok(turn)
 }
@@ -99,10 +117,11 @@ fn admit(written: &Value, tools: &Tools) -> std::result::Result<Call, String> {
     Ok(call)
 }
 
-/// Runs one ready call. `Ok(Err(text))` is the call's error, for the
+/// Runs one ready call, resolved (or why it cannot be). `Ok(Err(text))` is the call's error, for the
 /// model; `Err` ends the turn (the store could not be written).
 fn run_one(
     call: &Call,
+    resolved: std::result::Result<Value, String>,
     tools: &Tools,
     activities: &Activities,
     target: &mut (impl Append + ?Sized),
@@ -112,16 +131,9 @@ fn run_one(
         return Ok(Err("unknown tool".into()));
     };
     let activity = activities.get(tool.name());
-    let resolved = match call.resolve(target.context()) {
-        Ok(Resolution::Ready(resolved)) => resolved,
-        Ok(Resolution::Pending(missing)) => {
-            let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
-            return Ok(Err(format!(
-                "still pending when nothing else could run: {} not present",
-                names.join(", ")
-            )));
-        }
-        Err(error) => return Ok(Err(error.to_string())),
+    let resolved = match resolved {
+        Ok(resolved) => resolved,
+        Err(error) => return Ok(Err(error)),
     };
     let schema = Value::Object(tool.for_model(activity.is_some()));
     if let Err(error) = check_tool_schema(call, target.context(), &schema) {
@@ -135,10 +147,11 @@ fn run_one(
             None => return Ok(Ok(())),
         },
     };
-    match apply(target, call, outcome, clock) {
-        Ok(_) => Ok(Ok(())),
-        Err(agent_output::Error::Store(error)) => Err(Error::Store(error)),
-        Err(error) => Ok(Err(error.to_string())),
+    match Written::of(apply(target, call, outcome, clock)) {
+        Written::Done(_) => Ok(Ok(())),
+        // The store failed: the turn ends (decision D42).
+        Written::StoreFailed(error) => Err(Error::Store(error)),
+        Written::Refused(error) => Ok(Err(error.to_string())),
     }
 }
 

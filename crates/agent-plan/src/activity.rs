@@ -78,7 +78,7 @@ impl Activities {
     /// has none — no activity registered, or the activity panicked (caught
     /// here, so one bad activity cannot take the executor down). What
     /// `Plan::run` and a worker both run.
-    pub(crate) fn run_caught(&self, tool: &str, call: &Value) -> Result<Outcome, String> {
+    pub fn run_caught(&self, tool: &str, call: &Value) -> Result<Outcome, String> {
         let activity = self
             .get(tool)
             .ok_or_else(|| format!("no activity registered for tool {}", quoted(tool)))?;

@@ -12,10 +12,16 @@
 //!   closures work. Failures are values; panics are caught and reported.
 //!   With the `async` feature, `Activities::register_async` takes an
 //!   `AsyncActivity` (a future per call), driven by a small built-in executor.
+//! - **Readiness.** [`judge`] is the one rule for whether a call may run
+//!   now, and why not: the in-process runner, the loop's turn and the
+//!   workers (crate `agent-worker`) all use it; [`standings`] applies it to
+//!   a whole plan. [`Written`] says what a failed write means: a refusal
+//!   fails the call, any other store failure stops the run.
 //! - **Execution.** [`Plan::run`] runs every ready call (independent calls
 //!   and instances concurrently), writes outcomes through agent-output in
-//!   plan order, and repeats; the [`Report`] says per call: done, failed,
-//!   blocked (missing references) or skipped.
+//!   plan order, and repeats; the [`Report`] (a serde type) says per call:
+//!   done, failed, blocked (missing references), skipped, or stopped (the
+//!   store failed).
 //!
 //! ```
 //! use agent_data::Context;
@@ -48,15 +54,14 @@ mod async_activity;
 mod error;
 mod graph;
 mod plan;
-mod schedule;
-#[cfg(feature = "postgres")]
-mod worker;
+mod readiness;
+mod report;
+mod run;
 
 pub use activity::{Activities, Activity};
 #[cfg(feature = "async")]
 pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
-pub use plan::{CallReport, Plan, Report, Status, Taken};
-pub use schedule::{Known, Standing, standings};
-#[cfg(feature = "postgres")]
-pub use worker::{PlanStatus, Worker, WorkerError, WorkerOptions, WorkerReport, plan_status};
+pub use plan::Plan;
+pub use readiness::{Blocker, Known, Standing, Verdict, Written, judge, standings};
+pub use report::{CallReport, Report, Status, Taken};

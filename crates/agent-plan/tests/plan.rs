@@ -29,16 +29,7 @@ fn activities() -> Activities {
 }
 
 fn statuses(report: &agent_plan::Report) -> Vec<&'static str> {
-    report
-        .calls
-        .iter()
-        .map(|c| match c.status {
-            Status::Done { .. } => "done",
-            Status::Failed { .. } => "failed",
-            Status::Blocked { .. } => "blocked",
-            Status::Skipped { .. } => "skipped",
-        })
-        .collect()
+    report.calls.iter().map(|c| c.status.name()).collect()
 }
 
 #[test]
@@ -264,7 +255,7 @@ fn chosen_outcomes_and_returned_messages() {
         ]
     );
     assert_eq!(
-        report.to_json()["calls"][0]["outcomeIndex"],
+        serde_json::json!(report)["calls"][0]["outcomeIndex"],
         json!(1),
         "a chosen outcome reports its position"
     );
@@ -298,7 +289,7 @@ fn report_json_shape() {
     .unwrap();
     let report = plan.run(&mut ctx, &activities(), &clock());
     assert_eq!(
-        report.to_json(),
+        serde_json::json!(report),
         json!({"calls": [
             {"index": 0, "tool": "echo", "wave": 0, "status": "done",
              "outcome": "success", "outcomeIndex": 0, "paths": ["†state.x"]},

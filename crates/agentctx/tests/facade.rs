@@ -281,7 +281,7 @@ fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
             &activities,
         )
         .unwrap();
-    assert!(report.all_done(), "{}", report.to_json());
+    assert!(report.all_done(), "{}", serde_json::json!(report));
     let reopened = StoredContext::open_existing(&url).unwrap();
     assert_eq!(
         reopened.get("†state.profile.name").unwrap(),

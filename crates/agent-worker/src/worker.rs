@@ -10,103 +10,16 @@
 //! activities finishes, a lease it must renew or watch runs out, or a
 //! retry's backoff ends.
 
-use crate::schedule::{Known, Standing, standings};
-use crate::{Activities, Plan};
+use crate::listen::listen;
+use crate::schedule::{TAKEOVERS, has_tool, known, next_wake, parse_plan, retry_delay, transient};
+use crate::{WorkerError, WorkerOptions, WorkerReport};
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome};
-use agent_store::{
-    Append, CallRow, CallState, Claim, Error as StoreError, Listener, PgCalls, PgStore, Stored,
-};
-use serde_json::{Value, json};
+use agent_plan::{Activities, Known, Plan, Standing, standings};
+use agent_store::{Append, CallRow, Claim, Error as StoreError, PgCalls, PgStore, Stored};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
-
-/// How a worker runs.
-#[derive(Debug, Clone)]
-pub struct WorkerOptions {
-    /// The worker's name in the calls table (unique among live workers).
-    pub name: String,
-    /// Activities it runs at once.
-    pub concurrency: usize,
-    /// How long a claim holds without renewal: a worker that dies leaves
-    /// its calls to others after this. Renewed every third of it.
-    pub lease: Duration,
-    /// Attempts after the first when an activity fails (with backoff). A
-    /// call taken over from a worker that stopped mid-activity counts that
-    /// attempt too, and may be claimed up to two more times than this
-    /// allows, so a worker dying does not fail its calls.
-    pub retries: u32,
-    /// Stop when nothing is ready or running (else run until killed).
-    pub until_idle: bool,
-    /// How long the database may stay unreachable before the worker gives
-    /// up.
-    pub patience: Duration,
-}
-
-impl WorkerOptions {
-    /// One activity at a time, a 30 s lease, 2 retries, running until
-    /// killed, waiting up to 5 minutes for the database.
-    pub fn new(name: impl Into<String>) -> WorkerOptions {
-        WorkerOptions {
-            name: name.into(),
-            concurrency: 1,
-            lease: Duration::from_secs(30),
-            retries: 2,
-            until_idle: false,
-            patience: Duration::from_secs(300),
-        }
-    }
-}
-
-/// What a worker did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkerReport {
-    /// Activities it ran.
-    pub ran: usize,
-    /// Results it wrote.
-    pub written: usize,
-    /// Results it did not write because the call already had one.
-    pub already_written: usize,
-    /// Failed attempts it gave back to be tried again.
-    pub retried: usize,
-    /// Calls it gave up on.
-    pub failed: usize,
-    /// Requests it sent the database and had answered (its store's and its
-    /// claims' connections; the listener only receives).
-    pub round_trips: u64,
-}
-
-impl WorkerReport {
-    /// `{"ran", "written", "alreadyWritten", "retried", "failed", "roundTrips"}`.
-    pub fn to_json(&self) -> Value {
-        json!({"ran": self.ran, "written": self.written, "alreadyWritten": self.already_written,
-               "retried": self.retried, "failed": self.failed, "roundTrips": self.round_trips})
-    }
-}
-
-/// Why a worker stopped before its work was done.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
-    /// The newest plan message is not a plan.
-    #[error("the plan message at row {row}: {reason}")]
-    BadPlan {
-        /// Its row.
-        row: u64,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The context has no plan message.
-    #[error("{name} has no plan message (append {{\"type\":\"plan\",\"calls\":[…]}} first)")]
-    NoPlan {
-        /// The context.
-        name: String,
-    },
-    /// The store failed for longer than the worker's patience, or in a way
-    /// waiting cannot mend.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 /// The newest plan, parsed.
 struct Current {
@@ -116,7 +29,7 @@ struct Current {
 }
 
 /// What an activity thread sends back.
-enum Event {
+pub(crate) enum Event {
     Finished(Claim, Result<Outcome, String>),
     Changed,
 }
@@ -198,7 +111,7 @@ impl<'w> Running<'w> {
             worker.options.lease,
         )?;
         let (sender, events) = mpsc::channel();
-        listen(&worker.url, sender.clone())?;
+        listen(&worker.url, &worker.options.name, sender.clone())?;
         Ok(Running {
             worker,
             stored,
@@ -429,6 +342,7 @@ impl<'w> Running<'w> {
         let tool = call.tool().unwrap_or_default().to_owned();
         let activities = self.worker.activities.clone();
         let sender = self.sender.clone();
+        let call_index = claim.call;
         self.mine.insert(claim.call, claim.clone());
         self.report.ran += 1;
         std::thread::Builder::new()
@@ -437,9 +351,14 @@ impl<'w> Running<'w> {
                 let outcome = activities.run_caught(&tool, &resolved);
                 let _ = sender.send(Event::Finished(claim, outcome));
             })
-            .map_err(|e| StoreError::Malformed {
-                name: "worker".into(),
-                reason: format!("cannot start a thread: {e}"),
+            .map_err(|source| {
+                // Never started: its lease runs out and another takes it.
+                self.mine.remove(&call_index);
+                WorkerError::Thread {
+                    worker: self.options().name.clone(),
+                    thread: format!("the activity of call {call_index}"),
+                    source,
+                }
             })?;
         Ok(())
     }
@@ -526,207 +445,4 @@ impl<'w> Running<'w> {
         self.calls.release(claim, error, None)?;
         Ok(())
     }
-}
-
-/// How many times a call may be claimed again after its worker stopped
-/// before finishing it (died, or lost its lease), beyond the attempts its
-/// retries allow: `--retries` counts failed activities, and a worker that
-/// died is not one. Past that, a call whose activity stops its worker every
-/// time is given up rather than tried forever.
-const TAKEOVERS: u32 = 2;
-
-/// A plan message's calls, checked and ordered.
-fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
-    let bad = |reason: String| WorkerError::BadPlan { row, reason };
-    let message: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-    let calls = match message.get("calls") {
-        Some(Value::Array(calls)) => calls.clone(),
-        Some(other) => {
-            return Err(bad(format!(
-                "\"calls\" must be an array of calls, found {}",
-                agent_core::json_type(other)
-            )));
-        }
-        None => return Err(bad("it has no \"calls\": an array of calls".into())),
-    };
-    Plan::new(calls).map_err(|e| bad(e.to_string()))
-}
-
-/// The stored state of a call as the schedule sees it.
-fn known(row: &CallRow) -> Known {
-    match row.state {
-        CallState::Done => Known::Done,
-        CallState::Failed => Known::Failed,
-        CallState::Running if !row.claimable() => Known::Running,
-        CallState::Running | CallState::Waiting => Known::Open,
-    }
-}
-
-/// When to look again without a notification: when a lease of another
-/// worker runs out or a backoff ends (else a slow poll, in case a
-/// notification was lost with a connection).
-fn next_wake(rows: &[CallRow], lease: Duration) -> Duration {
-    let soonest = rows
-        .iter()
-        .filter_map(|r| match r.state {
-            CallState::Running => r.lease_left,
-            CallState::Waiting => r.retry_in,
-            _ => None,
-        })
-        .filter(|s| *s > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let poll = lease.min(Duration::from_secs(5));
-    if soonest.is_finite() {
-        // A little after, so the lease has run out when we look.
-        Duration::from_secs_f64(soonest + 0.01).min(poll)
-    } else {
-        poll
-    }
-}
-
-/// The pause before attempt `attempt + 1`: 1 s, 2 s, 4 s, … up to a minute.
-fn retry_delay(attempt: u32) -> Duration {
-    Duration::from_secs(1u64 << attempt.saturating_sub(1).min(6)).min(Duration::from_secs(60))
-}
-
-/// Errors worth waiting out: the database unreachable or restarting.
-fn transient(error: &StoreError) -> bool {
-    matches!(
-        error,
-        StoreError::Database { .. } | StoreError::InDoubt { .. } | StoreError::Contended { .. }
-    )
-}
-
-/// A thread that turns notifications into [`Event::Changed`], reconnecting
-/// when the database goes away; it ends when the worker does.
-fn listen(url: &str, sender: Sender<Event>) -> Result<(), WorkerError> {
-    let mut listener = Listener::open(url)?;
-    std::thread::Builder::new()
-        .name("agentctx-listen".into())
-        .spawn(move || {
-            loop {
-                // A minute without news also wakes the worker: a send that
-                // fails says it has stopped, and this thread ends.
-                match listener.wait(Duration::from_secs(60)) {
-                    Ok(_) => {
-                        if sender.send(Event::Changed).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(500)),
-                }
-            }
-        })
-        .map_err(|e| StoreError::Malformed {
-            name: "worker".into(),
-            reason: format!("cannot start a thread: {e}"),
-        })?;
-    Ok(())
-}
-
-/// Where the newest plan of a context stands ([`plan_status`]).
-#[derive(Debug, Clone)]
-pub struct PlanStatus {
-    /// The plan message's row.
-    pub row: u64,
-    /// The plan.
-    pub plan: Plan,
-    /// Each call's standing, in plan order.
-    pub standings: Vec<Standing>,
-    /// Each call's row (absent before a worker first saw the plan).
-    pub rows: Vec<Option<CallRow>>,
-}
-
-impl PlanStatus {
-    /// How many calls stand as `name` (`done`, `running`, `ready`,
-    /// `blocked`, `failed`).
-    pub fn count(&self, name: &str) -> usize {
-        self.standings.iter().filter(|s| s.name() == name).count()
-    }
-
-    /// `{"plan", "total", "done", "running", "ready", "blocked", "failed"}`,
-    /// and with `calls` each call's state: its tool, instance, standing,
-    /// why it is blocked, the worker holding or having finished it, since
-    /// when, its attempts and last error.
-    pub fn to_json(&self, calls: bool) -> Value {
-        let mut out = json!({"plan": self.row, "total": self.standings.len()});
-        for name in ["done", "running", "ready", "blocked", "failed"] {
-            out[name] = json!(self.count(name));
-        }
-        if calls {
-            let each: Vec<Value> = self
-                .standings
-                .iter()
-                .enumerate()
-                .map(|(index, standing)| {
-                    let call = &self.plan.calls()[index];
-                    let mut entry = json!({
-                        "index": index,
-                        "tool": call.tool().unwrap_or_default(),
-                        "instance": call.instance().map(|i| i.as_str()),
-                        "state": standing.name(),
-                    });
-                    if let Standing::Blocked { reason, .. } = standing {
-                        entry["reason"] = json!(reason);
-                    }
-                    if let Some(Some(row)) = self.rows.get(index) {
-                        entry["worker"] = json!(row.worker);
-                        entry["since"] = json!(row.claimed_at);
-                        entry["attempts"] = json!(row.attempts);
-                        if let Some(error) = &row.error {
-                            entry["error"] = json!(error);
-                        }
-                    }
-                    entry
-                })
-                .collect();
-            out["calls"] = Value::Array(each);
-        }
-        out
-    }
-}
-
-/// Where the newest plan of the context at `url` stands: what the calls
-/// table says, and for the rest whether they are ready or blocked and why.
-pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
-    let store = PgStore::open(url)?;
-    let mut calls = PgCalls::open(url)?;
-    let Some((row, line)) = calls.newest_plan()? else {
-        return Err(WorkerError::NoPlan {
-            name: calls.name().to_owned(),
-        });
-    };
-    let plan = parse_plan(row, &line)?;
-    let mut rows: Vec<Option<CallRow>> = vec![None; plan.calls().len()];
-    for r in calls.rows(row)? {
-        if let Some(slot) = rows.get_mut(r.call) {
-            *slot = Some(r);
-        }
-    }
-    let live = calls.live_tools()?;
-    // After the calls, as a worker's round reads them (see there).
-    let stored = Stored::open_tail(store)?;
-    let known: Vec<Known> = rows
-        .iter()
-        .map(|r| r.as_ref().map_or(Known::Open, known))
-        .collect();
-    let standings = standings(
-        &plan,
-        &plan.writes_after(),
-        &known,
-        stored.context(),
-        &|tool| has_tool(&live, tool),
-    );
-    Ok(PlanStatus {
-        row,
-        plan,
-        standings,
-        rows,
-    })
-}
-
-/// True when `tools` (sorted, as [`PgCalls::live_tools`] returns them)
-/// holds `tool`.
-fn has_tool(tools: &[String], tool: &str) -> bool {
-    tools.binary_search_by(|t| t.as_str().cmp(tool)).is_ok()
 }

@@ -1,0 +1,268 @@
+//! The in-process runner: every ready call of a plan, wave by wave, its
+//! activities concurrently, its results written in plan order.
+
+use crate::readiness::{Blocker, Known, Standing, Verdict, Written, judge, waits_on};
+use crate::{Activities, CallReport, Plan, Report, Status, Taken};
+use agent_core::Reference;
+use agent_data::Message;
+use agent_output::{Clock, Outcome};
+use agent_store::Append;
+use rayon::prelude::*;
+use serde_json::Value;
+
+/// What one ready call came to before its result is written.
+enum Step {
+    /// Its activity's outcome, or why it has none.
+    Ran(Result<Outcome, String>),
+    /// It did not run: the rule found it blocked, or it cannot be resolved.
+    Settled(Status),
+}
+
+impl Plan {
+    /// Runs the plan against `target`: every ready call — its dependencies
+    /// done and its references present ([`judge`](crate::judge), with
+    /// every tool counted as present: a call whose tool has no activity
+    /// runs and fails) — runs, activities of a wave concurrently; outcomes
+    /// are written through agent-output in plan order (so appended
+    /// messages are deterministic); repeat until nothing is ready. A call
+    /// whose dependency did not end as done is skipped as soon as that is
+    /// known.
+    ///
+    /// `target` is a [`Context`](agent_data::Context) in memory, or a
+    /// stored context ([`agent_store::Stored`]): then each result is
+    /// committed as it is written — validated against the stored context as
+    /// it is then, other writers' appends included — and later calls read
+    /// what it holds. When the store fails (not a refusal: the disk is
+    /// full, the database gone), the run stops: that call and every call
+    /// not yet written are [`Status::Stopped`], and no activity starts
+    /// after it.
+    ///
+    /// Linear in calls and dependencies: each call is judged when its last
+    /// dependency is done, or skipped when the first one will not be.
+    pub fn run(
+        &self,
+        target: &mut (impl Append + ?Sized),
+        activities: &Activities,
+        clock: &(dyn Clock + Sync),
+    ) -> Report {
+        let mut run = Run::new(self);
+        let mut frontier: Vec<usize> = (0..self.calls().len())
+            .filter(|&c| self.dependencies()[c].is_empty())
+            .collect();
+        let mut wave = 0;
+        while !frontier.is_empty() && run.stopped.is_none() {
+            frontier.sort_unstable();
+            let standing = &run.standing;
+            let shared = target.context();
+            let steps: Vec<(usize, Step)> = frontier
+                .par_iter()
+                .map(|&call| {
+                    let verdict = judge(
+                        self,
+                        call,
+                        &|d| standing[d].clone(),
+                        &[],
+                        Known::Open,
+                        shared,
+                        &|_| true,
+                    );
+                    (call, self.step(call, verdict, activities))
+                })
+                .collect();
+            let mut next = Vec::new();
+            for (call, step) in steps {
+                run.wave[call] = Some(wave);
+                let status = match step {
+                    Step::Settled(status) => status,
+                    Step::Ran(Err(error)) => Status::Failed {
+                        error,
+                        failure: None,
+                    },
+                    Step::Ran(Ok(_)) if run.stopped.is_some() => run.stopped_status(),
+                    Step::Ran(Ok(outcome)) => run.write(self, target, call, outcome, clock),
+                };
+                run.settle(self, call, status, &mut next);
+            }
+            frontier = next;
+            wave += 1;
+        }
+        run.report(self)
+    }
+
+    /// Runs a call the rule found ready; any other verdict is how it ended.
+    fn step(&self, call: usize, verdict: Verdict, activities: &Activities) -> Step {
+        let failed = |error: String| {
+            Step::Settled(Status::Failed {
+                error,
+                failure: None,
+            })
+        };
+        match verdict {
+            Verdict::Ready(Ok(resolved)) => Step::Ran(
+                activities.run_caught(self.calls()[call].tool().unwrap_or_default(), &resolved),
+            ),
+            Verdict::Ready(Err(error)) => failed(error),
+            Verdict::Blocked(Blocker::Missing(missing)) => {
+                Step::Settled(Status::Blocked { missing })
+            }
+            Verdict::Blocked(Blocker::Dependency(because)) => {
+                Step::Settled(Status::Skipped { because })
+            }
+            // A frontier call has every dependency done, no earlier writer
+            // to wait for and every tool: none of these can be.
+            Verdict::Blocked(other) => failed(format!("never became ready: {other}")),
+            Verdict::Known(_) => failed("never became ready".into()),
+        }
+    }
+}
+
+/// A run in progress: how each call ended, and what the rule sees of it.
+struct Run {
+    status: Vec<Option<Status>>,
+    standing: Vec<Option<Standing>>,
+    wave: Vec<Option<usize>>,
+    /// Dependencies of each call not yet done.
+    waiting: Vec<usize>,
+    dependents: Vec<Vec<usize>>,
+    /// The store's error, once it failed.
+    stopped: Option<String>,
+}
+
+impl Run {
+    fn new(plan: &Plan) -> Run {
+        let n = plan.calls().len();
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (call, deps) in plan.dependencies().iter().enumerate() {
+            for &d in deps {
+                dependents[d].push(call);
+            }
+        }
+        Run {
+            status: vec![None; n],
+            standing: vec![None; n],
+            wave: vec![None; n],
+            waiting: plan.dependencies().iter().map(Vec::len).collect(),
+            dependents,
+            stopped: None,
+        }
+    }
+
+    fn stopped_status(&self) -> Status {
+        Status::Stopped {
+            error: self.stopped.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Writes `outcome`; a store failure stops the run.
+    fn write(
+        &mut self,
+        plan: &Plan,
+        target: &mut (impl Append + ?Sized),
+        call: usize,
+        outcome: Outcome,
+        clock: &(dyn Clock + Sync),
+    ) -> Status {
+        let (taken, failure) = Taken::of(&outcome);
+        let applied = agent_output::apply(target, &plan.calls()[call], outcome, clock);
+        match Written::of(applied) {
+            Written::Done(appended) => Status::Done {
+                taken,
+                paths: appended.iter().filter_map(written_path).collect(),
+                failure,
+            },
+            Written::Refused(e) => Status::Failed {
+                error: e.to_string(),
+                failure,
+            },
+            Written::StoreFailed(e) => {
+                self.stopped = Some(e.to_string());
+                self.stopped_status()
+            }
+        }
+    }
+
+    /// Records how `call` ended. Its dependents become ready (into `next`)
+    /// once their last dependency is done, and are skipped — they and
+    /// theirs, at once — when it will not be done. A stopped call settles
+    /// nothing: the run ends.
+    fn settle(&mut self, plan: &Plan, call: usize, status: Status, next: &mut Vec<usize>) {
+        let mut todo = vec![(call, status)];
+        while let Some((call, status)) = todo.pop() {
+            let standing = match &status {
+                Status::Done { .. } => Some(Standing::Done),
+                Status::Failed { .. } => Some(Standing::Failed),
+                Status::Blocked { missing } => {
+                    Some(Verdict::Blocked(Blocker::Missing(missing.clone())).standing())
+                }
+                Status::Skipped { because } => {
+                    Some(Verdict::Blocked(Blocker::Dependency(*because)).standing())
+                }
+                Status::Stopped { .. } => None,
+            };
+            let done = matches!(status, Status::Done { .. });
+            self.status[call] = Some(status);
+            self.standing[call] = standing.clone();
+            if standing.is_none() {
+                continue;
+            }
+            for &dependent in &self.dependents[call] {
+                if self.status[dependent].is_some() {
+                    continue;
+                }
+                if done {
+                    self.waiting[dependent] -= 1;
+                    if self.waiting[dependent] == 0 {
+                        next.push(dependent);
+                    }
+                    continue;
+                }
+                // The rule names the dependency that will not be done.
+                let because = match waits_on(plan, dependent, &|d| self.standing[d].clone(), &[]) {
+                    Some(Blocker::Dependency(d)) => d,
+                    _ => call,
+                };
+                // Marked now so a second failing dependency skips it once.
+                self.status[dependent] = Some(Status::Skipped { because });
+                todo.push((dependent, Status::Skipped { because }));
+            }
+        }
+    }
+
+    fn report(self, plan: &Plan) -> Report {
+        let stopped = self.stopped;
+        let calls = self
+            .status
+            .into_iter()
+            .zip(self.wave)
+            .enumerate()
+            .map(|(index, (status, wave))| CallReport {
+                index,
+                tool: plan.calls()[index].tool().unwrap_or_default().to_owned(),
+                wave,
+                status: status.unwrap_or_else(|| match &stopped {
+                    Some(error) => Status::Stopped {
+                        error: error.clone(),
+                    },
+                    None => Status::Failed {
+                        error: "never became ready".into(),
+                        failure: None,
+                    },
+                }),
+            })
+            .collect();
+        Report { calls }
+    }
+}
+
+/// Where an appended message wrote: its `_outputPath` destination, or for
+/// a message returned whole (R22) without one, the reference to what it
+/// wrote in its kind.
+fn written_path(message: &Message) -> Option<String> {
+    let data = message.as_data()?;
+    Some(
+        match data.fields().get("_outputPath").and_then(Value::as_str) {
+            Some(destination) => destination.to_owned(),
+            None => Reference::new(data.kind().clone(), data.destination().clone()).to_string(),
+        },
+    )
+}

@@ -1,0 +1,84 @@
+//! The worker's own rules around the shared readiness rule: reading the
+//! stored plan, what a call's row says, when to look again, how long to
+//! back off, which store errors are worth waiting out.
+
+use crate::WorkerError;
+use agent_plan::{Known, Plan};
+use agent_store::{CallRow, CallState, Error as StoreError};
+use serde_json::Value;
+use std::time::Duration;
+
+/// How many times a call may be claimed again after its worker stopped
+/// before finishing it (died, or lost its lease), beyond the attempts its
+/// retries allow: `--retries` counts failed activities, and a worker that
+/// died is not one. Past that, a call whose activity stops its worker every
+/// time is given up rather than tried forever.
+pub(crate) const TAKEOVERS: u32 = 2;
+
+/// A plan message's calls, checked and ordered.
+pub(crate) fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
+    let bad = |reason: String| WorkerError::BadPlan { row, reason };
+    let message: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+    let calls = match message.get("calls") {
+        Some(Value::Array(calls)) => calls.clone(),
+        Some(other) => {
+            return Err(bad(format!(
+                "\"calls\" must be an array of calls, found {}",
+                agent_core::json_type(other)
+            )));
+        }
+        None => return Err(bad("it has no \"calls\": an array of calls".into())),
+    };
+    Plan::new(calls).map_err(|e| bad(e.to_string()))
+}
+
+/// The stored state of a call as the schedule sees it.
+pub(crate) fn known(row: &CallRow) -> Known {
+    match row.state {
+        CallState::Done => Known::Done,
+        CallState::Failed => Known::Failed,
+        CallState::Running if !row.claimable() => Known::Running,
+        CallState::Running | CallState::Waiting => Known::Open,
+    }
+}
+
+/// When to look again without a notification: when a lease of another
+/// worker runs out or a backoff ends (else a slow poll, in case a
+/// notification was lost with a connection).
+pub(crate) fn next_wake(rows: &[CallRow], lease: Duration) -> Duration {
+    let soonest = rows
+        .iter()
+        .filter_map(|r| match r.state {
+            CallState::Running => r.lease_left,
+            CallState::Waiting => r.retry_in,
+            _ => None,
+        })
+        .filter(|s| *s > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let poll = lease.min(Duration::from_secs(5));
+    if soonest.is_finite() {
+        // A little after, so the lease has run out when we look.
+        Duration::from_secs_f64(soonest + 0.01).min(poll)
+    } else {
+        poll
+    }
+}
+
+/// The pause before attempt `attempt + 1`: 1 s, 2 s, 4 s, … up to a minute.
+pub(crate) fn retry_delay(attempt: u32) -> Duration {
+    Duration::from_secs(1u64 << attempt.saturating_sub(1).min(6)).min(Duration::from_secs(60))
+}
+
+/// Errors worth waiting out: the database unreachable or restarting.
+pub(crate) fn transient(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::Database { .. } | StoreError::InDoubt { .. } | StoreError::Contended { .. }
+    )
+}
+
+/// True when `tools` (sorted, as [`PgCalls::live_tools`] returns them)
+/// holds `tool`.
+pub(crate) fn has_tool(tools: &[String], tool: &str) -> bool {
+    tools.binary_search_by(|t| t.as_str().cmp(tool)).is_ok()
+}
