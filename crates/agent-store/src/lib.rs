@@ -51,6 +51,7 @@ mod files;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
+mod retry;
 mod snapshot;
 mod store;
 mod url;

@@ -12,8 +12,8 @@
 //! append cannot conflict.
 
 use super::{Claim, PgStore, outcome_unknown};
-use crate::store::backoff;
-use crate::{Error, MAX_ATTEMPTS, Result, Store};
+use crate::retry::retry_on_conflict;
+use crate::{Error, Result, Store};
 use agent_data::{Context, Message, Prepared};
 use std::ops::Range;
 
@@ -48,17 +48,12 @@ impl PgStore {
                 Err(e) => return Err(e),
             }
         }
-        for attempt in 0..MAX_ATTEMPTS {
-            match self.commit_locked(context, messages, claim) {
-                // Only while the context does not exist yet (nothing to
-                // lock), or after a lost connection showed nothing landed.
-                Err(Error::Conflict { .. }) => backoff(attempt),
-                other => return other,
-            }
-        }
-        Err(Error::Contended {
-            name: self.address.shown.clone(),
-            attempts: MAX_ATTEMPTS,
+        let name = self.address.shown.clone();
+        retry_on_conflict(&name, || {
+            // A conflict only while the context does not exist yet
+            // (nothing to lock), or after a lost connection showed
+            // nothing landed.
+            self.commit_locked(context, messages, claim)
         })
     }
 
