@@ -46,7 +46,6 @@
 
 mod append;
 mod error;
-mod file;
 mod files;
 #[cfg(feature = "postgres")]
 mod pg;
