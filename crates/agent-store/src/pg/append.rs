@@ -2,6 +2,12 @@
 //! optimistically first, then under the context's row lock; and what an
 //! append whose connection broke did.
 //!
+//! Every append is one call of `agentctx_append` (or, for a call's result,
+//! `agentctx_commit_call`, which also marks the call done): one transaction
+//! that appends only if the context still has the length the batch was
+//! validated against. When the connection breaks during it, [`PgStore`]
+//! ends the old server session and looks at what landed (`settle`).
+//!
 //! Most appends find the context as this handle last saw it: appending at
 //! that length is one round trip, and a success proves the batch was
 //! validated against exactly the stored context. When another writer came
@@ -11,13 +17,6 @@
 //! context's row in a transaction, catches up, validates and appends under
 //! it, and commits: writers waiting for the lock queue in order, and the
 //! append cannot conflict.
-
-//!
-//! Every append is one call of `agentctx_append` (or, for a call's result,
-//! `agentctx_commit_call`, which also marks the call done): one transaction
-//! that appends only if the context still has the length the batch was
-//! validated against. When the connection breaks during it, [`PgStore`]
-//! ends the old server session and looks at what landed (`settle`).
 
 use super::session::{describe, outcome_unknown};
 use super::sql::{BEGIN, COMMIT, ROLLBACK};
