@@ -46,11 +46,11 @@
 
 mod append;
 mod error;
-mod file;
 mod files;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
+mod retry;
 mod snapshot;
 mod store;
 mod url;

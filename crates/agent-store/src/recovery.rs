@@ -9,7 +9,7 @@
 //! and fsyncs it; the next writer, under the lock, keeps the batch if it is
 //! all there and otherwise truncates the file back to where it started.
 
-use crate::file::LockedFile;
+use crate::files::LockedFile;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};

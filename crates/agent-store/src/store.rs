@@ -1,5 +1,6 @@
 //! The seam between the engine and where a context lives.
 
+use crate::retry::retry_on_conflict;
 use crate::{Error, Result};
 use agent_data::{Context, Loaded, Message, Prepared};
 use std::ops::Range;
@@ -77,23 +78,15 @@ pub trait Store {
         if messages.is_empty() {
             return Ok(context.len()..context.len());
         }
-        for attempt in 0..MAX_ATTEMPTS {
+        let name = self.name().to_owned();
+        let range = retry_on_conflict(&name, || {
             self.lock()?;
             let result = commit_once(self, context, messages);
             self.unlock();
-            match result {
-                Err(Error::Conflict { .. }) => backoff(attempt),
-                Ok(range) => {
-                    self.snapshot(context, false)?;
-                    return Ok(range);
-                }
-                other => return other,
-            }
-        }
-        Err(Error::Contended {
-            name: self.name().to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+            result
+        })?;
+        self.snapshot(context, false)?;
+        Ok(range)
     }
 
     /// Like [`Store::commit`], for messages that depend on the context they
@@ -106,7 +99,8 @@ pub trait Store {
         context: &mut Context,
         build: &mut Build<'_>,
     ) -> Result<Range<usize>> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let name = self.name().to_owned();
+        let range = retry_on_conflict(&name, || {
             self.lock()?;
             // Built from the context as caught up, then appended at exactly
             // that length: no second catch-up may slip other writers'
@@ -116,19 +110,10 @@ pub trait Store {
                 append_caught_up(self, context, &messages)
             });
             self.unlock();
-            match result {
-                Err(Error::Conflict { .. }) => backoff(attempt),
-                Ok(range) => {
-                    self.snapshot(context, false)?;
-                    return Ok(range);
-                }
-                other => return other,
-            }
-        }
-        Err(Error::Contended {
-            name: self.name().to_owned(),
-            attempts: MAX_ATTEMPTS,
-        })
+            result
+        })?;
+        self.snapshot(context, false)?;
+        Ok(range)
     }
 }
 
@@ -160,28 +145,6 @@ fn append_caught_up<S: Store + ?Sized>(
     context
         .append_prepared(prepared)
         .map_err(|e| Error::Refused(Box::new(e)))
-}
-
-/// Waits a little longer after each conflict, a random part of a doubling
-/// limit (50 µs, 100 µs, … up to about 51 ms), so writers that keep
-/// colliding spread out instead of colliding again in step.
-pub(crate) fn backoff(attempt: usize) {
-    let limit = 50u64 << attempt.min(10);
-    std::thread::sleep(std::time::Duration::from_micros(jitter(limit)));
-}
-
-/// A number in `limit/2 ..= limit`, different per thread and call: the low
-/// bits of the clock mixed with the thread's id (no randomness is needed
-/// beyond writers not agreeing).
-fn jitter(limit: u64) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(nanos);
-    hasher.write(format!("{:?}", std::thread::current().id()).as_bytes());
-    limit / 2 + hasher.finish() % (limit / 2 + 1)
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {

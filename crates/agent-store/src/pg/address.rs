@@ -78,7 +78,7 @@ impl Address {
         let mut config = postgres::Config::from_str(&connection).map_err(|e| {
             fail(format!(
                 "not a valid connection URL: {}",
-                super::describe(&e)
+                super::session::describe(&e)
             ))
         })?;
         if config.get_connect_timeout().is_none() {

@@ -10,18 +10,14 @@
 //! once (a claim only keeps two workers from running a call at once while
 //! both are alive).
 
-use super::{PgStore, describe};
-use crate::{Error, Result, Stored};
-use agent_data::Message;
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Statement};
+use super::PgStore;
+use super::sql::{
+    CLAIM, LIVE_TOOLS, PLANS, PLANS_AT_ONCE, REGISTER, RELEASE, RENEW, ROWS, SET_UP, UNREGISTER,
+};
+use crate::{Error, Result};
+use postgres::{Client, Statement};
 use std::collections::HashMap;
-use std::ops::Range;
 use std::time::Duration;
-
-/// The channel workers listen on: `agentctx_commit_call` and every change
-/// of a call's state notify it, with the context's id as payload.
-pub const CHANNEL: &str = "agentctx_calls";
 
 /// Where a call of a plan is, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,70 +99,6 @@ pub struct Claim {
     /// The worker.
     pub worker: String,
 }
-
-/// Lines that may be plan messages, newest first (the pattern also finds
-/// a line that holds `"type":"plan"` deeper inside: those are passed over).
-const PLANS: &str = "SELECT seq, line::text FROM agentctx_messages \
-     WHERE context = $1 AND line::text LIKE '%\"type\":\"plan\"%' \
-     AND seq < $2 ORDER BY seq DESC LIMIT 16";
-
-/// The `LIMIT` of [`PLANS`].
-const PLANS_AT_ONCE: usize = 16;
-
-const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>> '{}', \
-     extract(epoch FROM lease_until - now())::float8, \
-     extract(epoch FROM not_before - now())::float8, error \
-     FROM agentctx_calls WHERE context = $1 AND plan = $2 ORDER BY call";
-
-/// Claims up to `$6` of the candidate calls `$3` that nobody holds,
-/// skipping rows another worker is claiming this instant. The pick is a
-/// materialised CTE: as a subquery joined in `FROM` the planner may run it
-/// again per row, and each run can pick other rows (it did: three claims
-/// for a limit of two). Without the `MATERIALIZED` keyword, which
-/// PostgreSQL 10 and 11 do not know: a CTE with `FOR UPDATE` is never
-/// inlined (PostgreSQL 12 inlines only CTEs free of row locks and DML),
-/// and before 12 no CTE was.
-const CLAIM: &str = "WITH pick AS ( \
-       SELECT call FROM agentctx_calls \
-       WHERE context = $1 AND plan = $2 AND call = ANY($3) \
-         AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
-              OR (state = 'running' AND lease_until <= now())) \
-       ORDER BY call LIMIT $6 FOR UPDATE SKIP LOCKED) \
-     UPDATE agentctx_calls k SET state = 'running', worker = $4, \
-       attempts = k.attempts + 1, claimed_at = now(), not_before = NULL, \
-       lease_until = now() + make_interval(secs => $5) \
-     FROM pick WHERE k.context = $1 AND k.plan = $2 AND k.call = pick.call \
-     RETURNING k.call, k.attempts";
-
-const RENEW: &str = "UPDATE agentctx_calls SET lease_until = now() + make_interval(secs => $5) \
-     WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
-       AND state = 'running'";
-
-/// Gives a claim back: waiting again after `$5` seconds, or failed when
-/// `$5` is NULL; `$7` is the error.
-const RELEASE: &str = "WITH r AS (UPDATE agentctx_calls SET \
-       state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'waiting' END, \
-       not_before = now() + make_interval(secs => coalesce($5, 0)), \
-       lease_until = NULL, error = $7, \
-       finished_at = CASE WHEN $5::float8 IS NULL THEN now() END \
-       WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
-         AND state = 'running' RETURNING 1) \
-     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM r";
-
-const SET_UP: &str = "INSERT INTO agentctx_calls (context, plan, call) \
-     SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING";
-
-const UNREGISTER: &str = "WITH gone AS (DELETE FROM agentctx_workers \
-     WHERE context = $1 AND worker = $2 RETURNING 1) \
-     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM gone";
-
-const REGISTER: &str = "INSERT INTO agentctx_workers (context, worker, tools, alive_until) \
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
-     ON CONFLICT (context, worker) DO UPDATE SET tools = EXCLUDED.tools, \
-     alive_until = EXCLUDED.alive_until";
-
-const LIVE_TOOLS: &str = "SELECT DISTINCT unnest(tools) FROM agentctx_workers \
-     WHERE context = $1 AND alive_until > now()";
 
 /// The table of a context's plan calls, and its workers.
 ///
@@ -442,101 +374,4 @@ fn claim_key(claim: &Claim) -> (i64, i32, i32) {
         i32::try_from(claim.call).unwrap_or(i32::MAX),
         i32::try_from(claim.attempt).unwrap_or(i32::MAX),
     )
-}
-
-impl Stored<PgStore> {
-    /// Commits the result of the call `claim` holds ([`PgStore::commit_call`]):
-    /// written once, or [`Error::AlreadyWritten`].
-    pub fn commit_call(&mut self, messages: &[Message], claim: &Claim) -> Result<Range<usize>> {
-        let (store, context) = self.parts();
-        store.commit_call(context, messages, claim)
-    }
-}
-
-/// A connection listening on the channel `agentctx_calls` (which every
-/// change of a call notifies): what lets an idle worker sleep until
-/// something changes instead of polling.
-pub struct Listener {
-    config: postgres::Config,
-    shown: String,
-    client: Option<Client>,
-}
-
-impl std::fmt::Debug for Listener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listener")
-            .field("name", &self.shown)
-            .field("connected", &self.client.is_some())
-            .finish()
-    }
-}
-
-impl Listener {
-    /// Starts listening for changes of the calls of the context at `url`.
-    pub fn open(url: &str) -> Result<Listener> {
-        let address = super::address::Address::parse(url)?;
-        let mut listener = Listener {
-            config: address.config,
-            shown: address.shown,
-            client: None,
-        };
-        listener.connect()?;
-        Ok(listener)
-    }
-
-    fn connect(&mut self) -> Result<&mut Client> {
-        if self.client.as_ref().is_some_and(Client::is_closed) {
-            self.client = None;
-        }
-        if self.client.is_none() {
-            let mut client = self.config.connect(NoTls).map_err(|e| Error::Database {
-                action: "listen to",
-                name: self.shown.clone(),
-                reason: describe(&e),
-            })?;
-            client
-                .batch_execute(&format!("LISTEN {CHANNEL}"))
-                .map_err(|e| Error::Database {
-                    action: "listen to",
-                    name: self.shown.clone(),
-                    reason: describe(&e),
-                })?;
-            self.client = Some(client);
-        }
-        self.client.as_mut().ok_or_else(|| Error::Database {
-            action: "listen to",
-            name: self.shown.clone(),
-            reason: "not connected".into(),
-        })
-    }
-
-    /// Waits up to `timeout` for a notification (any context's: a spurious
-    /// wake-up costs one look at the calls). True when one came; after a
-    /// lost connection, which may have hidden one, it reconnects and says
-    /// true as well. An error only when it cannot reconnect.
-    pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
-        let was_connected = self.client.as_ref().is_some_and(|c| !c.is_closed());
-        let client = self.connect()?;
-        if !was_connected {
-            return Ok(true);
-        }
-        let got = {
-            let mut notifications = client.notifications();
-            let first = notifications.timeout_iter(timeout).next();
-            if let Ok(Some(_)) = first {
-                // Drain what else arrived: one look covers them all.
-                let mut rest = notifications.iter();
-                while let Ok(Some(_)) = rest.next() {}
-            }
-            first
-        };
-        match got {
-            Ok(Some(_)) => Ok(true),
-            Ok(None) => Ok(false),
-            Err(_) => {
-                self.client = None;
-                Ok(true)
-            }
-        }
-    }
 }

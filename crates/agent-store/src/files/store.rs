@@ -1,18 +1,12 @@
-//! Context files: JSONL or a JSON array, shared by any number of writers
-//! (R34, R34b).
-//!
-//! Every append holds an exclusive advisory lock (`flock`) from reading the
-//! file's tail to the fsync. JSONL gets the new lines in one `O_APPEND`
-//! write, then fsync; a write that fails is truncated away. A JSON array is
-//! rewritten through a fresh temporary file and a rename, with the new
-//! messages spliced in before the closing `]` so every byte before them is
-//! kept. Readers take a shared lock, so they never see an append half done.
+//! [`FileStore`]: a context in one file, read and appended under the
+//! file's lock ([`LockedFile`]), with its snapshot anchored by
+//! [`FileAnchor`].
 
-use crate::file::LockedFile;
+use super::anchor::{FileAnchor, window};
+use super::lock::LockedFile;
 use crate::snapshot::{self, Since};
 use crate::{Error, Result, Store, recovery};
 use agent_data::{Context, Format, Loaded, Position, Prepared, Warning};
-use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -450,72 +444,6 @@ impl FileStore {
         }
         Ok(())
     }
-}
-
-/// Where in a JSONL file a snapshot was taken, and how to tell it is
-/// still the file it summarises: the log only grows, so the snapshot holds
-/// while the file is at least that long, a line ends there, and the bytes
-/// before it are unchanged — checked on the [`WINDOW`] bytes before it
-/// (decision D37: reading the whole prefix would make opening O(history)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileAnchor {
-    items: usize,
-    end: Position,
-    window: u64,
-}
-
-/// How many bytes before a snapshot's end its checksum covers.
-const WINDOW: u64 = 4096;
-
-impl FileAnchor {
-    fn value(&self) -> Value {
-        json!({
-            "items": self.items,
-            "line": self.end.line,
-            "offset": self.end.offset,
-            "window": format!("{:016x}", self.window),
-        })
-    }
-
-    fn read(value: &Value) -> Option<FileAnchor> {
-        let number = |key| {
-            value
-                .get(key)?
-                .as_u64()
-                .and_then(|n| usize::try_from(n).ok())
-        };
-        let window = value.get("window")?.as_str()?;
-        Some(FileAnchor {
-            items: number("items")?,
-            end: Position {
-                line: number("line")?,
-                offset: number("offset")?,
-            },
-            window: u64::from_str_radix(window, 16).ok()?,
-        })
-    }
-
-    /// True when `file`, `len` bytes long, is the file this anchor was
-    /// taken in (or that file with lines appended).
-    fn matches(&self, file: &LockedFile, len: u64) -> io::Result<bool> {
-        let offset = self.end.offset as u64;
-        if len < offset {
-            return Ok(false);
-        }
-        let start = offset.saturating_sub(WINDOW);
-        let bytes = file.read_range(start, offset)?;
-        let at_line_end = offset == 0 || bytes.last() == Some(&b'\n');
-        Ok(at_line_end && snapshot::checksum(&bytes) == self.window)
-    }
-}
-
-/// The checksum of the [`WINDOW`] bytes before `end` in `file`.
-fn window(file: &std::fs::File, end: u64) -> io::Result<u64> {
-    use std::os::unix::fs::FileExt;
-    let start = end.saturating_sub(WINDOW);
-    let mut bytes = vec![0; usize::try_from(end - start).unwrap_or(0)];
-    file.read_exact_at(&mut bytes, start)?;
-    Ok(snapshot::checksum(&bytes))
 }
 
 /// A JSON array file's bytes up to its closing `]`, blanks before it

@@ -1,0 +1,23 @@
+//! Context files: JSONL or a JSON array, shared by any number of writers
+//! (R34, R34b).
+//!
+//! Every append holds an exclusive advisory lock (`flock`) from reading the
+//! file's tail to the fsync. JSONL gets the new lines in one `O_APPEND`
+//! write, then fsync; a write that fails is truncated away. A JSON array is
+//! rewritten through a fresh temporary file and a rename, with the new
+//! messages spliced in before the closing `]` so every byte before them is
+//! kept. Readers take a shared lock, so they never see an append half done.
+//!
+//! - [`lock`]: one file under a lock — shared or exclusive locks, `O_APPEND`
+//!   appends, atomic rewrites ([`LockedFile`]);
+//! - [`store`]: [`FileStore`], the [`Store`](crate::Store) over it: loading,
+//!   catching up, compare-and-append, snapshots;
+//! - [`anchor`]: where a JSONL file's snapshot was taken, and the check that
+//!   the file is still the one it summarises.
+
+mod anchor;
+mod lock;
+mod store;
+
+pub(crate) use lock::LockedFile;
+pub use store::FileStore;

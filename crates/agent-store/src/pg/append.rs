@@ -1,0 +1,341 @@
+//! How a [`PgStore`] appends and commits: compare-and-append, tried
+//! optimistically first, then under the context's row lock; and what an
+//! append whose connection broke did.
+//!
+//! Every append is one call of `agentctx_append` (or, for a call's result,
+//! `agentctx_commit_call`, which also marks the call done): one transaction
+//! that appends only if the context still has the length the batch was
+//! validated against. When the connection breaks during it, [`PgStore`]
+//! ends the old server session and looks at what landed (`settle`).
+//!
+//! Most appends find the context as this handle last saw it: appending at
+//! that length is one round trip, and a success proves the batch was
+//! validated against exactly the stored context. When another writer came
+//! first, retrying optimistically would let a writer that is always up to
+//! date win every race against one that has to catch up first (it needs a
+//! round trip less), so the loser starves. Instead the loser locks the
+//! context's row in a transaction, catches up, validates and appends under
+//! it, and commits: writers waiting for the lock queue in order, and the
+//! append cannot conflict.
+
+use super::session::{describe, outcome_unknown};
+use super::sql::{BEGIN, COMMIT, ROLLBACK};
+use super::{Claim, PgStore};
+use crate::retry::retry_on_conflict;
+use crate::{Error, Result, Store, Stored};
+use agent_data::{Context, Message, Prepared};
+use std::ops::Range;
+
+fn refused(error: agent_data::Error) -> Error {
+    Error::Refused(Box::new(error))
+}
+
+fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Range<usize>> {
+    context.append_prepared(prepared).map_err(refused)
+}
+
+impl PgStore {
+    /// [`Store::append_at`], or with `claim` the append of that call's
+    /// result, refused with [`Error::AlreadyWritten`] when the call has
+    /// one (schema version 4).
+    pub(super) fn append_guarded(
+        &mut self,
+        prepared: &Prepared<'_>,
+        claim: Option<&Claim>,
+    ) -> Result<()> {
+        self.check_position(prepared.base())?;
+        let lines: Vec<&str> = prepared.lines().collect();
+        let expected = self.rows;
+        let name = self.address.context.clone();
+        let at = i64::try_from(expected).unwrap_or(i64::MAX);
+        let id = self.id;
+        let (client, statements) = self.session()?;
+        let found = match claim {
+            None => client
+                .query_one(&statements.append, &[&name, &id, &at, &lines])
+                .and_then(|row| {
+                    Ok((
+                        row.try_get::<_, Option<i64>>(0)?,
+                        row.try_get::<_, i64>(1)?,
+                        None,
+                    ))
+                }),
+            Some(claim) => {
+                let plan = i64::try_from(claim.plan).unwrap_or(i64::MAX);
+                let call = i32::try_from(claim.call).unwrap_or(i32::MAX);
+                client
+                    .query_one(
+                        &statements.commit_call,
+                        &[&name, &id, &at, &lines, &plan, &call, &claim.worker],
+                    )
+                    .and_then(|row| {
+                        Ok((
+                            row.try_get::<_, Option<i64>>(0)?,
+                            row.try_get::<_, i64>(1)?,
+                            Some(row.try_get::<_, String>(2)?),
+                        ))
+                    })
+            }
+        };
+        self.trips += 1;
+        let replaced = |what| Error::Replaced {
+            name: self.address.shown.clone(),
+            what,
+        };
+        match found {
+            Ok((_, -1, _)) => Err(replaced("deleted")),
+            // Another context of the same name: the one read was deleted.
+            Ok((found_id, _, _)) if id.is_some() && found_id != id => {
+                Err(replaced("deleted and created again"))
+            }
+            // The call's row decides before the length does (schema v4).
+            Ok((_, _, Some(state))) if state == "done" => {
+                let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
+                Err(Error::AlreadyWritten {
+                    name: self.address.shown.clone(),
+                    plan,
+                    call,
+                })
+            }
+            Ok((_, _, Some(state))) if state == "missing" => {
+                Err(replaced("deleted and created again"))
+            }
+            Ok((_, _, Some(state))) if state == "unknown" => {
+                let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
+                Err(Error::Malformed {
+                    name: self.address.shown.clone(),
+                    reason: format!(
+                        "call {call} of the plan at row {plan} has no row in agentctx_calls"
+                    ),
+                })
+            }
+            Ok((found_id, found, _)) if found == at => {
+                self.id = found_id;
+                self.rows += lines.len();
+                self.messages += prepared.len();
+                let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
+                self.since.add(prepared.len(), bytes);
+                Ok(())
+            }
+            // The log only grows: shorter than it was read is another log.
+            Ok((_, found, _)) if found < at => Err(replaced("deleted and created again")),
+            Ok((_, found, _)) => Err(Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: usize::try_from(found).unwrap_or(usize::MAX),
+            }),
+            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
+            Err(e) => Err(self.database("append to", &e)),
+        }
+    }
+
+    pub(super) fn check_position(&self, messages: usize) -> Result<()> {
+        if messages == self.messages {
+            return Ok(());
+        }
+        Err(Error::Malformed {
+            name: self.address.shown.clone(),
+            reason: format!(
+                "the context has {messages} messages, but {} were read from this store",
+                self.messages
+            ),
+        })
+    }
+
+    /// After the connection failed during an append of `lines` at
+    /// `expected`: looks at what landed. Nothing (or someone else's rows)
+    /// → a conflict, which [`Store::commit`] retries; exactly these lines →
+    /// in doubt.
+    pub(super) fn settle(
+        &mut self,
+        expected: usize,
+        lines: &[&str],
+        cause: &postgres::Error,
+    ) -> Error {
+        let in_doubt = |store: &PgStore, why: String| Error::InDoubt {
+            name: store.address.shown.clone(),
+            reason: format!("{}; {why}", describe(cause)),
+        };
+        self.client = None;
+        self.statements = None;
+        if let Some(Err(why)) = self.backend.take().map(|b| self.end_session(b)) {
+            return in_doubt(self, format!("then: {why}"));
+        }
+        let mut landed = Vec::new();
+        let found = match self.read(expected, &mut landed) {
+            Ok(found) => found,
+            Err(e) => return in_doubt(self, format!("then: {e}")),
+        };
+        let ours: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        match found {
+            Some(0) | None => Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: expected,
+            },
+            Some(n) if landed.starts_with(ours.as_bytes()) => in_doubt(
+                self,
+                format!(
+                    "the context now has {} more rows, beginning with exactly these",
+                    n
+                ),
+            ),
+            Some(n) => Error::Conflict {
+                name: self.address.shown.clone(),
+                expected,
+                current: expected + n,
+            },
+        }
+    }
+
+    /// [`Store::commit`] for PostgreSQL (see the module's documentation);
+    /// with `claim`, the commit of that call's result.
+    pub(super) fn commit_messages(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        claim: Option<&Claim>,
+    ) -> Result<Range<usize>> {
+        // A call's result is committed even when it has no message: that
+        // marks the call done.
+        if messages.is_empty() && claim.is_none() {
+            return Ok(context.len()..context.len());
+        }
+        // A refusal against what this handle knew is decided against the
+        // context as it is now, below.
+        if let Ok(prepared) = context.prepare(messages) {
+            match self.append_guarded(&prepared, claim) {
+                Ok(()) => return land(context, prepared),
+                Err(Error::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let name = self.address.shown.clone();
+        retry_on_conflict(&name, || {
+            // A conflict only while the context does not exist yet
+            // (nothing to lock), or after a lost connection showed
+            // nothing landed.
+            self.commit_locked(context, messages, claim)
+        })
+    }
+
+    fn commit_locked(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        claim: Option<&Claim>,
+    ) -> Result<Range<usize>> {
+        self.catch_up(context)?;
+        let Some(id) = self.id else {
+            // Missing: the append creates it, or conflicts with its creator.
+            let prepared = context.prepare(messages).map_err(refused)?;
+            self.append_guarded(&prepared, claim)?;
+            return land(context, prepared);
+        };
+        self.begin_locked(id)?;
+        let result = self.append_locked(context, messages, claim);
+        if result.is_err() {
+            self.rollback();
+        }
+        result
+    }
+
+    /// `BEGIN`, and lock the context's row: other writers' appends wait.
+    fn begin_locked(&mut self, id: i64) -> Result<()> {
+        let (client, statements) = self.session()?;
+        let locked = client
+            .batch_execute(BEGIN)
+            .and_then(|()| client.query(&statements.lock, &[&id]));
+        self.trips += 2;
+        match locked {
+            Ok(rows) if rows.is_empty() => {
+                self.rollback();
+                Err(Error::Replaced {
+                    name: self.address.shown.clone(),
+                    what: "deleted",
+                })
+            }
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let error = self.read_error(&e);
+                self.rollback();
+                Err(error)
+            }
+        }
+    }
+
+    /// Under the lock: catch up, validate, append, commit.
+    fn append_locked(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        claim: Option<&Claim>,
+    ) -> Result<Range<usize>> {
+        self.catch_up(context)?;
+        let prepared = context.prepare(messages).map_err(refused)?;
+        let before = (self.id, self.rows, self.messages);
+        self.append_guarded(&prepared, claim)?;
+        let committed = match self.session() {
+            Ok((client, _)) => {
+                let committed = client.batch_execute(COMMIT).map_err(Some);
+                self.trips += 1;
+                committed
+            }
+            Err(_) => Err(None),
+        };
+        match committed {
+            Ok(()) => land(context, prepared),
+            Err(failure) => {
+                (self.id, self.rows, self.messages) = before;
+                let lines: Vec<&str> = prepared.lines().collect();
+                Err(match failure {
+                    // The COMMIT may or may not have been carried out.
+                    Some(e) if outcome_unknown(&e) => self.settle(before.1, &lines, &e),
+                    Some(e) => self.database("append to", &e),
+                    None => Error::Database {
+                        action: "append to",
+                        name: self.address.shown.clone(),
+                        reason: "the connection was lost before the commit".into(),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Ends an open transaction, if the connection is still there.
+    fn rollback(&mut self) {
+        if let Some(client) = self.client.as_mut() {
+            let _ = client.batch_execute(ROLLBACK);
+            self.trips += 1;
+        }
+    }
+}
+
+impl PgStore {
+    /// Commits the result of the call `claim` holds — `messages`, possibly
+    /// none — as [`Store::commit`] does, and marks the call done in the
+    /// same transaction. A call has one result: when it already has one
+    /// (another worker's, after this one's lease ran out), nothing is
+    /// appended and the error is [`Error::AlreadyWritten`]. Retrying after
+    /// any other error (a lost connection, [`Error::InDoubt`]) is safe for
+    /// the same reason.
+    pub fn commit_call(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        claim: &Claim,
+    ) -> Result<Range<usize>> {
+        let range = self.commit_messages(context, messages, Some(claim))?;
+        self.snapshot(context, false)?;
+        Ok(range)
+    }
+}
+
+impl Stored<PgStore> {
+    /// Commits the result of the call `claim` holds ([`PgStore::commit_call`]):
+    /// written once, or [`Error::AlreadyWritten`].
+    pub fn commit_call(&mut self, messages: &[Message], claim: &Claim) -> Result<Range<usize>> {
+        let (store, context) = self.parts();
+        store.commit_call(context, messages, claim)
+    }
+}

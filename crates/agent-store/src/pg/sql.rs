@@ -1,0 +1,146 @@
+//! Every statement the PostgreSQL store sends, in one place. The tables
+//! and the functions two of them call (`agentctx_append`,
+//! `agentctx_commit_call`) are created by the migrations in `schema.rs`.
+//! Statements a [`PgStore`](super::PgStore) runs on every append are
+//! prepared when it connects (`session.rs`); [`PgCalls`](super::PgCalls)
+//! prepares its own on first use.
+
+// ---- A context and its messages (`session.rs`, `load.rs`, `append.rs`).
+
+/// The context's id, when it exists.
+pub(super) const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
+
+/// The compare-and-append (schema version 2): context name, the id read
+/// (or NULL), the expected length, the lines.
+pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
+
+/// The compare-and-append of a call's result (schema version 4): as
+/// [`APPEND`], then the plan's row, the call's index and the worker;
+/// appends only if the call has no result yet.
+pub(super) const COMMIT_CALL: &str =
+    "SELECT o_id, o_length, o_state FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7)";
+
+/// Locks a context's row for the rest of the transaction.
+pub(super) const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
+
+/// Starts the transaction that holds a context's row lock ([`LOCK`]).
+pub(super) const BEGIN: &str = "BEGIN";
+
+/// Ends it, appending what was appended under the lock.
+pub(super) const COMMIT: &str = "COMMIT";
+
+/// Ends it without appending anything.
+pub(super) const ROLLBACK: &str = "ROLLBACK";
+
+/// This connection's server process and its start time (together unique).
+pub(super) const BACKEND: &str =
+    "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
+
+/// A context's lines from a position on, in order.
+pub(super) const TAIL: &str =
+    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
+
+/// Ends the session `$1` started at `$2` (its process id alone could be
+/// another session's by now), if it still runs.
+pub(super) const TERMINATE: &str = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+     WHERE pid = $1 AND backend_start::text = $2";
+
+/// Whether the session `$1` started at `$2` still runs.
+pub(super) const ALIVE: &str =
+    "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2";
+
+// ---- Snapshots (`snapshot.rs`).
+
+/// A context's snapshot (schema version 3).
+pub(super) const SNAPSHOT: &str = "SELECT rows, body FROM agentctx_snapshots WHERE context = $1";
+
+/// Stores a snapshot unless one at least as long is there: snapshots are
+/// only a cache, so writers need no lock beyond the row's own.
+pub(super) const SAVE_SNAPSHOT: &str = "INSERT INTO agentctx_snapshots (context, rows, body) \
+     VALUES ($1, $2, $3) ON CONFLICT (context) DO UPDATE \
+     SET rows = EXCLUDED.rows, body = EXCLUDED.body, written_at = now() \
+     WHERE agentctx_snapshots.rows < EXCLUDED.rows";
+
+/// One line of a context.
+pub(super) const LINE: &str =
+    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq = $2";
+
+// ---- The calls of a plan and its workers (`calls.rs`, `listen.rs`).
+
+/// The channel workers listen on: `agentctx_commit_call` and every change
+/// of a call's state notify it, with the context's id as payload.
+pub(super) const CHANNEL: &str = "agentctx_calls";
+
+/// Lines that may be plan messages, newest first (the pattern also finds
+/// a line that holds `"type":"plan"` deeper inside: those are passed over).
+pub(super) const PLANS: &str = "SELECT seq, line::text FROM agentctx_messages \
+     WHERE context = $1 AND line::text LIKE '%\"type\":\"plan\"%' \
+     AND seq < $2 ORDER BY seq DESC LIMIT 16";
+
+/// The `LIMIT` of [`PLANS`].
+pub(super) const PLANS_AT_ONCE: usize = 16;
+
+/// Every call's row of a plan, with its lease and back-off as seconds
+/// from now (the server's clock decides, not the worker's).
+pub(super) const ROWS: &str = "SELECT call, state, worker, attempts, to_json(claimed_at) #>> '{}', \
+     extract(epoch FROM lease_until - now())::float8, \
+     extract(epoch FROM not_before - now())::float8, error \
+     FROM agentctx_calls WHERE context = $1 AND plan = $2 ORDER BY call";
+
+/// Claims up to `$6` of the candidate calls `$3` that nobody holds,
+/// skipping rows another worker is claiming this instant. The pick is a
+/// materialised CTE: as a subquery joined in `FROM` the planner may run it
+/// again per row, and each run can pick other rows (it did: three claims
+/// for a limit of two). Without the `MATERIALIZED` keyword, which
+/// PostgreSQL 10 and 11 do not know: a CTE with `FOR UPDATE` is never
+/// inlined (PostgreSQL 12 inlines only CTEs free of row locks and DML),
+/// and before 12 no CTE was.
+pub(super) const CLAIM: &str = "WITH pick AS ( \
+       SELECT call FROM agentctx_calls \
+       WHERE context = $1 AND plan = $2 AND call = ANY($3) \
+         AND ((state = 'waiting' AND (not_before IS NULL OR not_before <= now())) \
+              OR (state = 'running' AND lease_until <= now())) \
+       ORDER BY call LIMIT $6 FOR UPDATE SKIP LOCKED) \
+     UPDATE agentctx_calls k SET state = 'running', worker = $4, \
+       attempts = k.attempts + 1, claimed_at = now(), not_before = NULL, \
+       lease_until = now() + make_interval(secs => $5) \
+     FROM pick WHERE k.context = $1 AND k.plan = $2 AND k.call = pick.call \
+     RETURNING k.call, k.attempts";
+
+/// Extends a claim's lease, only while the claim (worker and attempt)
+/// still holds the call.
+pub(super) const RENEW: &str = "UPDATE agentctx_calls SET lease_until = now() + make_interval(secs => $5) \
+     WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
+       AND state = 'running'";
+
+/// Gives a claim back: waiting again after `$5` seconds, or failed when
+/// `$5` is NULL; `$7` is the error.
+pub(super) const RELEASE: &str = "WITH r AS (UPDATE agentctx_calls SET \
+       state = CASE WHEN $5::float8 IS NULL THEN 'failed' ELSE 'waiting' END, \
+       not_before = now() + make_interval(secs => coalesce($5, 0)), \
+       lease_until = NULL, error = $7, \
+       finished_at = CASE WHEN $5::float8 IS NULL THEN now() END \
+       WHERE context = $1 AND plan = $2 AND call = $3 AND attempts = $4 AND worker = $6 \
+         AND state = 'running' RETURNING 1) \
+     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM r";
+
+/// A row for each of a plan's `$3` calls; rows already there (another
+/// worker set the plan up first) are kept.
+pub(super) const SET_UP: &str = "INSERT INTO agentctx_calls (context, plan, call) \
+     SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING";
+
+/// Removes a worker's row, and wakes the listeners: its calls' tools may
+/// have no live worker now.
+pub(super) const UNREGISTER: &str = "WITH gone AS (DELETE FROM agentctx_workers \
+     WHERE context = $1 AND worker = $2 RETURNING 1) \
+     SELECT count(*), pg_notify('agentctx_calls', $1::text) FROM gone";
+
+/// Records a worker alive, with its tools, until `$4` seconds from now.
+pub(super) const REGISTER: &str = "INSERT INTO agentctx_workers (context, worker, tools, alive_until) \
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
+     ON CONFLICT (context, worker) DO UPDATE SET tools = EXCLUDED.tools, \
+     alive_until = EXCLUDED.alive_until";
+
+/// The tools of the workers alive now.
+pub(super) const LIVE_TOOLS: &str = "SELECT DISTINCT unnest(tools) FROM agentctx_workers \
+     WHERE context = $1 AND alive_until > now()";
