@@ -12,7 +12,11 @@
 //! - every crate inherits the workspace lints, which deny undocumented
 //!   public items and unsafe code;
 //! - every ```rust block of the README is the text of an example that
-//!   compiles (`crates/*/examples/*.rs`), so it cannot drift.
+//!   compiles (`crates/*/examples/*.rs`), so it cannot drift;
+//! - no source file of `crates/*/src/` or `xtask/src/` is longer than 700
+//!   lines, and no comment cites an issue number ([`code`]).
+
+mod code;
 
 use std::path::Path;
 
@@ -33,7 +37,7 @@ pub(crate) fn check() -> Result<(), String> {
     let map = read("docs/spec-map.md")?;
     let mut sources = Vec::new();
     for dir in ["crates", "tests", "xtask", "examples"] {
-        collect(&root.join(dir), &mut sources)?;
+        collect(&root, dir, &mut sources)?;
     }
     let tests = test_names(&sources);
     let mut problems = Vec::new();
@@ -45,10 +49,16 @@ pub(crate) fn check() -> Result<(), String> {
         texts.push((doc.into(), read(doc)?));
     }
     let mut docs = Vec::new();
-    collect_ext(&root.join("docs"), "md", &mut docs)?;
+    collect_ext(&root, &root.join("docs"), "md", &mut docs)?;
     texts.extend(docs);
-    problems.extend(pointers_outside(&texts, &root));
+    problems.extend(pointers_outside(&texts));
     problems.extend(crates_without_workspace_lints(&root)?);
+    problems.extend(code::long_files(&sources));
+    // Fuzz targets are outside the workspace but are code all the same.
+    let mut fuzz = Vec::new();
+    collect(&root, "fuzz", &mut fuzz)?;
+    problems.extend(code::issue_comments(&sources));
+    problems.extend(code::issue_comments(&fuzz));
     let examples: Vec<String> = sources
         .iter()
         .filter(|(path, _)| path.contains("/examples/"))
@@ -205,21 +215,17 @@ fn test_names(sources: &[(String, String)]) -> Vec<String> {
     names
 }
 
-fn pointers_outside(texts: &[(String, String)], root: &Path) -> Vec<String> {
+fn pointers_outside(texts: &[(String, String)]) -> Vec<String> {
     let mut problems = Vec::new();
     for (path, text) in texts {
         // This file names what it looks for.
-        if path.ends_with("xtask/src/tidy.rs") {
+        if path.starts_with("xtask/src/tidy") {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
             if let Some(found) = OUTSIDE.iter().find(|o| line.contains(*o)) {
-                let shown = Path::new(path)
-                    .strip_prefix(root)
-                    .unwrap_or(Path::new(path));
                 problems.push(format!(
-                    "{}:{}: points outside the repository ({found}); the contract is docs/spec.md",
-                    shown.display(),
+                    "{path}:{}: points outside the repository ({found}); the contract is docs/spec.md",
                     n + 1
                 ));
             }
@@ -262,12 +268,18 @@ fn crates_without_workspace_lints(root: &Path) -> Result<Vec<String>, String> {
     Ok(problems)
 }
 
-/// Every `.rs` file under `dir` (skipping `target`), as (path, text).
-fn collect(dir: &Path, out: &mut Vec<(String, String)>) -> Result<(), String> {
-    collect_ext(dir, "rs", out)
+/// Every `.rs` file under `root`'s `dir` (skipping `target`), as (path
+/// relative to `root`, text).
+fn collect(root: &Path, dir: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    collect_ext(root, &root.join(dir), "rs", out)
 }
 
-fn collect_ext(dir: &Path, ext: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+fn collect_ext(
+    root: &Path,
+    dir: &Path,
+    ext: &str,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -277,11 +289,12 @@ fn collect_ext(dir: &Path, ext: &str, out: &mut Vec<(String, String)>) -> Result
             if path.file_name().is_some_and(|n| n == "target") {
                 continue;
             }
-            collect_ext(&path, ext, out)?;
+            collect_ext(root, &path, ext, out)?;
         } else if path.extension().is_some_and(|e| e == ext) {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            out.push((path.display().to_string(), text));
+            let shown = path.strip_prefix(root).unwrap_or(&path);
+            out.push((shown.display().to_string(), text));
         }
     }
     Ok(())

@@ -141,7 +141,8 @@ pub struct Context {
     pub(crate) layers: IndexMap<Identity, Layer>,
     /// Instance ids in order of first appearance, found through the layers.
     pub(crate) instances: Instances,
-    /// Every kind of a layer: layer keys share these (issue 17).
+    /// Every kind of a layer: layer keys share these, so a context of many
+    /// instances holds each kind's text once.
     pub(crate) kinds: HashSet<Kind>,
     pub(crate) schemas: SchemaCache,
 }
@@ -284,7 +285,7 @@ impl Context {
     /// Compacts the layers of the batch at `*compacted` once a newer batch
     /// is complete, and moves `*compacted` past it. Loading calls this after
     /// every message, so a context of many small layers never holds all
-    /// their views parsed (issue 17); the newest batch is left alone, its
+    /// their views parsed; the newest batch is left alone, its
     /// layers being the likeliest to be written again.
     pub(crate) fn compact_behind(&mut self, compacted: &mut usize) {
         if self.layers.len() >= *compacted + 2 * COMPACT_BATCH {
@@ -323,7 +324,7 @@ impl Context {
     /// its index, and whether it was added. The new key shares its kind and
     /// instance id with the layers before it: a context of many instances
     /// holds each kind once, and each id once for all its layers and the
-    /// instance list (issue 17).
+    /// instance list.
     pub(crate) fn insert_layer(
         &mut self,
         kind: &Kind,

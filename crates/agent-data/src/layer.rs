@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn a_layer_is_three_words_or_less() {
-        // Issue 17: a context may hold hundreds of thousands of them.
+        // A context may hold hundreds of thousands of them.
         assert!(size_of::<Layer>() <= 24, "{}", size_of::<Layer>());
     }
 }
