@@ -14,9 +14,12 @@
 //! - every ```rust block of the README is the text of an example that
 //!   compiles (`crates/*/examples/*.rs`), so it cannot drift;
 //! - no source file of `crates/*/src/` or `xtask/src/` is longer than 700
-//!   lines, and no comment cites an issue number ([`code`]).
+//!   lines, and no comment cites an issue number ([`code`]);
+//! - `docs/decisions.md` opens with an index of its decisions, and
+//!   `docs/architecture.md` names every directory of `crates/` ([`docs`]).
 
 mod code;
+mod docs;
 
 use std::path::Path;
 
@@ -54,6 +57,11 @@ pub(crate) fn check() -> Result<(), String> {
     problems.extend(pointers_outside(&texts));
     problems.extend(crates_without_workspace_lints(&root)?);
     problems.extend(code::long_files(&sources));
+    problems.extend(docs::decisions_index(&read("docs/decisions.md")?));
+    problems.extend(docs::crates_not_in_architecture(
+        &crate_dirs(&root)?,
+        &read("docs/architecture.md")?,
+    ));
     // Fuzz targets are outside the workspace but are code all the same.
     let mut fuzz = Vec::new();
     collect(&root, "fuzz", &mut fuzz)?;
@@ -266,6 +274,19 @@ fn crates_without_workspace_lints(root: &Path) -> Result<Vec<String>, String> {
         }
     }
     Ok(problems)
+}
+
+/// The names of the directories under `crates/`, as they are now (a crate
+/// added or moved is seen at once).
+fn crate_dirs(root: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(root.join("crates")).map_err(|e| format!("crates/: {e}"))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 /// Every `.rs` file under `root`'s `dir` (skipping `target`), as (path
