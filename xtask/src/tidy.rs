@@ -6,7 +6,10 @@
 //!   must have none (so the list shrinks as they land);
 //! - every test `docs/spec-map.md` names exists, and every `r<n>_*` pattern
 //!   there matches one;
-//! - every rule of `docs/spec.md` has a row in `docs/spec-map.md`;
+//! - every rule of `docs/spec.md` has a row in `docs/spec-map.md`, the rows
+//!   in the spec's order, and every code reference there is an anchor
+//!   (`path/from/root.rs#Name`) whose file exists and holds the name
+//!   ([`anchors`]);
 //! - nothing in the repository points outside it (the contract is
 //!   `docs/spec.md`, not a file beside the repository);
 //! - every crate inherits the workspace lints, which deny undocumented
@@ -18,6 +21,7 @@
 //! - `docs/decisions.md` opens with an index of its decisions, and
 //!   `docs/architecture.md` names every directory of `crates/` ([`docs`]).
 
+mod anchors;
 mod code;
 mod docs;
 
@@ -47,6 +51,8 @@ pub(crate) fn check() -> Result<(), String> {
     problems.extend(uncited_rules(&rules(&spec), &tests, &PENDING));
     problems.extend(missing_map_rows(&rules(&spec), &map));
     problems.extend(missing_mapped_tests(&map, &tests));
+    problems.extend(anchors::anchor_problems(&map, &root));
+    problems.extend(anchors::rows_out_of_order(&rules(&spec), &map));
     let mut texts: Vec<(String, String)> = sources.clone();
     for doc in ["README.md", "Cargo.toml"] {
         texts.push((doc.into(), read(doc)?));
