@@ -13,7 +13,8 @@
 //! - `crates/agent-data/tests/load.rs#r1_x` — in a file under a `tests`
 //!   directory, the name is a function defined there (`fn r1_x`).
 //!
-//! A backticked token with a `/` anywhere in a row is an anchor, and in the
+//! A backticked token with a `/` or a `#` anywhere in a row is an anchor
+//! (`Cargo.toml#arbitrary_precision` names a file at the root), and in the
 //! code column every backticked token must be one.
 
 use std::path::Path;
@@ -83,7 +84,7 @@ pub(super) fn anchor_problems(map: &str, root: &Path) -> Vec<String> {
                     Some((path, name)) => (path, Some(name)),
                     None => (token, None),
                 };
-                if !path.contains('/') || token.contains(' ') {
+                if !(path.contains('/') || name.is_some()) || token.contains(' ') {
                     if column == 1 {
                         problems.push(format!(
                             "docs/spec-map.md row `{}`: `{token}` is not an anchor (`path/from/root.rs#Name`)",
@@ -186,6 +187,7 @@ mod tests {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(dir.join("crates/a/src")).unwrap();
             std::fs::create_dir_all(dir.join("crates/a/tests")).unwrap();
+            std::fs::write(dir.join("top.toml"), "[features]\nfeature_x = []\n").unwrap();
             std::fs::write(
                 dir.join("crates/a/src/fold.rs"),
                 "impl Layer {\n    pub fn apply(&mut self) {}\n}\n",
@@ -214,7 +216,7 @@ mod tests {
     fn good_anchors_pass() {
         let dir = Scratch::new("good");
         let map = map(
-            "`crates/a/src/fold.rs#Layer::apply`, `crates/a/src/fold.rs`, `crates/a/src/` (D3)",
+            "`crates/a/src/fold.rs#Layer::apply`, `crates/a/src/fold.rs`, `crates/a/src/`, `top.toml#feature_x` (D3)",
             "`r1_*`, `crates/a/tests/t.rs#r1_loads`",
         );
         assert_eq!(anchor_problems(&map, &dir.0), Vec::<String>::new());
