@@ -13,7 +13,7 @@
 //! its own record of where in the log the snapshot was taken, kept here
 //! verbatim.
 
-use crate::context::Identity;
+use crate::identity::Identity;
 use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;

@@ -127,7 +127,7 @@ fn comment_of(line: &str) -> Option<(&str, bool)> {
     while let Some(found) = line[from..].find("//") {
         let at = from + found;
         let quotes = line[..at].matches('"').count() - line[..at].matches("\\\"").count();
-        if quotes % 2 == 0 {
+        if quotes.is_multiple_of(2) {
             return Some((&line[at..], line[..at].trim().is_empty()));
         }
         from = at + 2;
