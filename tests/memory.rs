@@ -1,4 +1,5 @@
-//! Peak memory of loading, against the file (issue 17): a large JSON array
+//! Peak memory of loading, against the file (a context must fit in memory
+//! about as well as its file does): a large JSON array
 //! context and a context of many instances. Each load runs in a process of
 //! its own (`load-memory`, which reports its peak resident set), so what
 //! the test harness allocated does not count.

@@ -1,4 +1,5 @@
-//! Generated benchmark workloads (issue 7), from a fixed seed.
+//! Generated benchmark workloads, from a fixed seed so every run measures
+//! the same contexts.
 
 use agent_core::{Method, Path, Reference, write};
 use agent_data::{Context, DataMessage, Format};
@@ -46,7 +47,7 @@ pub fn w1_jsonl(messages: usize) -> String {
     out
 }
 
-/// W6 (issue 17): JSONL of a text, a global `item` and `instances`
+/// W6: JSONL of a text, a global `item` and `instances`
 /// instances of one small write each (`{"type":"data","kind":"item",
 /// "data":{"n":5},"_instance":"i000005"}`, about 71 bytes a line).
 pub fn w6_jsonl(instances: usize) -> String {
@@ -183,7 +184,7 @@ fn push_output(out: &mut String, path: &str, method: &str, value: Value) {
     out.push('\n');
 }
 
-/// W5 (issue 17): a long history whose *state* stays bounded while the
+/// W5: a long history whose *state* stays bounded while the
 /// *log* grows — an agent's working state updated once per step. Message 0
 /// sets `state` to `{"x", "status", "meta", "recent"}`; after it, 50% set
 /// `†state.x` to the step number, 15% set `†state.status` (one of four

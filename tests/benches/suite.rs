@@ -1,4 +1,4 @@
-//! The benchmark suite of issue 7: each workload beside a baseline measured
+//! The benchmark suite: each workload beside a baseline measured
 //! in the same run. `cargo xtask bench` runs it and writes
 //! `target/bench-summary.json`; the ids are `{workload}-ours` and
 //! `{workload}-{baseline}`.
@@ -170,7 +170,7 @@ fn s1(c: &mut Criterion) {
     });
 }
 
-/// W5 (issue 17): opening a long file context costs O(tail). A cold open
+/// W5: opening a long file context costs O(tail). A cold open
 /// — `FileStore::open(path)?.load_tail()`, which reads the snapshot beside
 /// the file and the lines after it — and one read (`†state.x`) at 100,000
 /// messages of history against the same at 100; both files have their
@@ -203,7 +203,7 @@ fn w5(c: &mut Criterion) {
     }
 }
 
-/// W6 (issue 17): loading a context of 1,000,000 instances of one small
+/// W6: loading a context of 1,000,000 instances of one small
 /// write each (71 MB of JSONL), against parsing each line alone.
 fn w6(c: &mut Criterion) {
     let jsonl = workloads::w6_jsonl(1_000_000);

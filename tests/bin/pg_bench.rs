@@ -1,4 +1,4 @@
-//! The PostgreSQL benchmarks of issue 14, against a real server:
+//! The PostgreSQL benchmarks, against a real server:
 //! `pg-bench PART` prints one JSON object. `cargo xtask bench` runs them.
 //!
 //! - `server`: checks that the server answers; prints its version.

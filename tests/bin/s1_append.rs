@@ -1,4 +1,4 @@
-//! S1, interleaved (issue 13): one durable JSONL append through the store
+//! S1, interleaved: one durable JSONL append through the store
 //! (lock, tail check, validate, `O_APPEND` write, fsync) against a raw
 //! `write` + `fdatasync` of the same line on an open file, alternating one
 //! of each, so drifting fsync latency (large on these machines) hits both

@@ -1,4 +1,4 @@
-//! One writer process of the concurrent-append benchmark (issue 13):
+//! One writer process of the concurrent-append benchmark:
 //! `store-writers FILE COUNT WRITER` commits COUNT pushes of `WRITER.i` onto
 //! `†state.log` in FILE, one durable append each, and prints
 //! `{"appends": COUNT, "seconds": …}`. `cargo xtask bench` starts 1, 2, 4

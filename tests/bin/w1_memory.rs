@@ -1,4 +1,4 @@
-//! Memory of the W1 context (issue 7): prints one JSON object with the
+//! Memory of the W1 context: prints one JSON object with the
 //! JSONL size, the resident memory the loaded context adds, and the peak.
 //! Reads `/proc/self/status` (Linux), so no `unsafe` is needed.
 #![forbid(unsafe_code)]

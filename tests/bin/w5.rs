@@ -1,4 +1,4 @@
-//! W5 (issue 17) outside criterion, for `cargo xtask bench cli` and the
+//! W5 outside criterion, for `cargo xtask bench cli` and the
 //! LangGraph comparison (`xtask/langgraph/compare.py`):
 //!
 //! - `w5 files DIR N…` writes `DIR/w5-N.jsonl` for each N (the W5 context

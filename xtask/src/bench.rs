@@ -1,18 +1,19 @@
 //! `cargo xtask bench`: run the benchmark suite and summarise it as ratios
-//! against baselines measured in the same run (issue 7).
+//! against baselines measured in the same run, so a slow or loaded machine
+//! moves both sides alike.
 //!
-//! `cargo xtask bench pg` runs only the PostgreSQL part (issue 14), against
+//! `cargo xtask bench pg` runs only the PostgreSQL part, against
 //! `AGENTCTX_TEST_DATABASE_URL` (else `postgres://root@127.0.0.1:5432/test`),
 //! and writes `target/bench-summary-pg.json`. Without a server answering
 //! there, the bench fails saying how to provide one.
 //!
-//! `cargo xtask bench cli` runs only the whole-process part (issue 17,
-//! [`crate::bench_cli`]): `agentctx apply --write` and `view` at 100 vs
-//! 100,000 messages, on files and on PostgreSQL, and writes
-//! `target/bench-summary-cli.json`.
+//! `cargo xtask bench cli` runs only the whole-process part
+//! ([`crate::bench_cli`]: what a user waits for, opening included):
+//! `agentctx apply --write` and `view` at 100 vs 100,000 messages, on files
+//! and on PostgreSQL, and writes `target/bench-summary-cli.json`.
 //!
-//! `cargo xtask bench workers` runs only the pool of workers (issue 18,
-//! [`crate::bench_workers`]): 1, 2, 4 and 8 `agentctx worker` processes on
+//! `cargo xtask bench workers` runs only the pool of workers
+//! ([`crate::bench_workers`]): 1, 2, 4 and 8 `agentctx worker` processes on
 //! one 60-instance plan, and writes `target/bench-summary-workers.json`.
 
 use serde_json::{Value, json};
@@ -79,8 +80,8 @@ const APPENDS_PER_WRITER: usize = 200;
 /// PG-load-vs-file.
 const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
-/// Targets of issues 14 and 17: the ratio a workload should stay at or
-/// under.
+/// The ratio each PostgreSQL and growth workload should stay at or under:
+/// above it, a path costs more than its baseline explains.
 const TARGETS: [(&str, f64); 6] = [
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
@@ -178,7 +179,8 @@ fn check_targets(summary: &mut [Value]) -> Vec<String> {
     missed
 }
 
-/// The criterion suite and the file-store probes (issues 7 and 13).
+/// The criterion suite and the file-store probes (durable appends, one
+/// writer and many).
 fn suite(target: &Path, summary: &mut Vec<Value>) -> Result<(), String> {
     crate::cargo(&["bench", "-p", "agentctx-tests", "--bench", "suite"], &[])?;
     for (workload, ours, baseline, base_id) in PAIRS {

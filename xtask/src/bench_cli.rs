@@ -1,4 +1,4 @@
-//! `cargo xtask bench cli` (issue 17): whole `agentctx` processes (the
+//! `cargo xtask bench cli`: whole `agentctx` processes (the
 //! release binary) at 100 and at 100,000 messages of history, on the W5
 //! context (`tests/workloads.rs`: a bounded state updated once per step,
 //! the last 32 messages after the snapshot).

@@ -1,5 +1,5 @@
-//! `cargo xtask bench workers` (issue 18): a pool of `agentctx worker`
-//! processes (the release binary) running one plan in PostgreSQL, against
+//! `cargo xtask bench workers`: whether more workers finish a plan sooner.
+//! A pool of `agentctx worker` processes (the release binary) running one plan in PostgreSQL, against
 //! one worker on the same plan, measured in the same run.
 //!
 //! The plan is a batch of 60 instances with two dependent calls each: the

@@ -1,4 +1,4 @@
-//! The PostgreSQL server the tests use (issue 14): `AGENTCTX_TEST_DATABASE_URL`
+//! The PostgreSQL server the tests use: `AGENTCTX_TEST_DATABASE_URL`
 //! when set, else `postgres://root@127.0.0.1:5432/test`; when nothing
 //! answers there and `initdb`/`pg_ctl` are installed, a throwaway cluster
 //! under `target/` for the run. Otherwise CI fails, saying what to provide:

@@ -6,7 +6,8 @@
 //!   `target/bench-summary.json` (not part of CI, which only compiles it).
 //! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
-//! - `cargo xtask tidy`: only the conventions check (spec, spec map, tests).
+//! - `cargo xtask tidy`: only the conventions check (spec, spec map and its
+//!   anchors, tests, docs, file length, comments).
 //! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
 //!   configured OpenAI-compatible server or a scripted one (CI runs it
 //!   scripted).

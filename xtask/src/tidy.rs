@@ -6,13 +6,24 @@
 //!   must have none (so the list shrinks as they land);
 //! - every test `docs/spec-map.md` names exists, and every `r<n>_*` pattern
 //!   there matches one;
-//! - every rule of `docs/spec.md` has a row in `docs/spec-map.md`;
+//! - every rule of `docs/spec.md` has a row in `docs/spec-map.md`, the rows
+//!   in the spec's order, and every code reference there is an anchor
+//!   (`path/from/root.rs#Name`) whose file exists and holds the name
+//!   ([`anchors`]);
 //! - nothing in the repository points outside it (the contract is
 //!   `docs/spec.md`, not a file beside the repository);
 //! - every crate inherits the workspace lints, which deny undocumented
 //!   public items and unsafe code;
 //! - every ```rust block of the README is the text of an example that
-//!   compiles (`crates/*/examples/*.rs`), so it cannot drift.
+//!   compiles (`crates/*/examples/*.rs`), so it cannot drift;
+//! - no source file of `crates/*/src/` or `xtask/src/` is longer than 700
+//!   lines, and no comment cites an issue number ([`code`]);
+//! - `docs/decisions.md` opens with an index of its decisions, and
+//!   `docs/architecture.md` names every directory of `crates/` ([`docs`]).
+
+mod anchors;
+mod code;
+mod docs;
 
 use std::path::Path;
 
@@ -33,22 +44,35 @@ pub(crate) fn check() -> Result<(), String> {
     let map = read("docs/spec-map.md")?;
     let mut sources = Vec::new();
     for dir in ["crates", "tests", "xtask", "examples"] {
-        collect(&root.join(dir), &mut sources)?;
+        collect(&root, dir, &mut sources)?;
     }
     let tests = test_names(&sources);
     let mut problems = Vec::new();
     problems.extend(uncited_rules(&rules(&spec), &tests, &PENDING));
     problems.extend(missing_map_rows(&rules(&spec), &map));
     problems.extend(missing_mapped_tests(&map, &tests));
+    problems.extend(anchors::anchor_problems(&map, &root));
+    problems.extend(anchors::rows_out_of_order(&rules(&spec), &map));
     let mut texts: Vec<(String, String)> = sources.clone();
     for doc in ["README.md", "Cargo.toml"] {
         texts.push((doc.into(), read(doc)?));
     }
     let mut docs = Vec::new();
-    collect_ext(&root.join("docs"), "md", &mut docs)?;
+    collect_ext(&root, &root.join("docs"), "md", &mut docs)?;
     texts.extend(docs);
-    problems.extend(pointers_outside(&texts, &root));
+    problems.extend(pointers_outside(&texts));
     problems.extend(crates_without_workspace_lints(&root)?);
+    problems.extend(code::long_files(&sources));
+    problems.extend(docs::decisions_index(&read("docs/decisions.md")?));
+    problems.extend(docs::crates_not_in_architecture(
+        &crate_dirs(&root)?,
+        &read("docs/architecture.md")?,
+    ));
+    // Fuzz targets are outside the workspace but are code all the same.
+    let mut fuzz = Vec::new();
+    collect(&root, "fuzz", &mut fuzz)?;
+    problems.extend(code::issue_comments(&sources));
+    problems.extend(code::issue_comments(&fuzz));
     let examples: Vec<String> = sources
         .iter()
         .filter(|(path, _)| path.contains("/examples/"))
@@ -205,21 +229,17 @@ fn test_names(sources: &[(String, String)]) -> Vec<String> {
     names
 }
 
-fn pointers_outside(texts: &[(String, String)], root: &Path) -> Vec<String> {
+fn pointers_outside(texts: &[(String, String)]) -> Vec<String> {
     let mut problems = Vec::new();
     for (path, text) in texts {
         // This file names what it looks for.
-        if path.ends_with("xtask/src/tidy.rs") {
+        if path.starts_with("xtask/src/tidy") {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
             if let Some(found) = OUTSIDE.iter().find(|o| line.contains(*o)) {
-                let shown = Path::new(path)
-                    .strip_prefix(root)
-                    .unwrap_or(Path::new(path));
                 problems.push(format!(
-                    "{}:{}: points outside the repository ({found}); the contract is docs/spec.md",
-                    shown.display(),
+                    "{path}:{}: points outside the repository ({found}); the contract is docs/spec.md",
                     n + 1
                 ));
             }
@@ -262,12 +282,31 @@ fn crates_without_workspace_lints(root: &Path) -> Result<Vec<String>, String> {
     Ok(problems)
 }
 
-/// Every `.rs` file under `dir` (skipping `target`), as (path, text).
-fn collect(dir: &Path, out: &mut Vec<(String, String)>) -> Result<(), String> {
-    collect_ext(dir, "rs", out)
+/// The names of the directories under `crates/`, as they are now (a crate
+/// added or moved is seen at once).
+fn crate_dirs(root: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(root.join("crates")).map_err(|e| format!("crates/: {e}"))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
-fn collect_ext(dir: &Path, ext: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+/// Every `.rs` file under `root`'s `dir` (skipping `target`), as (path
+/// relative to `root`, text).
+fn collect(root: &Path, dir: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    collect_ext(root, &root.join(dir), "rs", out)
+}
+
+fn collect_ext(
+    root: &Path,
+    dir: &Path,
+    ext: &str,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -277,11 +316,12 @@ fn collect_ext(dir: &Path, ext: &str, out: &mut Vec<(String, String)>) -> Result
             if path.file_name().is_some_and(|n| n == "target") {
                 continue;
             }
-            collect_ext(&path, ext, out)?;
+            collect_ext(root, &path, ext, out)?;
         } else if path.extension().is_some_and(|e| e == ext) {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            out.push((path.display().to_string(), text));
+            let shown = path.strip_prefix(root).unwrap_or(&path);
+            out.push((shown.display().to_string(), text));
         }
     }
     Ok(())

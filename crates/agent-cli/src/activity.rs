@@ -48,7 +48,8 @@ struct ShellActivity {
 /// stopped: far more than any JSON result, far less than memory.
 pub(crate) const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
-/// How long an activity may run and how much it may print (issue 17).
+/// How long an activity may run and how much it may print, so a hung or
+/// flooding activity cannot hold `run` forever or exhaust its memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     /// Seconds before the activity's whole process group is killed.

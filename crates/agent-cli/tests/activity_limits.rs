@@ -1,4 +1,5 @@
-//! Activities are bounded (issue 17): a hang is killed after
+//! Activities are bounded (a misbehaving command must not stall or
+//! exhaust `run`): a hang is killed after
 //! `--activity-timeout`, a flood after 64 MiB, and children an activity
 //! leaves behind do not keep `run` waiting.
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 /// Always matches `[A-Za-z_][A-Za-z0-9_-]*`; construction validates (R2).
 ///
 /// Cloning is cheap and shares the text: a context of many instances keeps
-/// one copy of each kind for all its layers (issue 17). One pointer wide,
+/// one copy of each kind for all its layers. One pointer wide,
 /// as every layer key holds one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Kind(Arc<String>);

@@ -1,41 +1,12 @@
-//! Fold diagnostics (R12) and `check` (R26, R27).
+//! `check` (R26, R27): every fold diagnostic and schema violation of a
+//! context.
 
-use crate::layer::Layer;
+use crate::layer::{Diagnostic, Layer};
+use crate::schema::CheckMode;
 use crate::{Context, Identity, SchemaViolation};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
-
-/// A write the fold skipped because it was a type error (R12).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Diagnostic {
-    /// Context index of the skipped message.
-    pub index: usize,
-    /// Its layer.
-    pub identity: Identity,
-    /// The type error, with its path.
-    pub error: agent_core::Error,
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "message {} (¶{}): {}; write skipped",
-            self.index, self.identity, self.error
-        )
-    }
-}
-
-/// How strict [`Context::check`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CheckMode {
-    /// `required` is tolerated, as while views are being built (R25, R27).
-    #[default]
-    Normal,
-    /// Every schema rule, `required` included (R26).
-    Complete,
-}
 
 /// One problem [`Context::check`] found.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,105 +2,18 @@
 //! them (R4, R12). Reads are in `read.rs`; validated appends in `prepare.rs`
 //! and `stage.rs`.
 
+use crate::identity::{Identity, IdentityRef};
 use crate::instances::Instances;
 use crate::layer::{Layer, Write};
 use crate::log::{Log, Written};
 use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
 use agent_core::{Instance, Kind};
-use indexmap::{Equivalent, IndexMap};
+use indexmap::IndexMap;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-
-/// The identity of a data message: `(kind, instance)` (R4). `instance` is
-/// `None` for the global layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The kind.
-    pub kind: Kind,
-    /// The instance; `None` is global.
-    pub instance: Option<Instance>,
-}
-
-impl Identity {
-    /// The global identity of `kind`.
-    pub fn global(kind: Kind) -> Self {
-        Identity {
-            kind,
-            instance: None,
-        }
-    }
-}
-
-impl Hash for Identity {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // Must agree with `IdentityRef`, which finds layers without cloning.
-        IdentityRef::new(&self.kind, self.instance.as_ref()).hash(state);
-    }
-}
-
-/// A borrowed [`Identity`], for looking layers up without allocating.
-#[derive(Hash)]
-pub(crate) struct IdentityRef<'a> {
-    kind: &'a str,
-    instance: Option<&'a str>,
-}
-
-impl<'a> IdentityRef<'a> {
-    pub(crate) fn new(kind: &'a Kind, instance: Option<&'a Instance>) -> Self {
-        IdentityRef {
-            kind: kind.as_str(),
-            instance: instance.map(Instance::as_str),
-        }
-    }
-}
-
-impl IdentityRef<'_> {
-    /// True when this names `identity`.
-    pub(crate) fn equivalent_to(&self, identity: &Identity) -> bool {
-        self.equivalent(identity)
-    }
-}
-
-impl Equivalent<Identity> for IdentityRef<'_> {
-    fn equivalent(&self, key: &Identity) -> bool {
-        self.kind == key.kind.as_str()
-            && self.instance == key.instance.as_ref().map(Instance::as_str)
-    }
-}
-
-impl fmt::Display for Identity {
-    /// `kind` for a global layer, `kind@instance` for an instance layer.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.instance {
-            None => write!(f, "{}", self.kind),
-            Some(instance) => write!(f, "{}@{instance}", self.kind),
-        }
-    }
-}
-
-/// The index of `(kind, instance)` in `map`, inserted with a default value
-/// if it is new; the identity is cloned only then.
-pub(crate) fn index_or_insert<T: Default>(
-    map: &mut IndexMap<Identity, T>,
-    kind: &Kind,
-    instance: Option<&Instance>,
-) -> usize {
-    match map.get_index_of(&IdentityRef::new(kind, instance)) {
-        Some(at) => at,
-        None => {
-            let identity = Identity {
-                kind: kind.clone(),
-                instance: instance.cloned(),
-            };
-            map.insert_full(identity, T::default()).0
-        }
-    }
-}
 
 /// Layers compacted at once by [`Context::compact`]: what compaction holds
 /// twice.
@@ -141,7 +54,8 @@ pub struct Context {
     pub(crate) layers: IndexMap<Identity, Layer>,
     /// Instance ids in order of first appearance, found through the layers.
     pub(crate) instances: Instances,
-    /// Every kind of a layer: layer keys share these (issue 17).
+    /// Every kind of a layer: layer keys share these, so a context of many
+    /// instances holds each kind's text once.
     pub(crate) kinds: HashSet<Kind>,
     pub(crate) schemas: SchemaCache,
 }
@@ -284,7 +198,7 @@ impl Context {
     /// Compacts the layers of the batch at `*compacted` once a newer batch
     /// is complete, and moves `*compacted` past it. Loading calls this after
     /// every message, so a context of many small layers never holds all
-    /// their views parsed (issue 17); the newest batch is left alone, its
+    /// their views parsed; the newest batch is left alone, its
     /// layers being the likeliest to be written again.
     pub(crate) fn compact_behind(&mut self, compacted: &mut usize) {
         if self.layers.len() >= *compacted + 2 * COMPACT_BATCH {
@@ -323,7 +237,7 @@ impl Context {
     /// its index, and whether it was added. The new key shares its kind and
     /// instance id with the layers before it: a context of many instances
     /// holds each kind once, and each id once for all its layers and the
-    /// instance list (issue 17).
+    /// instance list.
     pub(crate) fn insert_layer(
         &mut self,
         kind: &Kind,

@@ -1,6 +1,38 @@
 //! The one error type of this crate.
 
-use crate::{Identity, SchemaViolation};
+use crate::Identity;
+use serde_json::Value;
+use std::fmt;
+
+/// One way a view breaks its schema (R25): where, which rule, what value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaViolation {
+    /// JSON Pointer into the view (`""` is the whole view).
+    pub instance_path: String,
+    /// The schema keyword that failed (`type`, `required`, …).
+    pub rule: String,
+    /// JSON Pointer of that keyword inside the schema.
+    pub schema_path: String,
+    /// The offending value.
+    pub value: Value,
+    /// The validator's own explanation.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "/"
+        } else {
+            &self.instance_path
+        };
+        write!(
+            f,
+            "at {at}: {} (rule `{}` at {})",
+            self.message, self.rule, self.schema_path
+        )
+    }
+}
 
 /// What is wrong with one message (R1, R2, R9, R25).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! The instance ids of a context in order of first appearance (R2), kept
 //! without a copy of their own: each is the one its first layer's key holds.
 //! A context of many instances would otherwise hold every id twice, in the
-//! layer map and in the list (issue 17).
+//! layer map and in the list.
 
 use crate::Identity;
 use crate::layer::Layer;

@@ -6,14 +6,35 @@
 //! cached layered view (an instance layer over its global layer, R5) is
 //! either absent or equal to that fold. The context only says what arrived.
 
-use crate::Diagnostic;
-use crate::context::Identity;
+use crate::identity::Identity;
 use crate::log::Log;
 use crate::schema::Compiled;
 use agent_core::{Method, Path, write};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::fmt;
 use std::sync::{Arc, OnceLock};
+
+/// A write the fold skipped because it was a type error (R12).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// Context index of the skipped message.
+    pub index: usize,
+    /// Its layer.
+    pub identity: Identity,
+    /// The type error, with its path.
+    pub error: agent_core::Error,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "message {} (¶{}): {}; write skipped",
+            self.index, self.identity, self.error
+        )
+    }
+}
 
 /// One write, as a message makes it: where, how, what (R9, R10).
 pub(crate) struct Write {
@@ -388,7 +409,7 @@ mod tests {
 
     #[test]
     fn a_layer_is_three_words_or_less() {
-        // Issue 17: a context may hold hundreds of thousands of them.
+        // A context may hold hundreds of thousands of them.
         assert!(size_of::<Layer>() <= 24, "{}", size_of::<Layer>());
     }
 }

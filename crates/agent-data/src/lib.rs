@@ -39,6 +39,7 @@
 mod check;
 mod context;
 mod error;
+mod identity;
 mod instances;
 mod layer;
 mod load;
@@ -53,14 +54,16 @@ mod scratch;
 mod snapshot;
 mod stage;
 
-pub use check::{CheckMode, Diagnostic, Problem};
-pub use context::{Context, Identity};
-pub use error::{Error, MessageFault, Result};
+pub use check::Problem;
+pub use context::Context;
+pub use error::{Error, MessageFault, Result, SchemaViolation};
+pub use identity::Identity;
+pub use layer::Diagnostic;
 pub use load::{Extended, Format, Loaded, Position, Warning};
 pub use message::{DataMessage, Message, TextMessage};
 pub use prepare::Prepared;
 pub use refs::MAX_REF_DEPTH;
-pub use schema::{Schema, SchemaViolation};
+pub use schema::{CheckMode, Schema};
 pub use stage::{Committed, Staged};
 
 use agent_core::json_type;

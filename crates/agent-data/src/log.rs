@@ -29,7 +29,7 @@ pub(crate) struct Log {
     ends: Vec<usize>,
     /// For each entry, the index of its layer in the context's layer map;
     /// `NO_LAYER` for a text or opaque message. Apart from `ends`, so that
-    /// an entry takes 12 bytes, not 16 with padding (issue 17).
+    /// an entry takes 12 bytes, not 16 with padding: a long log has one per message.
     layers: Vec<u32>,
     /// Context indexes of the first `kept.len()` entries, ascending, all
     /// before `base`.

@@ -1,7 +1,7 @@
 //! The three kinds of message (R1) and the data message's fields (R2, R9).
 
 use crate::MessageFault;
-use agent_core::{Instance, Kind, MAX_DEPTH, Method, Path, Reference, TooDeep};
+use agent_core::{Instance, Kind, Method, Path, Reference};
 use serde_json::{Map, Value};
 
 /// One message of a context, normalised (R1).
@@ -42,24 +42,6 @@ impl Message {
             Message::Data(d) => Some(d),
             _ => None,
         }
-    }
-}
-
-impl Message {
-    /// Normalises one input message (R1). A chat wrapper whose `content` is
-    /// an array yields one message per element.
-    pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
-        if !agent_core::within_depth(&value, MAX_DEPTH) {
-            // Refuse before anything clones or walks it recursively — and
-            // drop it without recursion too: serde_json's drop recurses per
-            // level and would overflow the stack on a value built deep in
-            // memory.
-            agent_core::drop_deep(value);
-            return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));
-        }
-        let mut out = Vec::with_capacity(1);
-        crate::normalise::normalise(value, &mut out)?;
-        Ok(out)
     }
 }
 

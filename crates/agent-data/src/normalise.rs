@@ -2,7 +2,28 @@
 
 use crate::message::TextMessage;
 use crate::{DataMessage, Message, MessageFault, json_type};
+use agent_core::{MAX_DEPTH, TooDeep};
 use serde_json::{Map, Value};
+
+// Here rather than in `message.rs`, so the message types do not depend on
+// the normalising that builds them.
+impl Message {
+    /// Normalises one input message (R1). A chat wrapper whose `content` is
+    /// an array yields one message per element.
+    pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
+        if !agent_core::within_depth(&value, MAX_DEPTH) {
+            // Refuse before anything clones or walks it recursively — and
+            // drop it without recursion too: serde_json's drop recurses per
+            // level and would overflow the stack on a value built deep in
+            // memory.
+            agent_core::drop_deep(value);
+            return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));
+        }
+        let mut out = Vec::with_capacity(1);
+        normalise(value, &mut out)?;
+        Ok(out)
+    }
+}
 
 /// Normalises one input message; a chat wrapper with a content array may
 /// yield several.

@@ -14,8 +14,8 @@
 
 use crate::log::{Line, serialise};
 use crate::schema::Compiled;
-use crate::scratch::{Scratch, Turn, closing_writes};
-use crate::{Context, DataMessage, Error, Message, Result};
+use crate::scratch::{Entry, Scratch, Turn, closing_writes, own_schema};
+use crate::{Context, Error, Message, Result};
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
@@ -28,14 +28,6 @@ pub struct Prepared<'m> {
     pub(crate) entries: Vec<Entry<'m>>,
     /// The context's length when the batch was validated.
     base: usize,
-}
-
-/// One validated message.
-#[derive(Debug)]
-pub(crate) struct Entry<'m> {
-    pub(crate) message: Cow<'m, Message>,
-    pub(crate) schema: Option<Arc<Compiled>>,
-    pub(crate) line: Line,
 }
 
 impl<'m> Prepared<'m> {
@@ -219,24 +211,4 @@ impl Context {
         let written = self.log.write_serialised(line);
         self.push_written(message, schema, written);
     }
-}
-
-/// The schema `message` declares, compiled (cached, or compiled now without
-/// caching it: validation borrows the context; landing caches it). `index`
-/// names the message in errors.
-pub(crate) fn own_schema(
-    context: &Context,
-    message: &Message,
-    index: usize,
-) -> Result<Option<Arc<Compiled>>> {
-    message
-        .as_data()
-        .and_then(DataMessage::schema)
-        .map(|schema| context.schemas.compile(schema))
-        .transpose()
-        .map_err(|fault| Error::Message {
-            index,
-            line: None,
-            fault,
-        })
 }

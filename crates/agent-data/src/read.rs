@@ -2,7 +2,7 @@
 //! descriptions, layer by layer (R4, R5, R14, R24). Everything here borrows;
 //! nothing changes the log (that is `context.rs`, `prepare.rs`, `stage.rs`).
 
-use crate::context::IdentityRef;
+use crate::identity::IdentityRef;
 use crate::layer::Layer;
 use crate::schema::Compiled;
 use crate::{Context, Diagnostic, Identity};

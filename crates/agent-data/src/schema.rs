@@ -1,40 +1,21 @@
 //! JSON Schema validation of views (R24–R26), with compiled validators
 //! cached per distinct schema.
 
-use crate::MessageFault;
+use crate::{MessageFault, SchemaViolation};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// One way a view breaks its schema (R25): where, which rule, what value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SchemaViolation {
-    /// JSON Pointer into the view (`""` is the whole view).
-    pub instance_path: String,
-    /// The schema keyword that failed (`type`, `required`, …).
-    pub rule: String,
-    /// JSON Pointer of that keyword inside the schema.
-    pub schema_path: String,
-    /// The offending value.
-    pub value: Value,
-    /// The validator's own explanation.
-    pub message: String,
-}
-
-impl fmt::Display for SchemaViolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.instance_path.is_empty() {
-            "/"
-        } else {
-            &self.instance_path
-        };
-        write!(
-            f,
-            "at {at}: {} (rule `{}` at {})",
-            self.message, self.rule, self.schema_path
-        )
-    }
+/// How strict [`Context::check`](crate::Context::check) and
+/// [`Schema::violations`] are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CheckMode {
+    /// `required` is tolerated, as while views are being built (R25, R27).
+    #[default]
+    Normal,
+    /// Every schema rule, `required` included (R26).
+    Complete,
 }
 
 /// A schema compiled twice: in full (R26) and with every `required` removed,
@@ -95,10 +76,10 @@ impl Schema {
         SchemaCache::default().get(schema).map(Schema)
     }
 
-    /// Every violation of `value`; [`CheckMode::Normal`](crate::CheckMode)
+    /// Every violation of `value`; [`CheckMode::Normal`]
     /// tolerates `required` (R25), `Complete` does not (R26).
-    pub fn violations(&self, value: &Value, mode: crate::CheckMode) -> Vec<SchemaViolation> {
-        self.0.violations(value, mode == crate::CheckMode::Complete)
+    pub fn violations(&self, value: &Value, mode: CheckMode) -> Vec<SchemaViolation> {
+        self.0.violations(value, mode == CheckMode::Complete)
     }
 }
 

@@ -7,10 +7,9 @@
 //! per layer, at the batch's last write to it (decision D39), so a batch
 //! costs time linear in its size, not in its size times its views.
 
-use crate::context::{IdentityRef, index_or_insert};
+use crate::identity::{IdentityRef, index_or_insert};
 use crate::layer::Layer;
-use crate::log::serialise;
-use crate::prepare::{Entry, own_schema};
+use crate::log::{Line, serialise};
 use crate::schema::Compiled;
 use crate::{Context, DataMessage, Diagnostic, Error, Identity, Message, Result};
 use agent_core::{Instance, Kind, Method, Path, check_write, write};
@@ -18,6 +17,35 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// One validated message, as a check leaves it for landing
+/// ([`Context::append_prepared`] and [`Context::commit`] land it).
+#[derive(Debug)]
+pub(crate) struct Entry<'m> {
+    pub(crate) message: Cow<'m, Message>,
+    pub(crate) schema: Option<Arc<Compiled>>,
+    pub(crate) line: Line,
+}
+
+/// The schema `message` declares, compiled (cached, or compiled now without
+/// caching it: validation borrows the context; landing caches it). `index`
+/// names the message in errors.
+pub(crate) fn own_schema(
+    context: &Context,
+    message: &Message,
+    index: usize,
+) -> Result<Option<Arc<Compiled>>> {
+    message
+        .as_data()
+        .and_then(DataMessage::schema)
+        .map(|schema| context.schemas.compile(schema))
+        .transpose()
+        .map_err(|fault| Error::Message {
+            index,
+            line: None,
+            fault,
+        })
+}
 
 /// For each message of `batch`, whether it is the batch's last write to its
 /// layer: the write after which the layer's whole view is checked (D39).

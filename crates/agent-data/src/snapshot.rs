@@ -13,7 +13,7 @@
 //! its own record of where in the log the snapshot was taken, kept here
 //! verbatim.
 
-use crate::context::Identity;
+use crate::identity::Identity;
 use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
@@ -204,7 +204,7 @@ impl Context {
     pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
         // Written as it is serialised, borrowing from the context: a context
         // of many instances would otherwise be held a second time, as
-        // copies of its views and messages (issue 17).
+        // copies of its views and messages.
         for (identity, layer) in &self.layers {
             if identity.instance.is_some()
                 && let Some(index) = layer

@@ -8,8 +8,7 @@
 //! of a layer is its version: `commit` checks that every layer a validation
 //! read is still as long as it was, and refuses (changing nothing) if not.
 
-use crate::prepare::Entry;
-use crate::scratch::{Scratch, Turn, closing_writes};
+use crate::scratch::{Entry, Scratch, Turn, closing_writes};
 use crate::{Context, Error, Identity, Message, MessageFault, Result};
 use agent_core::Instance;
 use std::borrow::Cow;

@@ -215,7 +215,8 @@ fn r1_bad_json_reports_line_and_column() {
 
 #[test]
 fn r1_a_json_array_is_read_element_by_element_with_the_errors_of_a_whole_parse() {
-    // Elements are handed on as they are parsed (issue 17), but a JSON
+    // Elements are handed on as they are parsed (a large array is never
+    // held whole as a parsed value), but a JSON
     // error after a bad message still wins, as when the array was parsed
     // whole first.
     let bad_then_broken =

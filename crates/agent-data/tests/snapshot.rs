@@ -239,7 +239,7 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
         "invalid snapshot: its layers hold 1 messages, more than the 0 it summarises"
     );
     // The instance list is the layers' instances in order of first
-    // appearance: the context keeps it through the layers (issue 17).
+    // appearance: the context keeps it through the layers, not as a copy.
     let two = load(&jsonl(&[
         json!({"type": "data", "kind": "s", "data": 1, "_instance": "a"}),
         json!({"type": "data", "kind": "s", "data": 2, "_instance": "b"}),

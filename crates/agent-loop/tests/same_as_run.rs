@@ -1,4 +1,4 @@
-//! Property (issue 16): for any answer whose calls write distinct paths,
+//! Property (a turn is a plan, so it must not behave differently): for any answer whose calls write distinct paths,
 //! running it as a turn yields the same views as running the same calls as
 //! a plan (`agentctx run`) with the same activities (spec R39).
 

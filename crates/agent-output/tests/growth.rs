@@ -1,4 +1,4 @@
-//! Growth, not speed (issue 17): a result fanned out to ten times the
+//! Growth, not speed (long contexts must stay usable): a result fanned out to ten times the
 //! destinations must cost about ten times as much, so these compare two
 //! sizes ten times apart measured in the same run — never an absolute time.
 //! A linear path makes the ratio about 10, a quadratic one about 100.

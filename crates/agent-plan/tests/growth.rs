@@ -1,4 +1,4 @@
-//! Growth, not speed (issue 17): ordering a plan ten times longer must
+//! Growth, not speed (long contexts must stay usable): ordering a plan ten times longer must
 //! cost about ten times as much. Compares two sizes — never an absolute
 //! time; a quadratic path makes the ratio about 100.
 

@@ -101,7 +101,7 @@ pub fn call_reads(call: &Value) -> Result<CallReads> {
 }
 
 /// Missing references in the order met, once each; the set keeps
-/// de-duplication linear (issue 17).
+/// de-duplication linear (a list alone made 100,000 references quadratic).
 #[derive(Default)]
 struct Missing {
     order: Vec<Reference>,

@@ -77,7 +77,7 @@ impl Expression {
     /// ```
     pub fn evaluate<'v>(&self, lookup: &'v impl Lookup) -> Evaluation<'v> {
         // In order, once each; the set keeps de-duplication linear in the
-        // number of references (issue 17: 100,000 took a minute).
+        // number of references (with a list alone, 100,000 took a minute).
         let mut missing: Vec<&Reference> = Vec::new();
         let mut seen: HashSet<&Reference> = HashSet::new();
         for alternative in &self.alternatives {

@@ -1,4 +1,4 @@
-//! Growth, not speed (issue 17): doubling work must cost about double, so
+//! Growth, not speed (long contexts must stay usable): doubling work must cost about double, so
 //! these compare the time of two sizes ten times apart — never an absolute
 //! time. A quadratic path makes the ratio about 100; linear about 10.
 

@@ -1,0 +1,95 @@
+//! The identity of a layer, `(kind, instance)` (R4), and how layer maps
+//! are looked up by it without cloning. Apart from `context.rs` so that the
+//! layers, the instance list and the errors can name an identity without
+//! depending on the context that owns them.
+
+use agent_core::{Instance, Kind};
+use indexmap::{Equivalent, IndexMap};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// The identity of a data message: `(kind, instance)` (R4). `instance` is
+/// `None` for the global layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The kind.
+    pub kind: Kind,
+    /// The instance; `None` is global.
+    pub instance: Option<Instance>,
+}
+
+impl Identity {
+    /// The global identity of `kind`.
+    pub fn global(kind: Kind) -> Self {
+        Identity {
+            kind,
+            instance: None,
+        }
+    }
+}
+
+impl Hash for Identity {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must agree with `IdentityRef`, which finds layers without cloning.
+        IdentityRef::new(&self.kind, self.instance.as_ref()).hash(state);
+    }
+}
+
+/// A borrowed [`Identity`], for looking layers up without allocating.
+#[derive(Hash)]
+pub(crate) struct IdentityRef<'a> {
+    kind: &'a str,
+    instance: Option<&'a str>,
+}
+
+impl<'a> IdentityRef<'a> {
+    pub(crate) fn new(kind: &'a Kind, instance: Option<&'a Instance>) -> Self {
+        IdentityRef {
+            kind: kind.as_str(),
+            instance: instance.map(Instance::as_str),
+        }
+    }
+}
+
+impl IdentityRef<'_> {
+    /// True when this names `identity`.
+    pub(crate) fn equivalent_to(&self, identity: &Identity) -> bool {
+        self.equivalent(identity)
+    }
+}
+
+impl Equivalent<Identity> for IdentityRef<'_> {
+    fn equivalent(&self, key: &Identity) -> bool {
+        self.kind == key.kind.as_str()
+            && self.instance == key.instance.as_ref().map(Instance::as_str)
+    }
+}
+
+impl fmt::Display for Identity {
+    /// `kind` for a global layer, `kind@instance` for an instance layer.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.instance {
+            None => write!(f, "{}", self.kind),
+            Some(instance) => write!(f, "{}@{instance}", self.kind),
+        }
+    }
+}
+
+/// The index of `(kind, instance)` in `map`, inserted with a default value
+/// if it is new; the identity is cloned only then.
+pub(crate) fn index_or_insert<T: Default>(
+    map: &mut IndexMap<Identity, T>,
+    kind: &Kind,
+    instance: Option<&Instance>,
+) -> usize {
+    match map.get_index_of(&IdentityRef::new(kind, instance)) {
+        Some(at) => at,
+        None => {
+            let identity = Identity {
+                kind: kind.clone(),
+                instance: instance.cloned(),
+            };
+            map.insert_full(identity, T::default()).0
+        }
+    }
+}
