@@ -45,8 +45,8 @@ pub(crate) fn depends_on(b: &Access, a: &Access) -> bool {
 /// For each call, the calls it depends on (never itself), ascending.
 ///
 /// Writers are indexed by kind and first path segment, so a read meets
-/// only writers that can overlap it — not every call of the plan (issue
-/// 17: a 32,000-call chain compared every pair). Writes at a kind's root or
+/// only writers that can overlap it — not every call of the plan (a
+/// 32,000-call chain compared every pair took a minute). Writes at a kind's root or
 /// behind a negative index overlap any read of the kind and are met by all.
 pub(crate) fn dependencies(accesses: &[Access]) -> Vec<Vec<usize>> {
     let mut by_head: HashMap<(&str, Cow<'_, str>), Vec<usize>> = HashMap::new();

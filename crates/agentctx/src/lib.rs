@@ -79,6 +79,10 @@ pub use agent_store as store;
 /// `†` expressions: parse, evaluate, resolve calls (the `agent-vars`
 /// crate).
 pub use agent_vars as vars;
+/// Many workers, on any machines, running one plan stored in PostgreSQL
+/// (the `agent-worker` crate; the `postgres` feature).
+#[cfg(feature = "postgres")]
+pub use agent_worker as worker;
 
 /// What a small agent flow imports: `use agentctx::prelude::*;`.
 pub mod prelude {
