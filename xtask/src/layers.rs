@@ -24,7 +24,10 @@ pub(crate) const LAYERS: [(&str, &[&str]); 12] = [
     ("agent-worker", &["agent-plan"]),
     ("agent-loop", &["agent-plan", "agent-render"]),
     // The facade for library users and the binary: two tops, side by side.
-    ("agentctx", &["agent-loop", "agent-instancing", "agent-worker"]),
+    (
+        "agentctx",
+        &["agent-loop", "agent-instancing", "agent-worker"],
+    ),
     (
         "agent-cli",
         &["agent-loop", "agent-instancing", "agent-worker"],
