@@ -26,7 +26,7 @@ pub struct WorkerReport {
     pub round_trips: u64,
 }
 
-/// Where the newest plan of a context stands ([`plan_status`]).
+/// Where the newest plan of a context stands ([`plan_status`](crate::plan_status)).
 #[derive(Debug, Clone)]
 pub struct PlanStatus {
     /// The plan message's row.
