@@ -144,3 +144,29 @@ pub(crate) fn check(context: &str, complete: bool) -> Result<String, Failure> {
     // The problems are the output; the `error:` line on stderr summarises.
     Err(Failure::invalid(format!("{} problem(s) found", problems.len())).with_stdout(report))
 }
+
+/// `verify`: the chain recomputed and every recorded digest compared; the
+/// report on stdout, exit 1 when something does not match.
+pub(crate) fn verify(context: &str, expect: Option<&str>, pretty: bool) -> Result<String, Failure> {
+    let expected = expect
+        .map(str::parse::<agent_data::Digest>)
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--expect: {e}")))?;
+    let mut verified = if context == "-" {
+        agent_store::Verified::of("-", &load_context(context, Reading::Whole)?)
+    } else {
+        crate::input::open_store(context)?
+            .verify()
+            .map_err(Failure::invalid)?
+    };
+    if let Some(expected) = expected {
+        verified.expect(expected);
+    }
+    let text = print_value(&serde_json::json!(verified), pretty);
+    match verified.findings.len() {
+        0 => Ok(text),
+        n => Err(
+            Failure::invalid(format!("{n} finding(s): {}", verified.findings[0])).with_stdout(text),
+        ),
+    }
+}

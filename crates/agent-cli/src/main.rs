@@ -146,6 +146,21 @@ enum Command {
         /// Context file, or - for stdin.
         context: String,
     },
+    /// Read the whole log, recompute its chain of digests and compare every
+    /// digest recorded beside it (snapshots, rows); print the head and what
+    /// does not match (exit 1 when anything). Never repairs.
+    Verify {
+        /// Context file or URL, or - for stdin (then only the head).
+        context: String,
+        /// The head digest (64 hex digits) kept from an earlier `verify` or
+        /// write, somewhere the log's writers cannot reach: a log with any
+        /// other head is a finding.
+        #[arg(long, value_name = "HEAD")]
+        expect: Option<String>,
+        /// Pretty-print the JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Print `ok`, or one line per problem: a write that could not be
     /// folded, or a view that breaks its schema.
     Check {
@@ -252,6 +267,11 @@ fn main() -> ExitCode {
         Command::Append { context, messages } => write::append(&context, &messages),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Check { context, complete } => commands::check(&context, complete),
+        Command::Verify {
+            context,
+            expect,
+            pretty,
+        } => commands::verify(&context, expect.as_deref(), pretty),
     };
     match result {
         Ok(output) => {

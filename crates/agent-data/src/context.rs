@@ -87,6 +87,14 @@ impl Context {
         self.log.json(index)
     }
 
+    /// The chain's digest after the last message ([`Digest`]): the same
+    /// for every copy of this log, wherever it is stored.
+    ///
+    /// [`Digest`]: crate::Digest
+    pub fn head(&self) -> crate::Digest {
+        self.log.head()
+    }
+
     /// True when the context holds every message: always, unless it was
     /// opened from a snapshot ([`Context::from_snapshot`]), which holds the
     /// views and only the messages reads and appends need again. Views,

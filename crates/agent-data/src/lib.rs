@@ -36,6 +36,7 @@
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 
+mod chain;
 mod check;
 mod context;
 mod error;
@@ -54,6 +55,7 @@ mod scratch;
 mod snapshot;
 mod stage;
 
+pub use chain::{BadDigest, Digest};
 pub use check::Problem;
 pub use context::Context;
 pub use error::{Error, MessageFault, Result, SchemaViolation};

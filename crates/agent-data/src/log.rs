@@ -6,7 +6,7 @@
 //! back to back in one buffer, and parsed again only when asked for. A
 //! parsed `serde_json::Map` costs about fifteen times its text.
 
-use crate::{DataMessage, Message, MessageFault};
+use crate::{DataMessage, Digest, Message, MessageFault};
 use agent_core::{MAX_DEPTH, TooDeep};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
@@ -37,6 +37,9 @@ pub(crate) struct Log {
     /// The index of the first message of the unbroken run that ends the
     /// log: 0 unless the log was opened from a snapshot.
     base: usize,
+    /// The chain's digest after the last message (per-message digests are
+    /// not kept).
+    head: Digest,
 }
 
 const NO_LAYER: u32 = u32::MAX;
@@ -49,11 +52,17 @@ impl Log {
 
     /// A log that starts after `base` messages summarised elsewhere (a
     /// snapshot); [`Log::keep`] adds the ones still held.
-    pub(crate) fn after(base: usize) -> Log {
+    pub(crate) fn after(base: usize, head: Digest) -> Log {
         Log {
             base,
+            head,
             ..Log::default()
         }
+    }
+
+    /// The chain's digest after the last message.
+    pub(crate) fn head(&self) -> Digest {
+        self.head
     }
 
     /// Holds message `index` (before `base`, after every kept one) as
@@ -124,6 +133,11 @@ impl Log {
     /// index, for a data message.
     pub(crate) fn seal(&mut self, written: Written, layer: Option<usize>) {
         debug_assert_eq!(written.start, self.start(self.ends.len()));
+        // The line without its newline: the message's compact JSON.
+        let end = self.jsonl.len().saturating_sub(1);
+        self.head = self
+            .head
+            .next(self.jsonl.get(written.start..end).unwrap_or_default());
         self.push_entry(layer);
     }
 

@@ -17,7 +17,7 @@ use crate::identity::Identity;
 use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
-use crate::{Context, Diagnostic, Error, Result};
+use crate::{Context, Diagnostic, Digest, Error, Result};
 use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ const FORMAT: &str = "agentctx-snapshot";
 
 /// The version of the layout below; another is refused (and the store
 /// reads the whole log instead).
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Levels a snapshot adds around a view: the object, `layers`, the layer.
 const WRAPPING: usize = 3;
@@ -44,6 +44,9 @@ struct Snapshot<'a> {
     anchor: Value,
     /// The context's length.
     messages: usize,
+    /// The chain's digest after the last message summarised: a tail read
+    /// after the snapshot continues the chain from it.
+    head: Digest,
     /// Instance ids in order of first appearance.
     #[serde(borrow)]
     instances: Vec<Cow<'a, str>>,
@@ -90,6 +93,7 @@ struct Written<'a> {
     version: u32,
     anchor: &'a Value,
     messages: usize,
+    head: Digest,
     instances: Instances<'a>,
     layers: Layers<'a>,
     held: Held<'a>,
@@ -222,6 +226,7 @@ impl Context {
             version: VERSION,
             anchor,
             messages: self.len(),
+            head: self.head(),
             instances: Instances(self),
             layers: Layers(self),
             held: Held(self),
@@ -257,7 +262,7 @@ impl Context {
 fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
     let length = snapshot.messages;
     let mut context = Context {
-        log: Log::after(length),
+        log: Log::after(length, snapshot.head),
         ..Context::default()
     };
     let mut held: Vec<Vec<usize>> = vec![Vec::new(); snapshot.layers.len()];

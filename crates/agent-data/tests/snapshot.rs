@@ -224,12 +224,12 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
         "{cut}"
     );
     let text = String::from_utf8(bytes).unwrap();
-    let other = text.replace("\"version\":1", "\"version\":99");
+    let other = text.replace("\"version\":2", "\"version\":99");
     assert_eq!(
         Context::from_snapshot(other.as_bytes())
             .unwrap_err()
             .to_string(),
-        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 1)"
+        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 2)"
     );
     let overfull = text.replace("\"messages\":1", "\"messages\":0");
     assert_eq!(

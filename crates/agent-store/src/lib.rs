@@ -54,6 +54,7 @@ mod retry;
 mod snapshot;
 mod store;
 mod url;
+mod verify;
 
 pub use append::{Append, Stored};
 pub use error::{Error, Result};
@@ -65,3 +66,4 @@ pub use pg::{
 pub use snapshot::SNAPSHOT_AFTER;
 pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
 pub use url::{is_postgres_url, without_password};
+pub use verify::{Finding, Verified};

@@ -49,6 +49,15 @@ pub trait Store {
         Ok(false)
     }
 
+    /// Reads the whole log, recomputes its chain of digests, and compares
+    /// every digest the store keeps beside the log with it (a snapshot's,
+    /// a row's): what does not match is a [`Finding`](crate::Finding).
+    /// Never repairs anything. This default checks nothing beside the log.
+    fn verify(&mut self) -> Result<crate::Verified> {
+        let loaded = self.load()?;
+        Ok(crate::Verified::of(self.name(), &loaded.context))
+    }
+
     /// Loads onto `context` — loaded from this store, or empty — the
     /// messages other writers appended after it.
     fn catch_up(&mut self, context: &mut Context) -> Result<()>;
@@ -159,6 +168,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
         (**self).snapshot(context, now)
+    }
+    fn verify(&mut self) -> Result<crate::Verified> {
+        (**self).verify()
     }
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
         (**self).catch_up(context)

@@ -544,6 +544,19 @@ impl Store for FileStore {
         since.write_if_due(now, || self.write_snapshot(context))
     }
 
+    /// [`Store::verify`], and the snapshot beside the file checked
+    /// against the log.
+    fn verify(&mut self) -> Result<crate::Verified> {
+        let loaded = self.load()?;
+        let mut verified = crate::Verified::of(self.name(), &loaded.context);
+        // Beside the real file, as writers keep it (symlinks resolved).
+        let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        if let Some(sealed) = snapshot::read_beside(&target) {
+            verified.findings = crate::verify::check_snapshot(&loaded.context, &sealed);
+        }
+        Ok(verified)
+    }
+
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
         if context.len() != self.seen.messages {
             return Err(Error::Malformed {

@@ -1,0 +1,140 @@
+//! `agentctx verify` through the real binary: the chain's head is the same
+//! for a file, a JSON array, stdin and a PostgreSQL copy; a message changed
+//! under a snapshot, and a head other than the one kept, are findings.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{agentctx, command, fresh};
+
+fn report(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap()
+}
+
+/// A JSONL log of `n` state writes, each its own line.
+fn log(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{}\n", json!({"type": "state", "data": {"n": i}})))
+        .collect()
+}
+
+#[test]
+fn r34e_verify_gives_one_head_for_a_file_a_json_array_stdin_and_a_postgres_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("c.jsonl");
+    std::fs::write(&jsonl, log(5)).unwrap();
+    let clean = agentctx(&["verify", jsonl.to_str().unwrap()]);
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+    let clean = report(&clean.stdout);
+    assert_eq!(clean["messages"], 5);
+    assert_eq!(clean["findings"], json!([]));
+    let head = clean["head"].as_str().unwrap().to_owned();
+    assert_eq!(head.len(), 64);
+
+    let array = dir.path().join("c.json");
+    let messages: Vec<Value> = log(5)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    std::fs::write(&array, serde_json::to_string(&messages).unwrap()).unwrap();
+    let from_array = report(&agentctx(&["verify", array.to_str().unwrap()]).stdout);
+    assert_eq!(from_array["head"], head.as_str());
+
+    let mut piped = command(&["verify", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    piped
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(log(5).as_bytes())
+        .unwrap();
+    let piped = piped.wait_with_output().unwrap();
+    assert_eq!(
+        report(&String::from_utf8(piped.stdout).unwrap())["head"],
+        head.as_str()
+    );
+
+    let url = fresh("verify-copy");
+    let copied = agentctx(&["copy", jsonl.to_str().unwrap(), &url]);
+    assert_eq!(copied.code, 0, "{}", copied.stderr);
+    let in_postgres = agentctx(&["verify", &url]);
+    assert_eq!(in_postgres.code, 0, "{}", in_postgres.stderr);
+    assert_eq!(report(&in_postgres.stdout)["head"], head.as_str());
+}
+
+#[test]
+fn r34e_verify_finds_a_head_other_than_the_one_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    std::fs::write(&path, log(3)).unwrap();
+    let path = path.to_str().unwrap();
+    let head = report(&agentctx(&["verify", path]).stdout)["head"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(agentctx(&["verify", path, "--expect", &head]).code, 0);
+    // The last message edited in place, its length kept.
+    let edited = log(3).replace(r#"{"n":2}"#, r#"{"n":7}"#);
+    std::fs::write(path, edited).unwrap();
+    let found = agentctx(&["verify", path, "--expect", &head]);
+    assert_eq!(found.code, 1);
+    let findings = &report(&found.stdout)["findings"];
+    assert_eq!(findings[0]["finding"], "head");
+    assert_eq!(findings[0]["expected"], head.as_str());
+    assert!(
+        found
+            .stderr
+            .starts_with("error: 1 finding(s): the head is "),
+        "{}",
+        found.stderr
+    );
+    let bad = agentctx(&["verify", path, "--expect", "nothex"]);
+    assert_eq!(bad.code, 2);
+    assert_eq!(
+        bad.stderr,
+        "error: --expect: \"nothex\" is not a chain digest (64 hex digits)\n"
+    );
+}
+
+#[test]
+fn r34e_verify_finds_a_message_changed_under_the_snapshot_that_view_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let path_text = path.to_str().unwrap();
+    // Appended through agentctx, so a writer leaves a snapshot beside it.
+    let batch: String = log(200);
+    let appended = agentctx(&[
+        "append",
+        path_text,
+        &format!("@{}", {
+            let p = dir.path().join("batch.jsonl");
+            std::fs::write(&p, &batch).unwrap();
+            p.to_str().unwrap().to_owned()
+        }),
+    ]);
+    assert_eq!(appended.code, 0, "{}", appended.stderr);
+    for i in 0..3 {
+        let one = json!({"type": "state", "data": {"tail": i}}).to_string();
+        assert_eq!(agentctx(&["append", path_text, &one]).code, 0);
+    }
+    assert!(
+        dir.path().join(".c.jsonl.snapshot").exists(),
+        "a snapshot was written"
+    );
+    assert_eq!(agentctx(&["verify", path_text]).code, 0);
+    // Message 5 edited in place, same length: the snapshot's anchor (the
+    // file's last bytes) still matches.
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen(r#"{"n":5}"#, r#"{"n":6}"#, 1)).unwrap();
+    let found = agentctx(&["verify", path_text]);
+    assert_eq!(found.code, 1, "{}", found.stdout);
+    let finding = &report(&found.stdout)["findings"][0];
+    assert_eq!(finding["finding"], "snapshotChain", "{finding}");
+    assert!(finding["summarises"].as_u64().unwrap() > 5);
+}

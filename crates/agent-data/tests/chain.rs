@@ -1,0 +1,109 @@
+//! The chain of digests over a log: one position per message as `Context`
+//! numbers them, the same however the log was read or written.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+use agent_data::{Context, Digest, Format, Message, Position};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn message() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (0i64..5, "[ab]", prop::option::of("[xy]")).prop_map(|(n, key, instance)| {
+            let mut m = json!({"type": "state", "data": {key: n}});
+            if let Some(i) = instance {
+                m["_instance"] = json!(i);
+            }
+            m
+        }),
+        "[a-z ]{0,6}".prop_map(|text| json!({"type": "text", "role": "user", "text": text})),
+        // One line that normalises to two messages (R1).
+        (0i64..3).prop_map(
+            |n| json!({"type": "data", "kind": "state", "data": {"n": n},
+            "_outputPath": "†state.n"})
+        ),
+    ]
+}
+
+fn jsonl(messages: &[Value]) -> String {
+    messages.iter().map(|m| format!("{m}\n")).collect()
+}
+
+/// The chain recomputed from the messages the context holds.
+fn recomputed(context: &Context) -> Digest {
+    Digest::of((0..context.len()).map(|i| context.message_json(i).unwrap().as_bytes()))
+}
+
+proptest! {
+    #[test]
+    fn r34e_the_chain_is_the_same_for_jsonl_a_json_array_appends_and_a_snapshot_with_its_tail(
+        messages in prop::collection::vec(message(), 0..20),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let text = jsonl(&messages);
+        let from_jsonl = Context::load(text.as_bytes(), Format::Jsonl).unwrap().context;
+        prop_assert_eq!(from_jsonl.head(), recomputed(&from_jsonl));
+        let array = serde_json::to_string(&messages).unwrap();
+        let from_array = Context::load(array.as_bytes(), Format::Json).unwrap().context;
+        prop_assert_eq!(from_array.head(), from_jsonl.head());
+
+        let mut appended = Context::new();
+        for m in &messages {
+            let batch = Message::from_value(m.clone()).unwrap();
+            appended.append_all(&batch).unwrap();
+        }
+        prop_assert_eq!(appended.head(), from_jsonl.head());
+
+        let cut = cut.index(messages.len() + 1);
+        let prefix = jsonl(&messages[..cut]);
+        let snapshot = Context::load(prefix.as_bytes(), Format::Jsonl).unwrap().context
+            .snapshot(&json!(null)).unwrap();
+        let (mut resumed, _) = Context::from_snapshot(&snapshot).unwrap();
+        resumed.extend_jsonl(jsonl(&messages[cut..]).as_bytes(), Position { line: cut, offset: prefix.len() }).unwrap();
+        prop_assert_eq!(resumed.head(), from_jsonl.head());
+    }
+}
+
+#[test]
+fn r34e_an_empty_log_has_the_zero_digest() {
+    assert_eq!(Context::new().head(), Digest::GENESIS);
+    assert_eq!(Digest::GENESIS.to_string(), "0".repeat(64));
+}
+
+#[test]
+fn r34e_a_digest_is_sha256_of_the_previous_digest_and_the_line_as_sha256sum_computes_it() {
+    let context = Context::load(
+        b"{\"type\":\"state\",\"data\":{\"n\":1}}\n{\"type\":\"text\",\"role\":\"user\",\"text\":\"hi\"}\n",
+        Format::Jsonl,
+    )
+    .unwrap()
+    .context;
+    // Recomputed by another program: coreutils' sha256sum over the bytes.
+    let mut digest = Digest::GENESIS;
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..context.len() {
+        let path = dir.path().join(format!("m{i}"));
+        let mut bytes = digest.as_bytes().to_vec();
+        bytes.extend_from_slice(context.message_json(i).unwrap().as_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        let out = std::process::Command::new("sha256sum")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let hex = String::from_utf8(out.stdout).unwrap();
+        digest = hex.split_whitespace().next().unwrap().parse().unwrap();
+    }
+    assert_eq!(context.head(), digest);
+}
+
+#[test]
+fn r34e_a_digest_reads_back_from_its_hex_and_bad_hex_is_refused_by_name() {
+    let d = Digest::GENESIS.next(b"{}");
+    assert_eq!(d.to_string().parse::<Digest>().unwrap(), d);
+    assert_eq!(
+        "abc".parse::<Digest>().unwrap_err().to_string(),
+        "\"abc\" is not a chain digest (64 hex digits)"
+    );
+    assert!("g".repeat(64).parse::<Digest>().is_err());
+}

@@ -1,0 +1,235 @@
+//! `verify`: the whole log read again, its chain recomputed, and every
+//! digest recorded beside it — a snapshot's, a row's, one kept elsewhere —
+//! compared with it. A finding says what does not match and where; nothing
+//! is ever repaired.
+
+use agent_data::{Context, Digest};
+use serde::Serialize;
+
+/// What [`crate::Store::verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verified {
+    /// The context's name (a path, or a URL without its password).
+    pub name: String,
+    /// Its messages, as [`Context`] numbers them.
+    pub messages: usize,
+    /// The chain's digest after the last one.
+    pub head: Digest,
+    /// What does not match, in the order found; empty when clean.
+    pub findings: Vec<Finding>,
+}
+
+impl Verified {
+    /// The result for `context`, a whole log read with nothing recorded
+    /// beside it: its length and head, no findings yet.
+    pub fn of(name: &str, context: &Context) -> Verified {
+        Verified {
+            name: name.to_owned(),
+            messages: context.len(),
+            head: context.head(),
+            findings: Vec::new(),
+        }
+    }
+
+    /// Adds a finding when the head is not `expected` — a head kept where
+    /// whoever can rewrite the log cannot reach.
+    pub fn expect(&mut self, expected: Digest) {
+        if self.head != expected {
+            self.findings.push(Finding::Head {
+                expected,
+                found: self.head,
+            });
+        }
+    }
+
+    /// True when nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// One thing that does not match the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "finding", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Finding {
+    /// The head is not the one expected: the log is not the one whose head
+    /// was kept (changed anywhere, or cut, or grown).
+    Head {
+        /// The head kept elsewhere.
+        expected: Digest,
+        /// The head of the log as it is.
+        found: Digest,
+    },
+    /// A snapshot summarises more messages than the log has.
+    #[serde(rename_all = "camelCase")]
+    SnapshotPastEnd {
+        /// The messages it summarises.
+        summarises: usize,
+    },
+    /// A snapshot's digest is not the log's at its length: a message before
+    /// that point changed since it was taken, or the snapshot is not this
+    /// log's.
+    #[serde(rename_all = "camelCase")]
+    SnapshotChain {
+        /// The messages it summarises.
+        summarises: usize,
+        /// Its digest.
+        snapshot: Digest,
+        /// The log's digest after as many messages.
+        log: Digest,
+    },
+    /// A snapshot's views are not the fold of the messages it summarises,
+    /// though its digest matches: the snapshot was edited.
+    #[serde(rename_all = "camelCase")]
+    SnapshotViews {
+        /// The messages it summarises.
+        summarises: usize,
+    },
+    /// A snapshot that cannot be read (damaged, or another format).
+    SnapshotUnreadable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Head { expected, found } => {
+                write!(f, "the head is {found}, not the expected {expected}")
+            }
+            Finding::SnapshotPastEnd { summarises } => write!(
+                f,
+                "the snapshot summarises {summarises} messages, more than the log has"
+            ),
+            Finding::SnapshotChain {
+                summarises,
+                snapshot,
+                log,
+            } => write!(
+                f,
+                "the snapshot of the first {summarises} messages has digest {snapshot}, the log \
+                 {log} there: a message before {summarises} changed, or the snapshot is not \
+                 this log's"
+            ),
+            Finding::SnapshotViews { summarises } => write!(
+                f,
+                "the snapshot's views are not the fold of the first {summarises} messages"
+            ),
+            Finding::SnapshotUnreadable { reason } => {
+                write!(f, "the snapshot cannot be read: {reason}")
+            }
+        }
+    }
+}
+
+/// Checks a sealed snapshot against `log`, a whole log: its digest against
+/// the log's at its length, then its views against the fold of that prefix.
+pub(crate) fn check_snapshot(log: &Context, sealed: &[u8]) -> Vec<Finding> {
+    let unreadable = |reason: String| vec![Finding::SnapshotUnreadable { reason }];
+    let Some(body) = crate::snapshot::unseal(sealed) else {
+        return unreadable("its seal does not match its bytes".into());
+    };
+    let (summary, anchor) = match Context::from_snapshot(body) {
+        Ok(read) => read,
+        Err(e) => return unreadable(e.to_string()),
+    };
+    let summarises = summary.len();
+    if summarises > log.len() {
+        return vec![Finding::SnapshotPastEnd { summarises }];
+    }
+    let json = |i: usize| log.message_json(i).unwrap_or_default().as_bytes();
+    let at = Digest::of((0..summarises).map(json));
+    if at != summary.head() {
+        return vec![Finding::SnapshotChain {
+            summarises,
+            snapshot: summary.head(),
+            log: at,
+        }];
+    }
+    // The prefix folded again: its snapshot, under the same anchor, is the
+    // snapshot's body byte for byte when the views are the fold.
+    let mut lines = Vec::new();
+    for i in 0..summarises {
+        lines.extend_from_slice(json(i));
+        lines.push(b'\n');
+    }
+    let prefix = match Context::load(&lines, agent_data::Format::Jsonl) {
+        Ok(loaded) => loaded.context,
+        Err(e) => return unreadable(format!("the log's first {summarises} messages: {e}")),
+    };
+    match prefix.snapshot(&anchor) {
+        Ok(again) if again == body => Vec::new(),
+        Ok(_) => vec![Finding::SnapshotViews { summarises }],
+        Err(e) => unreadable(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::snapshot::seal;
+    use serde_json::json;
+
+    fn log(n: usize) -> Context {
+        let text: String = (0..n)
+            .map(|i| format!("{}\n", json!({"type": "state", "data": {"n": i}})))
+            .collect();
+        Context::load(text.as_bytes(), agent_data::Format::Jsonl)
+            .unwrap()
+            .context
+    }
+
+    #[test]
+    fn r34e_a_snapshot_of_a_prefix_of_the_log_is_clean() {
+        let sealed = seal(log(3).snapshot(&json!({"rows": 3})).unwrap());
+        assert_eq!(check_snapshot(&log(5), &sealed), []);
+    }
+
+    #[test]
+    fn r34e_a_snapshot_with_the_right_digest_and_forged_views_is_found() {
+        let body = String::from_utf8(log(3).snapshot(&json!(null)).unwrap()).unwrap();
+        assert!(body.contains(r#"{"n":2}"#), "{body}");
+        let forged = seal(body.replace(r#"{"n":2}"#, r#"{"n":9}"#).into_bytes());
+        assert_eq!(
+            check_snapshot(&log(5), &forged),
+            [Finding::SnapshotViews { summarises: 3 }]
+        );
+    }
+
+    #[test]
+    fn r34e_a_snapshot_of_another_log_or_past_the_end_or_damaged_is_found() {
+        let other = seal(log(3).snapshot(&json!(null)).unwrap());
+        let mut changed = log(2);
+        changed
+            .append_all(
+                &agent_data::Message::from_value(json!({"type": "state", "data": {"n": 7}}))
+                    .unwrap(),
+            )
+            .unwrap();
+        changed
+            .append_all(
+                &agent_data::Message::from_value(json!({"type": "state", "data": {"n": 8}}))
+                    .unwrap(),
+            )
+            .unwrap();
+        assert!(matches!(
+            check_snapshot(&changed, &other)[..],
+            [Finding::SnapshotChain { summarises: 3, .. }]
+        ));
+        assert_eq!(
+            check_snapshot(&log(2), &other),
+            [Finding::SnapshotPastEnd { summarises: 3 }]
+        );
+        let mut damaged = other.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert_eq!(
+            check_snapshot(&log(5), &damaged)[0].to_string(),
+            "the snapshot cannot be read: its seal does not match its bytes"
+        );
+    }
+}
