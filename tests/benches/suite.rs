@@ -219,9 +219,26 @@ fn w6(c: &mut Criterion) {
     });
 }
 
+/// C1: the chain over a log of 100,000 typical messages (W1's log), one
+/// digest per message as `verify` computes it, against SHA-256 of the
+/// same bytes in one pass (what `sha256sum` of the file computes). The
+/// chain hashes each message with the 32-byte digest before it.
+fn c1(c: &mut Criterion) {
+    let jsonl = workloads::w1_jsonl(MESSAGES);
+    c.bench_function("C1-chain-ours", |b| {
+        b.iter(|| agent_data::Digest::of(black_box(&jsonl).lines().map(str::as_bytes)))
+    });
+    c.bench_function("C1-chain-sha256", |b| {
+        b.iter(|| {
+            use sha2::Digest as _;
+            black_box(sha2::Sha256::digest(black_box(jsonl.as_bytes())))
+        })
+    });
+}
+
 criterion_group! {
     name = suite;
     config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(5)).warm_up_time(std::time::Duration::from_secs(1));
-    targets = w1, w2, w3, w4, s1, w5, w6
+    targets = w1, w2, w3, w4, s1, w5, w6, c1
 }
 criterion_main!(suite);
