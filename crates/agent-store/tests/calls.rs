@@ -265,6 +265,36 @@ mod calls {
     }
 
     #[test]
+    fn r34d_a_views_values_do_not_depend_on_the_commit_order_but_its_key_order_does() {
+        // D43: calls 0 and 1 write different top-level keys of one layer
+        // and are not ordered, so their keys appear in commit order.
+        let views: Vec<serde_json::Value> = [[0, 1], [1, 0]]
+            .iter()
+            .map(|order| {
+                let (url, plan) = planned("key-order", 2);
+                let mut calls = PgCalls::open(&url).unwrap();
+                let claims = calls
+                    .claim(plan, &[0, 1], "w", Duration::from_secs(30), 2)
+                    .unwrap();
+                let mut stored = Stored::open(store(&url)).unwrap();
+                for &call in order {
+                    stored.commit_call(&result(call, 7), &claims[call]).unwrap();
+                }
+                let after = Stored::open(store(&url)).unwrap();
+                agent_store::Append::context(&after)
+                    .read(&"†state".parse().unwrap(), None)
+                    .cloned()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(views[0], views[1], "the same values");
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&views[0]), ["c0", "c1"]);
+        assert_eq!(keys(&views[1]), ["c1", "c0"]);
+    }
+
+    #[test]
     fn r34d_a_result_without_messages_still_marks_its_call_done_once() {
         let (url, plan) = planned("empty", 1);
         let mut calls = PgCalls::open(&url).unwrap();
