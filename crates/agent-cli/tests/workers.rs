@@ -521,7 +521,7 @@ fn stopped_past_its_lease(url: &str, other: &str, args: &[&str]) -> (Run, Run) {
     let victim = worker(
         url,
         "victim",
-        &[("t", r#"sleep 1; echo '{"by":"victim"}'"#)],
+        &[("t", r#"sleep 3; echo '{"by":"victim"}'"#)],
         &["--lease", "1", "--until-idle"],
     );
     wait_for(Duration::from_secs(10), "the victim's claim", || {
