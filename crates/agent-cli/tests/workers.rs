@@ -476,7 +476,7 @@ fn r34d_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly
     assert!(round_trips.as_u64().unwrap() > 0, "{round_trips}");
     assert_eq!(
         printed,
-        json!({"worker": "w", "did": {"ran": 1, "written": 1, "alreadyWritten": 0, "retried": 0, "failed": 0}, "plan": want})
+        json!({"worker": "w", "did": {"ran": 1, "written": 1, "alreadyWritten": 0, "fenced": 0, "retried": 0, "failed": 0}, "plan": want})
     );
     // The worker has stopped: nobody has tool t now either.
     let calls = status(&url, true);
@@ -497,6 +497,104 @@ fn r34d_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly
     assert_eq!(calls["calls"][1]["state"], "done");
     assert_eq!(calls["calls"][1]["worker"], "w");
     assert_eq!(calls["calls"][1]["attempts"], 1);
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a worker process.
+fn signal(child: &Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {}", child.id());
+}
+
+/// A one-call plan the victim claims and is then stopped holding, past its
+/// lease; `other` (with `args`) takes the call over and runs until idle.
+/// The victim is then continued and runs until idle too: (victim, other).
+fn stopped_past_its_lease(url: &str, other: &str, args: &[&str]) -> (Run, Run) {
+    append(
+        url,
+        &json!({"type": "plan", "calls": [{"_tool": "t", "_outputPath": "†state.r"}]}),
+    );
+    // Its activity outlives the stop: activities run in their own process
+    // group (D35), so only the worker is stopped, and the result waits.
+    let victim = worker(
+        url,
+        "victim",
+        &[("t", r#"sleep 3; echo '{"by":"victim"}'"#)],
+        &["--lease", "1", "--until-idle"],
+    );
+    wait_for(Duration::from_secs(10), "the victim's claim", || {
+        status(url, false)["running"] == 1
+    });
+    signal(&victim, "STOP");
+    // The lease runs out a second after the last renewal at the latest.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut all = vec!["--lease", "1", "--until-idle"];
+    all.extend(args);
+    let other = finish(worker(url, "w", &[("t", other)], &all));
+    signal(&victim, "CONT");
+    (finish(victim), other)
+}
+
+#[test]
+fn r34d_fenced_a_worker_stopped_past_its_lease_cannot_commit_after_another_finished() {
+    let url = fresh("fenced-done");
+    let (victim, w) = stopped_past_its_lease(&url, r#"echo '{"by":"w"}'"#, &[]);
+    assert_eq!((w.code, w.stderr.as_str()), (0, ""), "{w:?}");
+    assert_eq!(report(&w)["did"]["written"], 1, "{w:?}");
+    // The victim's result came last and from a claim no longer current:
+    // refused, counted, not retried; the victim exits as the plan stands.
+    assert_eq!((victim.code, victim.stderr.as_str()), (0, ""), "{victim:?}");
+    let did = &report(&victim)["did"];
+    assert_eq!(
+        (
+            &did["ran"],
+            &did["written"],
+            &did["alreadyWritten"],
+            &did["fenced"]
+        ),
+        (&json!(1), &json!(0), &json!(0), &json!(1)),
+        "{victim:?}"
+    );
+    let messages = messages(&url);
+    assert_eq!(messages.len(), 2, "the plan and one result: {messages:?}");
+    assert_eq!(views(&messages)["state"], json!({"r": {"by": "w"}}));
+    let call = &status(&url, true)["calls"][0];
+    assert_eq!(
+        (&call["state"], &call["worker"], &call["attempts"]),
+        (&json!("done"), &json!("w"), &json!(2)),
+        "{call}"
+    );
+}
+
+#[test]
+fn r34d_fenced_a_worker_stopped_past_its_lease_cannot_turn_a_failed_call_done() {
+    let url = fresh("fenced-failed");
+    let (victim, w) = stopped_past_its_lease(
+        &url,
+        "cat >/dev/null; echo broken >&2; exit 1",
+        &["--retries", "0"],
+    );
+    assert_eq!(w.code, 1, "{w:?}");
+    assert_eq!(report(&w)["did"]["failed"], 1, "{w:?}");
+    // A failed call never changes: the victim's late success is refused.
+    assert_eq!(victim.code, 1, "{victim:?}");
+    let did = &report(&victim)["did"];
+    assert_eq!(
+        (&did["written"], &did["fenced"], &did["failed"]),
+        (&json!(0), &json!(1), &json!(0)),
+        "{victim:?}"
+    );
+    assert_eq!(report(&victim)["plan"]["failed"], 1, "{victim:?}");
+    let messages = messages(&url);
+    assert_eq!(messages.len(), 1, "the plan alone: {messages:?}");
+    let call = &status(&url, true)["calls"][0];
+    assert_eq!(
+        (&call["state"], &call["worker"], &call["attempts"]),
+        (&json!("failed"), &json!("w"), &json!(2)),
+        "{call}"
+    );
 }
 
 #[test]

@@ -105,8 +105,10 @@ pub enum Error {
         reason: String,
     },
     /// The result of a plan's call was not appended because the call
-    /// already has one (a worker whose lease ran out finished after
-    /// another took the call over): a call's result is written once.
+    /// already has one, written under this very claim: a commit sent again
+    /// after a lost connection, whose first sending landed. A call's result
+    /// is written once. (A result from a claim that is no longer the
+    /// call's current one is [`Error::Fenced`].)
     #[error(
         "{name}: call {call} of the plan at row {plan} already has its result; this one was not appended"
     )]
@@ -117,6 +119,35 @@ pub enum Error {
         plan: u64,
         /// The call's position in the plan.
         call: usize,
+    },
+    /// The result of a plan's call was not appended because the claim it
+    /// was run under is no longer the call's current one (decision D43):
+    /// the call was claimed again after this claim's lease ran out, given
+    /// back, given up (failed), or finished under another claim. Only the
+    /// worker holding the call's current claim, while the call is running,
+    /// may write its result; the call's row and the log are unchanged.
+    #[error(
+        "{name}: call {call} of the plan at row {plan} is {state}, held by attempt {attempts} \
+         of {}; the result of attempt {attempt} by worker {worker} was fenced off and not appended",
+        holder.as_deref().map_or_else(|| "no worker".to_owned(), |h| format!("worker {h}"))
+    )]
+    Fenced {
+        /// The context.
+        name: String,
+        /// The plan message's row.
+        plan: u64,
+        /// The call's position in the plan.
+        call: usize,
+        /// The worker whose result was refused.
+        worker: String,
+        /// Its claim's token: the attempt it ran.
+        attempt: u32,
+        /// The call's state now (`waiting`, `running`, `done` or `failed`).
+        state: String,
+        /// The call's current token: how many times it was claimed.
+        attempts: u32,
+        /// The worker holding (or last holding) the call now.
+        holder: Option<String>,
     },
     /// The connection was lost while an append was committing, and the
     /// context afterwards begins with exactly that batch: it may be this

@@ -80,17 +80,12 @@ mod calls {
         let lease = Duration::from_secs(30);
         let first = calls.claim(plan, &[0], "a", lease, 1).unwrap();
         assert_eq!(first.len(), 1);
-        // Two workers holding the call (the second after the first's lease,
-        // say) each commit a result; the second is refused.
-        let second = Claim {
-            worker: "b".into(),
-            attempt: 2,
-            ..first[0].clone()
-        };
+        // The claim's result is sent twice (as after a lost connection whose
+        // first sending landed): the second is refused as written already.
         let mut a = Stored::open(store(&url)).unwrap();
-        let mut b = Stored::open(store(&url)).unwrap();
+        let mut again = Stored::open(store(&url)).unwrap();
         a.commit_call(&result(0, 1), &first[0]).unwrap();
-        let refused = b.commit_call(&result(0, 2), &second).unwrap_err();
+        let refused = again.commit_call(&result(0, 2), &first[0]).unwrap_err();
         assert!(
             matches!(refused, Error::AlreadyWritten { call: 0, .. }),
             "{refused}"
@@ -101,6 +96,15 @@ mod calls {
             ),
             "{refused}"
         );
+        // Any other claim's result is fenced off (D43): only the current
+        // claim of a running call writes.
+        let other = Claim {
+            worker: "b".into(),
+            attempt: 2,
+            ..first[0].clone()
+        };
+        let fenced = again.commit_call(&result(0, 3), &other).unwrap_err();
+        assert!(matches!(fenced, Error::Fenced { call: 0, .. }), "{fenced}");
         let after = Stored::open(store(&url)).unwrap();
         assert_eq!(agent_store::Append::context(&after).len(), 2);
         assert_eq!(
@@ -110,6 +114,184 @@ mod calls {
         let rows = calls.rows(plan).unwrap();
         assert_eq!(rows[0].state, CallState::Done);
         assert_eq!(rows[0].worker.as_deref(), Some("a"));
+    }
+
+    /// Claims call 0 for `a` with a lease that runs out, then for `b`:
+    /// (calls, a's stale claim, b's current one).
+    fn taken_over(url: &str, plan: u64) -> (PgCalls, Claim, Claim) {
+        let mut calls = PgCalls::open(url).unwrap();
+        let stale = calls
+            .claim(plan, &[0], "a", Duration::from_millis(100), 1)
+            .unwrap()
+            .remove(0);
+        std::thread::sleep(Duration::from_millis(150));
+        let current = calls
+            .claim(plan, &[0], "b", Duration::from_secs(30), 1)
+            .unwrap()
+            .remove(0);
+        assert_eq!((stale.attempt, current.attempt), (1, 2));
+        (calls, stale, current)
+    }
+
+    /// The context's length and call 0's row, to compare before and after.
+    fn as_it_is(url: &str, calls: &mut PgCalls, plan: u64) -> (usize, agent_store::CallRow) {
+        let stored = Stored::open(store(url)).unwrap();
+        let mut row = calls.rows(plan).unwrap().remove(0);
+        // Lease and back-off count down as time passes; the rest must not move.
+        row.lease_left = row.lease_left.map(|_| 0.0);
+        row.retry_in = row.retry_in.map(|_| 0.0);
+        (agent_store::Append::context(&stored).len(), row)
+    }
+
+    #[test]
+    fn r34d_fenced_a_stale_claim_cannot_commit_once_the_call_is_claimed_again() {
+        let (url, plan) = planned("fenced-reclaimed", 1);
+        let (mut calls, stale, current) = taken_over(&url, plan);
+        let before = as_it_is(&url, &mut calls, plan);
+        let mut a = Stored::open(store(&url)).unwrap();
+        let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
+        match &refused {
+            Error::Fenced {
+                plan: p,
+                call: 0,
+                worker,
+                attempt: 1,
+                state,
+                attempts: 2,
+                holder,
+                ..
+            } => {
+                assert_eq!(*p, plan);
+                assert_eq!(worker, "a");
+                assert_eq!(state, "running");
+                assert_eq!(holder.as_deref(), Some("b"));
+            }
+            other => panic!("not fenced: {other}"),
+        }
+        assert!(
+            refused.to_string().ends_with(
+                "call 0 of the plan at row 0 is running, held by attempt 2 of worker b; the \
+                 result of attempt 1 by worker a was fenced off and not appended"
+            ),
+            "{refused}"
+        );
+        assert_eq!(as_it_is(&url, &mut calls, plan), before);
+        // The current claim still writes.
+        let mut b = Stored::open(store(&url)).unwrap();
+        b.commit_call(&result(0, 2), &current).unwrap();
+        let rows = calls.rows(plan).unwrap();
+        assert_eq!(
+            (rows[0].state, rows[0].worker.as_deref()),
+            (CallState::Done, Some("b"))
+        );
+        let after = Stored::open(store(&url)).unwrap();
+        assert_eq!(
+            agent_store::Append::context(&after).read(&"†state.c0".parse().unwrap(), None),
+            Some(&json!(2))
+        );
+    }
+
+    #[test]
+    fn r34d_fenced_a_stale_claim_cannot_turn_a_failed_call_done() {
+        let (url, plan) = planned("fenced-failed", 1);
+        let (mut calls, stale, current) = taken_over(&url, plan);
+        assert!(calls.release(&current, "gave up", None).unwrap());
+        let before = as_it_is(&url, &mut calls, plan);
+        let mut a = Stored::open(store(&url)).unwrap();
+        let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
+        assert!(
+            matches!(&refused, Error::Fenced { state, attempts: 2, .. } if state == "failed"),
+            "{refused}"
+        );
+        assert_eq!(as_it_is(&url, &mut calls, plan), before);
+        assert_eq!(before.1.state, CallState::Failed);
+        // Nor can the claim that gave it up take it back.
+        let refused = a.commit_call(&result(0, 2), &current).unwrap_err();
+        assert!(matches!(refused, Error::Fenced { .. }), "{refused}");
+        assert_eq!(as_it_is(&url, &mut calls, plan), before);
+    }
+
+    #[test]
+    fn r34d_fenced_a_stale_claim_cannot_commit_after_another_wrote_the_result() {
+        let (url, plan) = planned("fenced-done", 1);
+        let (mut calls, stale, current) = taken_over(&url, plan);
+        let mut b = Stored::open(store(&url)).unwrap();
+        b.commit_call(&result(0, 2), &current).unwrap();
+        let before = as_it_is(&url, &mut calls, plan);
+        let mut a = Stored::open(store(&url)).unwrap();
+        let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
+        assert!(
+            matches!(&refused, Error::Fenced { state, holder: Some(h), .. }
+                if state == "done" && h == "b"),
+            "{refused}"
+        );
+        assert_eq!(as_it_is(&url, &mut calls, plan), before);
+        assert_eq!(before.0, 2, "the plan and b's result");
+    }
+
+    #[test]
+    fn r34d_fenced_a_claim_given_back_cannot_commit_but_an_expired_unclaimed_one_can() {
+        let (url, plan) = planned("fenced-lease", 2);
+        let mut calls = PgCalls::open(&url).unwrap();
+        let short = Duration::from_millis(100);
+        let claims = calls.claim(plan, &[0, 1], "a", short, 2).unwrap();
+        // Call 0 is given back to be tried again: its claim is over.
+        assert!(
+            calls
+                .release(
+                    &claims[0],
+                    "attempt 1 failed",
+                    Some(Duration::from_secs(60))
+                )
+                .unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(150));
+        let mut a = Stored::open(store(&url)).unwrap();
+        let refused = a.commit_call(&result(0, 1), &claims[0]).unwrap_err();
+        assert!(
+            matches!(&refused, Error::Fenced { state, .. } if state == "waiting"),
+            "{refused}"
+        );
+        // Call 1's lease ran out, but nobody claimed it since: its claim is
+        // still the current one, and its result is the only one coming.
+        assert!(calls.rows(plan).unwrap()[1].claimable());
+        a.commit_call(&result(1, 1), &claims[1]).unwrap();
+        let rows = calls.rows(plan).unwrap();
+        assert_eq!(
+            (rows[0].state, rows[1].state),
+            (CallState::Waiting, CallState::Done)
+        );
+        assert_eq!(agent_store::Append::context(&a).len(), 2);
+    }
+
+    #[test]
+    fn r34d_a_views_values_do_not_depend_on_the_commit_order_but_its_key_order_does() {
+        // D43: calls 0 and 1 write different top-level keys of one layer
+        // and are not ordered, so their keys appear in commit order.
+        let views: Vec<serde_json::Value> = [[0, 1], [1, 0]]
+            .iter()
+            .map(|order| {
+                let (url, plan) = planned("key-order", 2);
+                let mut calls = PgCalls::open(&url).unwrap();
+                let claims = calls
+                    .claim(plan, &[0, 1], "w", Duration::from_secs(30), 2)
+                    .unwrap();
+                let mut stored = Stored::open(store(&url)).unwrap();
+                for &call in order {
+                    stored.commit_call(&result(call, 7), &claims[call]).unwrap();
+                }
+                let after = Stored::open(store(&url)).unwrap();
+                agent_store::Append::context(&after)
+                    .read(&"†state".parse().unwrap(), None)
+                    .cloned()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(views[0], views[1], "the same values");
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&views[0]), ["c0", "c1"]);
+        assert_eq!(keys(&views[1]), ["c1", "c0"]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use agent_store::CallRow;
 use serde::Serialize;
 
 /// What a worker did; serialises as `{"ran", "written", "alreadyWritten",
-/// "retried", "failed", "roundTrips"}`.
+/// "fenced", "retried", "failed", "roundTrips"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerReport {
@@ -17,6 +17,11 @@ pub struct WorkerReport {
     pub written: usize,
     /// Results it did not write because the call already had one.
     pub already_written: usize,
+    /// Outcomes it did not write, give back or give up because its claim was
+    /// no longer the call's current one: another worker claimed the call
+    /// after this one's lease ran out, or it finished or failed meanwhile
+    /// (decision D43). Not tried again.
+    pub fenced: usize,
     /// Failed attempts it gave back to be tried again.
     pub retried: usize,
     /// Calls it gave up on.

@@ -5,7 +5,9 @@
 //! calls up to the concurrency, hands each to a thread that runs its
 //! activity, and commits what comes back — one call's result at a time,
 //! through [`PgStore::commit_call`], which writes a call's result once
-//! however often its activity ran. Between rounds it sleeps until a
+//! however often its activity ran, and only from the call's current claim
+//! (decision D43): a result from a claim another worker took over is
+//! fenced off, counted and dropped. Between rounds it sleeps until a
 //! notification (another worker committed or gave a call back), one of its
 //! activities finishes, a lease it must renew or watch runs out, or a
 //! retry's backoff ends.
@@ -250,7 +252,8 @@ impl<'w> Running<'w> {
         self.calls
             .register(&name, &self.worker.activities.tools(), lease)?;
         for claim in self.mine.values() {
-            // A claim lost to another worker still commits (or is refused).
+            // A claim lost to another worker is not renewed; its activity
+            // runs on, and its commit is fenced off (D43).
             self.calls.renew(claim, lease)?;
         }
         self.renewed = Instant::now();
@@ -400,10 +403,15 @@ impl<'w> Running<'w> {
         if let Outcome::Failure(value) = &outcome
             && claim.attempt <= self.options().retries
         {
-            self.report.retried += 1;
             let error = format!("attempt {} failed: {value}", claim.attempt);
-            self.calls
-                .release(&claim, &error, Some(retry_delay(claim.attempt)))?;
+            if self
+                .calls
+                .release(&claim, &error, Some(retry_delay(claim.attempt)))?
+            {
+                self.report.retried += 1;
+            } else {
+                self.report.fenced += 1;
+            }
             return Ok(());
         }
         match agent_output::messages_for(&call, outcome, self.worker.clock.as_ref()) {
@@ -420,6 +428,13 @@ impl<'w> Running<'w> {
             }
             Err(StoreError::AlreadyWritten { .. }) => {
                 self.report.already_written += 1;
+                Ok(())
+            }
+            // The call is no longer this claim's (D43): another worker holds
+            // it, or it finished or failed meanwhile. Its row and the log are
+            // as that left them; sending again would be refused again.
+            Err(StoreError::Fenced { .. }) => {
+                self.report.fenced += 1;
                 Ok(())
             }
             Err(StoreError::Refused(e)) => self.give_up(&claim, &e.to_string()),
@@ -440,9 +455,14 @@ impl<'w> Running<'w> {
         Ok(())
     }
 
+    /// Fails the call, unless the claim is no longer its current one: then
+    /// the call is left as its current holder left it, and counted fenced.
     fn give_up(&mut self, claim: &Claim, error: &str) -> Result<(), WorkerError> {
-        self.report.failed += 1;
-        self.calls.release(claim, error, None)?;
+        if self.calls.release(claim, error, None)? {
+            self.report.failed += 1;
+        } else {
+            self.report.fenced += 1;
+        }
         Ok(())
     }
 }

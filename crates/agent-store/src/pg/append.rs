@@ -30,14 +30,26 @@ fn refused(error: agent_data::Error) -> Error {
     Error::Refused(Box::new(error))
 }
 
+/// What `agentctx_commit_call` says of the call's row: its state (or
+/// `missing`, `unknown`, `written`), whether the claim was fenced off, and
+/// the claim holding the call now.
+struct CallNow {
+    state: String,
+    fenced: bool,
+    attempts: Option<i32>,
+    worker: Option<String>,
+}
+
 fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Range<usize>> {
     context.append_prepared(prepared).map_err(refused)
 }
 
 impl PgStore {
     /// [`Store::append_at`], or with `claim` the append of that call's
-    /// result, refused with [`Error::AlreadyWritten`] when the call has
-    /// one (schema version 4).
+    /// result: refused with [`Error::Fenced`] unless `claim` is the call's
+    /// current claim and the call is running, and with
+    /// [`Error::AlreadyWritten`] when this claim's result already landed
+    /// (schema version 5).
     pub(super) fn append_guarded(
         &mut self,
         prepared: &Prepared<'_>,
@@ -63,16 +75,31 @@ impl PgStore {
             Some(claim) => {
                 let plan = i64::try_from(claim.plan).unwrap_or(i64::MAX);
                 let call = i32::try_from(claim.call).unwrap_or(i32::MAX);
+                let attempt = i32::try_from(claim.attempt).unwrap_or(i32::MAX);
                 client
                     .query_one(
                         &statements.commit_call,
-                        &[&name, &id, &at, &lines, &plan, &call, &claim.worker],
+                        &[
+                            &name,
+                            &id,
+                            &at,
+                            &lines,
+                            &plan,
+                            &call,
+                            &claim.worker,
+                            &attempt,
+                        ],
                     )
                     .and_then(|row| {
                         Ok((
                             row.try_get::<_, Option<i64>>(0)?,
                             row.try_get::<_, i64>(1)?,
-                            Some(row.try_get::<_, String>(2)?),
+                            Some(CallNow {
+                                state: row.try_get(2)?,
+                                fenced: row.try_get::<_, Option<bool>>(3)?.unwrap_or(false),
+                                attempts: row.try_get(4)?,
+                                worker: row.try_get(5)?,
+                            }),
                         ))
                     })
             }
@@ -88,8 +115,24 @@ impl PgStore {
             Ok((found_id, _, _)) if id.is_some() && found_id != id => {
                 Err(replaced("deleted and created again"))
             }
-            // The call's row decides before the length does (schema v4).
-            Ok((_, _, Some(state))) if state == "done" => {
+            // The call's row decides before the length does (schema v5):
+            // first whether this claim still holds the call.
+            Ok((_, _, Some(now))) if now.fenced => {
+                let (plan, call, worker, attempt) = claim.map_or((0, 0, String::new(), 0), |c| {
+                    (c.plan, c.call, c.worker.clone(), c.attempt)
+                });
+                Err(Error::Fenced {
+                    name: self.address.shown.clone(),
+                    plan,
+                    call,
+                    worker,
+                    attempt,
+                    state: now.state,
+                    attempts: now.attempts.map_or(0, |a| u32::try_from(a).unwrap_or(0)),
+                    holder: now.worker,
+                })
+            }
+            Ok((_, _, Some(now))) if now.state == "done" => {
                 let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
                 Err(Error::AlreadyWritten {
                     name: self.address.shown.clone(),
@@ -97,10 +140,10 @@ impl PgStore {
                     call,
                 })
             }
-            Ok((_, _, Some(state))) if state == "missing" => {
+            Ok((_, _, Some(now))) if now.state == "missing" => {
                 Err(replaced("deleted and created again"))
             }
-            Ok((_, _, Some(state))) if state == "unknown" => {
+            Ok((_, _, Some(now))) if now.state == "unknown" => {
                 let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
                 Err(Error::Malformed {
                     name: self.address.shown.clone(),
@@ -314,11 +357,15 @@ impl PgStore {
 impl PgStore {
     /// Commits the result of the call `claim` holds — `messages`, possibly
     /// none — as [`Store::commit`] does, and marks the call done in the
-    /// same transaction. A call has one result: when it already has one
-    /// (another worker's, after this one's lease ran out), nothing is
-    /// appended and the error is [`Error::AlreadyWritten`]. Retrying after
-    /// any other error (a lost connection, [`Error::InDoubt`]) is safe for
-    /// the same reason.
+    /// same transaction — only while `claim` is the call's current claim
+    /// (its token, the attempt, is the newest) and the call is running; its
+    /// lease may have run out if nobody claimed the call since (decision
+    /// D43). Otherwise nothing is appended, the call's row is unchanged, and
+    /// the error is [`Error::Fenced`]: the call was claimed again, given
+    /// back, failed, or done under another claim. When this very claim's
+    /// result already landed the error is [`Error::AlreadyWritten`], so
+    /// retrying after any other error (a lost connection,
+    /// [`Error::InDoubt`]) is safe.
     pub fn commit_call(
         &mut self,
         context: &mut Context,
@@ -333,7 +380,8 @@ impl PgStore {
 
 impl Stored<PgStore> {
     /// Commits the result of the call `claim` holds ([`PgStore::commit_call`]):
-    /// written once, or [`Error::AlreadyWritten`].
+    /// written once, by the call's current claim, or [`Error::Fenced`] or
+    /// [`Error::AlreadyWritten`].
     pub fn commit_call(&mut self, messages: &[Message], claim: &Claim) -> Result<Range<usize>> {
         let (store, context) = self.parts();
         store.commit_call(context, messages, claim)

@@ -1,14 +1,17 @@
 //! The calls of a plan that many workers run together (schema version 4,
-//! decision D41): which call waits, which a worker has claimed and until
+//! decisions D41 and D43): which call waits, which a worker has claimed and until
 //! when, which finished; and the workers alive with their tools.
 //!
 //! Claims are rows locked with `FOR UPDATE SKIP LOCKED`, so workers never
 //! wait for each other to pick work; a claim is a lease, so a worker that
 //! dies leaves its calls to be claimed again once the lease runs out. The
-//! result of a call is committed by [`PgStore::commit_call`], which refuses
-//! a second result: that, not the claim, is what makes a result exactly
-//! once (a claim only keeps two workers from running a call at once while
-//! both are alive).
+//! result of a call is committed by [`PgStore::commit_call`], which writes
+//! it only from the call's current claim while the call is running: that,
+//! not the lease, is what makes a result exactly once and in order (a lease
+//! only keeps two workers from running a call at once while both are
+//! alive). Each claim increments the call's `attempts` in the statement
+//! that takes it, under the row's lock, so the attempt is the claim's
+//! fencing token: renewing, giving back and committing all check it.
 
 use super::PgStore;
 use super::sql::{
@@ -94,7 +97,10 @@ pub struct Claim {
     pub plan: u64,
     /// The call's position in the plan.
     pub call: usize,
-    /// Which attempt this is (1 for the first claim): the claim's token.
+    /// Which attempt this is (1 for the first claim): the claim's fencing
+    /// token. Every claim of the call increments it atomically, so a newer
+    /// claim always has a larger one and an older claim can never act on
+    /// the call again (decision D43).
     pub attempt: u32,
     /// The worker.
     pub worker: String,

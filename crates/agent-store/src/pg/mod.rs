@@ -32,8 +32,9 @@
 //! `sql::CLAIM` on the connection `session.rs` keeps; the worker runs it
 //! and commits its result with [`PgStore::commit_call`] (`append.rs`),
 //! which sends `sql::COMMIT_CALL`, running `agentctx_commit_call`
-//! (`schema.rs`, version 4): the messages and the call marked done, in one
-//! transaction.
+//! (`schema.rs`, version 5): the messages and the call marked done, in one
+//! transaction, only while the worker's claim (its token, the attempt) is
+//! the call's current one and the call is running.
 
 mod address;
 mod append;

@@ -7,13 +7,13 @@ use postgres::Client;
 use postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 4] = [
+const MIGRATIONS: [(i32, &str, &str); 5] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -22,6 +22,11 @@ const MIGRATIONS: [(i32, &str, &str); 4] = [
     ),
     (3, "snapshots of contexts' folded views", V3),
     (4, "plans run by workers: calls, claims, workers", V4),
+    (
+        5,
+        "agentctx_commit_call takes the claim's token and fences stale claims",
+        V5,
+    ),
 ];
 
 /// Version 1. A context is a row holding its length; its messages are rows
@@ -193,6 +198,75 @@ BEGIN
     UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
     UPDATE agentctx_calls
         SET state = 'done', worker = p_worker, lease_until = NULL, not_before = NULL,
+            error = NULL, finished_at = now(),
+            result_seq = CASE WHEN cardinality(p_lines) > 0 THEN p_expected END
+        WHERE context = o_id AND plan = p_plan AND call = p_call;
+    PERFORM pg_notify('agentctx_calls', o_id::text);
+    o_state := 'written';
+END
+$body$;
+"#;
+
+/// Version 5: workers are fenced (decision D43). `agentctx_commit_call`
+/// takes the claim's token — its attempt number, which every claim
+/// increments under the call row's lock, so it grows with each claim and
+/// names exactly one — and appends only while the call is `running` under
+/// that very claim (same attempt, same worker). A lease that ran out still
+/// commits while nobody claimed the call since: the token, not the clock,
+/// says whose the call is, and no other result can be on its way. A call
+/// claimed again, given back, failed or done is left as it is, and the
+/// commit says so (`o_fenced`) with the claim that holds the call now
+/// (`o_attempts`, `o_worker`). The one exception is a commit resent after
+/// a lost connection whose first sending landed: the call is done by this
+/// very claim, `o_fenced` is false and the caller reports it written
+/// already. Rows of version 4 need no change: their `attempts` is the
+/// token. The function of version 4 is dropped, not kept beside it: a
+/// worker of the older build still running would commit through it
+/// unfenced, and now fails instead (it stops, its calls are taken over).
+const V5: &str = r#"
+DROP FUNCTION agentctx_commit_call(text, bigint, bigint, text[], bigint, integer, text);
+CREATE FUNCTION agentctx_commit_call(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                     p_plan bigint, p_call integer, p_worker text,
+                                     p_attempt integer,
+                                     OUT o_id bigint, OUT o_length bigint, OUT o_state text,
+                                     OUT o_fenced boolean, OUT o_attempts integer,
+                                     OUT o_worker text)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    o_fenced := false;
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    IF o_id IS DISTINCT FROM p_id THEN
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    SELECT k.state, k.attempts, k.worker INTO o_state, o_attempts, o_worker
+        FROM agentctx_calls k
+        WHERE k.context = o_id AND k.plan = p_plan AND k.call = p_call FOR UPDATE;
+    IF NOT FOUND THEN
+        o_state := 'unknown';
+        RETURN;
+    END IF;
+    IF o_attempts IS DISTINCT FROM p_attempt OR o_worker IS DISTINCT FROM p_worker
+       OR o_state NOT IN ('running', 'done') THEN
+        o_fenced := true;
+        RETURN;
+    END IF;
+    IF o_state = 'done' OR o_length <> p_expected THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json
+        FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
+    UPDATE agentctx_calls
+        SET state = 'done', lease_until = NULL, not_before = NULL,
             error = NULL, finished_at = now(),
             result_seq = CASE WHEN cardinality(p_lines) > 0 THEN p_expected END
         WHERE context = o_id AND plan = p_plan AND call = p_call;

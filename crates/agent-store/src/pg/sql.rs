@@ -14,11 +14,13 @@ pub(super) const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1"
 /// (or NULL), the expected length, the lines.
 pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
 
-/// The compare-and-append of a call's result (schema version 4): as
-/// [`APPEND`], then the plan's row, the call's index and the worker;
-/// appends only if the call has no result yet.
-pub(super) const COMMIT_CALL: &str =
-    "SELECT o_id, o_length, o_state FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7)";
+/// The compare-and-append of a call's result (schema version 5): as
+/// [`APPEND`], then the plan's row, the call's index, the worker and the
+/// claim's token (its attempt); appends only while that claim is the
+/// call's current one and the call is running. Also returns whether the
+/// claim was fenced off, and the attempt and worker holding the call now.
+pub(super) const COMMIT_CALL: &str = "SELECT o_id, o_length, o_state, o_fenced, o_attempts, o_worker \
+     FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// Locks a context's row for the rest of the transaction.
 pub(super) const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
