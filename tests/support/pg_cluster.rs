@@ -152,6 +152,7 @@ impl Cluster {
     }
 
     /// The cluster's directory (removed when it is dropped).
+    #[allow(dead_code)] // only tests look at it
     pub fn root(&self) -> &Path {
         &self.root
     }
