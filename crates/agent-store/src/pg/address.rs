@@ -25,13 +25,28 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 const KEEPALIVE_RETRIES: u32 = 3;
 
 /// How long a statement may wait for a lock before it fails (PostgreSQL's
-/// `lock_timeout`): appends hold a context's row lock for milliseconds.
-const LOCK_TIMEOUT: &str = "30s";
+/// `lock_timeout`): appends hold a context's row lock for milliseconds. It
+/// is shorter than [`IDLE_TIMEOUT`], so a long wait for a lock ends with
+/// the server's error rather than the client's deadline.
+const LOCK_TIMEOUT: &str = "20s";
+
+/// The longest the server may send nothing while a call waits for its
+/// answer, when the URL does not say (`agentctx_idle_timeout=SECONDS`): a
+/// server or proxy that keeps the connection open and stops answering
+/// defeats keepalives and server-side timeouts alike.
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// The URL parameter that sets the client's deadline on the server's
+/// silence; PostgreSQL does not know it, so it is taken out of the URL.
+pub(crate) const IDLE_PARAMETER: &str = "agentctx_idle_timeout";
 
 /// A parsed address: how to connect, which context, and the URL to show.
 #[derive(Debug, Clone)]
 pub(crate) struct Address {
-    pub(crate) config: postgres::Config,
+    pub(crate) config: tokio_postgres::Config,
+    /// The longest the server may stay silent while a call waits for it
+    /// (`agentctx_idle_timeout=SECONDS`; 0 waits forever).
+    pub(crate) idle: Option<Duration>,
     pub(crate) context: String,
     /// The URL without its password, for messages.
     pub(crate) shown: String,
@@ -52,6 +67,7 @@ impl Address {
         }
         let (base, query) = split_query(url);
         let mut context = None;
+        let mut idle = Some(IDLE_TIMEOUT);
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -62,6 +78,17 @@ impl Address {
                 let name =
                     percent_decode(value).map_err(|e| fail(format!("the context name: {e}")))?;
                 context = Some(name);
+            } else if key == IDLE_PARAMETER {
+                let seconds: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "{IDLE_PARAMETER}={value}: give a number of seconds (0 waits forever)"
+                        ))
+                    })?;
+                idle = (seconds > 0.0).then(|| Duration::from_secs_f64(seconds));
             } else {
                 rest.push(pair);
             }
@@ -75,7 +102,7 @@ impl Address {
         } else {
             format!("{base}?{}", rest.join("&"))
         };
-        let mut config = postgres::Config::from_str(&connection).map_err(|e| {
+        let mut config = tokio_postgres::Config::from_str(&connection).map_err(|e| {
             fail(format!(
                 "not a valid connection URL: {}",
                 super::session::describe(&e)
@@ -110,6 +137,7 @@ impl Address {
         }
         Ok(Address {
             config,
+            idle,
             context,
             shown,
         })

@@ -11,6 +11,8 @@
 //! step to the file that does it. In the order a call goes through them:
 //!
 //! - `address.rs`: the URL — server, options, context name, timeouts;
+//! - `client.rs`: the blocking client, whose every call ends: a deadline
+//!   on the server's silence;
 //! - `session.rs`: the connection — connecting within the timeout,
 //!   migrating (`schema.rs`: the tables and SQL functions, by version),
 //!   preparing the statements every append runs, reconnecting, ending a
@@ -38,6 +40,7 @@
 mod address;
 mod append;
 mod calls;
+mod client;
 mod listen;
 mod load;
 mod rows;
@@ -50,7 +53,7 @@ use crate::snapshot::Since;
 use crate::{Error, Result, Store};
 use address::Address;
 use agent_data::{Context, Loaded, Message, Prepared};
-use postgres::Client;
+use client::Client;
 use session::Statements;
 use std::ops::Range;
 
