@@ -60,6 +60,9 @@ impl Address {
             address: shown.clone(),
             reason,
         };
+        if crate::is_mistyped_postgres_url(url) {
+            return Err(fail(crate::url::MISTYPED.into()));
+        }
         if scheme(url).is_none() {
             return Err(fail(
                 "a PostgreSQL address starts with postgres:// or postgresql://".into(),
@@ -108,6 +111,12 @@ impl Address {
                 super::session::describe(&e)
             ))
         })?;
+        // What the URL leaves out comes from the environment, as in libpq;
+        // a password file others can read is ignored, and said so.
+        super::credentials::complete(&mut config, &|name| std::env::var(name).ok(), &mut |w| {
+            eprintln!("{w}")
+        })
+        .map_err(&fail)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -217,5 +226,53 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains("pw"), "{error}");
+    }
+
+    #[test]
+    fn the_idle_deadline_has_a_default_is_set_in_the_url_and_stays_out_of_the_connection() {
+        let address = Address::parse("postgres://h/db?context=c").unwrap();
+        assert_eq!(address.idle, Some(IDLE_TIMEOUT));
+        let address =
+            Address::parse("postgres://h/db?agentctx_idle_timeout=2.5&connect_timeout=3&context=c")
+                .unwrap();
+        assert_eq!(address.idle, Some(Duration::from_millis(2500)));
+        assert_eq!(
+            address.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        let address = Address::parse("postgres://h/db?agentctx_idle_timeout=0&context=c").unwrap();
+        assert_eq!(address.idle, None);
+        let error = Address::parse("postgres://u:pw@h/db?agentctx_idle_timeout=soon&context=c")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "postgres://u@h/db?agentctx_idle_timeout=soon&context=c: \
+             agentctx_idle_timeout=soon: give a number of seconds (0 waits forever)"
+        );
+    }
+
+    #[test]
+    fn a_mistyped_url_is_refused_as_one_without_its_password() {
+        for url in [
+            "POSTGRES://u:pw@h/db?context=c",
+            "postgres:/u:pw@h/db?context=c",
+            "postgresql//u:pw@h/db?context=c",
+            "postgres:u:pw@h?context=c",
+        ] {
+            let error = Address::parse(url).unwrap_err().to_string();
+            assert!(
+                error.contains("looks like a mistyped PostgreSQL URL"),
+                "{error}"
+            );
+            assert!(!error.contains("pw"), "{error}");
+            let error = crate::open(url).err().unwrap().to_string();
+            assert!(
+                error.contains("looks like a mistyped PostgreSQL URL"),
+                "{error}"
+            );
+            assert!(!error.contains("pw"), "{error}");
+        }
+        assert!(!std::path::Path::new("postgres:u:pw@h?context=c").exists());
     }
 }

@@ -11,6 +11,8 @@
 //! step to the file that does it. In the order a call goes through them:
 //!
 //! - `address.rs`: the URL — server, options, context name, timeouts;
+//!   `credentials.rs`: what it leaves out, from the environment and the
+//!   password file, as libpq finds them;
 //! - `client.rs`: the blocking client, whose every call ends: a deadline
 //!   on the server's silence;
 //! - `session.rs`: the connection — connecting within the timeout,
@@ -41,6 +43,7 @@ mod address;
 mod append;
 mod calls;
 mod client;
+mod credentials;
 mod listen;
 mod load;
 mod rows;
