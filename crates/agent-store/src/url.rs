@@ -62,19 +62,29 @@ pub(crate) fn split_query(url: &str) -> (&str, &str) {
 ///
 /// A mistyped URL ([`is_mistyped_postgres_url`]) is shown the same way.
 pub fn without_password(url: &str) -> String {
-    let scheme = match (scheme(url), loose_scheme(url)) {
-        (Some(scheme), _) => scheme,
-        (None, Some(end)) => &url[..end],
+    let (scheme, before, query) = match (scheme(url), loose_scheme(url)) {
+        (Some(scheme), _) => {
+            let (before, query) = split_query(url);
+            (scheme, &before[scheme.len()..], query)
+        }
+        // Nobody knows how a mistyped URL was meant to be read: hide all
+        // up to its last `@`, which may sit inside a mistyped password.
+        (None, Some(end)) => {
+            let rest = &url[end..];
+            let host = rest.rfind('@').map_or(0, |at| at + 1);
+            match rest[host..].find('?') {
+                Some(at) => (&url[..end], &rest[..host + at], &rest[host + at + 1..]),
+                None => (&url[..end], rest, ""),
+            }
+        }
         (None, None) => return url.to_owned(),
     };
-    let (before, query) = split_query(url);
-    let rest = &before[scheme.len()..];
-    let rest = match rest.split_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            format!("{user}@{host}")
+    let rest = match before.rfind('@') {
+        Some(at) => {
+            let user = before[..at].split(':').next().unwrap_or_default();
+            format!("{user}@{}", &before[at + 1..])
         }
-        None => rest.to_owned(),
+        None => before.to_owned(),
     };
     if query.is_empty() && !url.ends_with('?') {
         return format!("{scheme}{rest}");
@@ -130,6 +140,7 @@ mod tests {
                 "postgres//h/db?context=c",
             ),
             ("postgres:u:pw@h/db", "postgres:u@h/db"),
+            ("postgres:u:p@s?s@h?context=c", "postgres:u@h?context=c"),
         ];
         for (url, shown) in mistyped {
             assert!(is_mistyped_postgres_url(url), "{url}");
