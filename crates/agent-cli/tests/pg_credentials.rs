@@ -11,6 +11,7 @@
 
 mod support;
 
+#[allow(dead_code)] // the cluster's URL is for trusted tests
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
