@@ -160,7 +160,7 @@ mod timeouts {
             let started = Instant::now();
             let error = store.load().unwrap_err();
             let took = started.elapsed();
-            eprintln!("a stalled load failed after {took:?}");
+            eprintln!("a stalled load failed after {took:?}: {error}");
             assert!(matches!(error, Error::Database { .. }), "{error:?}");
             let text = error.to_string();
             assert!(
