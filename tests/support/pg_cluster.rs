@@ -4,7 +4,10 @@
 //! (`#[path]`) so xtask and the tests start clusters the same way.
 //!
 //! PostgreSQL refuses to run as root; as root, the cluster's files belong to
-//! the `postgres` user and its programs run as that user (`setpriv`).
+//! the `postgres` user and its programs run as that user (`setpriv`). So the
+//! cluster lives in a fresh directory under the system's temporary directory,
+//! never under the checkout: a checkout may sit in a private (0700)
+//! directory the `postgres` user cannot enter.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +16,9 @@ use std::process::{Command, Stdio};
 /// dropped.
 pub struct Cluster {
     root: PathBuf,
+    /// Removes the directory once the cluster is stopped (fields drop after
+    /// [`Drop::drop`] ran).
+    _dir: tempfile::TempDir,
     bin: PathBuf,
     /// `(uid, gid)` to run PostgreSQL's programs as, when we are root.
     run_as: Option<(u32, u32)>,
@@ -65,23 +71,28 @@ fn is_root() -> bool {
 }
 
 impl Cluster {
-    /// Creates a cluster under `root` (emptied first) whose superuser is
-    /// `root`, trusted, and starts it on a free port. With `password`, it
-    /// also has a role `agent` that must log in with it (scram-sha-256).
-    pub fn start(root: &Path, password: Option<&str>) -> Result<Cluster, String> {
+    /// Creates a cluster in a fresh directory `NAME…` under the system's
+    /// temporary directory, whose superuser is `root`, trusted, and starts
+    /// it on a free port. With `password`, it also has a role `agent` that
+    /// must log in with it (scram-sha-256).
+    pub fn start(name: &str, password: Option<&str>) -> Result<Cluster, String> {
         let bin = bin_dir().ok_or("initdb and pg_ctl are not installed")?;
         let run_as = if is_root() {
             Some(postgres_user().ok_or("running as root, and there is no postgres user")?)
         } else {
             None
         };
-        let _ = std::fs::remove_dir_all(root);
-        std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
-        let root = root
+        let dir = tempfile::Builder::new()
+            .prefix(name)
+            .tempdir()
+            .map_err(|e| format!("cannot create a directory for the cluster: {e}"))?;
+        let root = dir
+            .path()
             .canonicalize()
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+            .map_err(|e| format!("{}: {e}", dir.path().display()))?;
         let mut cluster = Cluster {
             root,
+            _dir: dir,
             bin,
             run_as,
             port: free_port()?,
@@ -140,6 +151,12 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// The cluster's directory (removed when it is dropped).
+    #[allow(dead_code)] // only tests look at it
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// A URL for database `postgres` as the trusted superuser `root`.
     pub fn url(&self) -> String {
         format!("postgres://root@127.0.0.1:{}/postgres", self.port)
@@ -195,7 +212,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // The directory goes with `_dir`, after this.
         let _ = self.pg_ctl(&["stop", "-m", "immediate"]);
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }

@@ -1,7 +1,7 @@
 //! The PostgreSQL server the tests use: `AGENTCTX_TEST_DATABASE_URL`
 //! when set, else `postgres://root@127.0.0.1:5432/test`; when nothing
 //! answers there and `initdb`/`pg_ctl` are installed, a throwaway cluster
-//! under `target/` for the run. Otherwise CI fails, saying what to provide:
+//! in a fresh directory under the system's temporary directory for the run. Otherwise CI fails, saying what to provide:
 //! the PostgreSQL tests are never skipped.
 
 #[path = "../../tests/support/pg_cluster.rs"]
@@ -22,17 +22,12 @@ pub(crate) struct Database {
 
 /// Finds or starts the test server.
 pub(crate) fn provide() -> Result<Database, String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pg-ci");
-    provide_from(std::env::var(VARIABLE).ok(), DEFAULT, &root)
+    provide_from(std::env::var(VARIABLE).ok(), DEFAULT, "agentctx-pg-ci-")
 }
 
-/// [`provide`] with the variable's value, the default URL and where a
-/// throwaway cluster goes given.
-fn provide_from(
-    given: Option<String>,
-    default: &str,
-    root: &std::path::Path,
-) -> Result<Database, String> {
+/// [`provide`] with the variable's value, the default URL and the name a
+/// throwaway cluster's directory starts with given.
+fn provide_from(given: Option<String>, default: &str, name: &str) -> Result<Database, String> {
     let url = given.clone().unwrap_or_else(|| default.to_owned());
     let why = match answers(&url) {
         Ok(()) => {
@@ -56,7 +51,7 @@ fn provide_from(
         ));
     }
     eprintln!("xtask: no PostgreSQL at {default} ({why}); starting a throwaway cluster");
-    let cluster = Cluster::start(root, None)
+    let cluster = Cluster::start(name, None)
         .map_err(|e| format!("cannot start a throwaway PostgreSQL cluster: {e}"))?;
     let url = cluster.url();
     answers(&url).map_err(|e| format!("the throwaway cluster does not answer: {e}"))?;
@@ -111,8 +106,14 @@ mod tests {
     fn without_a_server_ci_starts_a_throwaway_cluster_that_answers_and_stops_it() {
         // Nothing listens on port 1: as on a machine without PostgreSQL
         // running, but with initdb and pg_ctl installed.
-        let root = std::env::temp_dir().join(format!("agentctx-xtask-pg-{}", std::process::id()));
-        let database = provide_from(None, "postgres://root@127.0.0.1:1/test", &root).unwrap();
+        let database = provide_from(
+            None,
+            "postgres://root@127.0.0.1:1/test",
+            "agentctx-xtask-pg-",
+        )
+        .unwrap();
+        let root = database._cluster.as_ref().unwrap().root().to_owned();
+        assert!(root.starts_with(std::env::temp_dir().canonicalize().unwrap()));
         assert!(
             database.url.starts_with("postgres://root@127.0.0.1:"),
             "{}",
@@ -127,9 +128,10 @@ mod tests {
 
     #[test]
     fn a_given_url_that_does_not_answer_fails_without_falling_back() {
-        let root = std::env::temp_dir().join("agentctx-xtask-pg-unused");
         let given = Some("postgres://me:secret@127.0.0.1:1/test".to_owned());
-        let error = provide_from(given, DEFAULT, &root).err().unwrap();
+        let error = provide_from(given, DEFAULT, "agentctx-xtask-pg-unused-")
+            .err()
+            .unwrap();
         assert!(
             error.starts_with(
                 "AGENTCTX_TEST_DATABASE_URL=postgres://me@127.0.0.1:1/test does not answer: "
@@ -137,6 +139,5 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains("secret"));
-        assert!(!root.exists());
     }
 }

@@ -62,7 +62,7 @@ fn postgres_only(command: &str, context: &str) -> Result<(), Failure> {
     Err(Failure::usage(format!(
         "{command} needs a PostgreSQL CONTEXT (postgres://HOST/DB?context=NAME): workers share \
          a plan through the database, and {} is not one",
-        agent_core::quoted(context)
+        agent_core::quoted(&agent_store::without_password(context))
     )))
 }
 

@@ -341,10 +341,10 @@ struct Attempt {
 #[test]
 fn r34b_a_restarted_server_and_terminated_backends_lose_nothing_acknowledged() {
     const PASSWORD: &str = "s3cret-pw";
-    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg-restart");
-    let cluster = pg_cluster::Cluster::start(&root, Some(PASSWORD)).unwrap_or_else(|e| {
-        panic!("this test starts its own PostgreSQL cluster and needs initdb and pg_ctl: {e}")
-    });
+    let cluster = pg_cluster::Cluster::start("agentctx-pg-restart-", Some(PASSWORD))
+        .unwrap_or_else(|e| {
+            panic!("this test starts its own PostgreSQL cluster and needs initdb and pg_ctl: {e}")
+        });
     let base = cluster.url();
     let url = with_context(&base, "restart");
 

@@ -258,10 +258,10 @@ fn r34d_four_workers_and_one_killed_mid_run_write_every_result_exactly_once() {
 fn r34d_workers_reconnect_after_the_server_restarts_and_write_nothing_twice() {
     const INSTANCES: usize = 60;
     let started = Instant::now();
-    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg-restart-workers");
-    let cluster = pg_cluster::Cluster::start(&root, None).unwrap_or_else(|e| {
-        panic!("this test starts its own PostgreSQL cluster and needs initdb and pg_ctl: {e}")
-    });
+    let cluster =
+        pg_cluster::Cluster::start("agentctx-pg-restart-workers-", None).unwrap_or_else(|e| {
+            panic!("this test starts its own PostgreSQL cluster and needs initdb and pg_ctl: {e}")
+        });
     let url = with_context(&cluster.url(), "restart");
     two_step_plan(&url, INSTANCES);
     let activities = [("fetch", "sleep 0.1; cat"), ("summ", "sleep 0.05; cat")];

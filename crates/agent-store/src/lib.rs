@@ -65,5 +65,5 @@ pub use pg::{
 };
 pub use snapshot::SNAPSHOT_AFTER;
 pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
-pub use url::{is_postgres_url, without_password};
+pub use url::{is_mistyped_postgres_url, is_postgres_url, without_password};
 pub use verify::{Finding, Verified};

@@ -199,7 +199,17 @@ impl<S: Store + ?Sized> Store for Box<S> {
 /// Opens the store an address names (spec §10): a `postgres://` or
 /// `postgresql://` URL is a context in PostgreSQL (with the `postgres`
 /// feature), anything else a file path.
+///
+/// An address that looks like a mistyped URL (`POSTGRES://…`,
+/// `postgres:/…`, `postgres//…`; [`crate::is_mistyped_postgres_url`]) is
+/// refused: taken for a path, it would quietly become a new file.
 pub fn open(address: &str) -> Result<Box<dyn Store + Send>> {
+    if crate::is_mistyped_postgres_url(address) {
+        return Err(Error::Address {
+            address: crate::without_password(address),
+            reason: crate::url::MISTYPED.into(),
+        });
+    }
     if crate::is_postgres_url(address) {
         #[cfg(feature = "postgres")]
         return Ok(Box::new(crate::PgStore::open(address)?));

@@ -25,13 +25,28 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 const KEEPALIVE_RETRIES: u32 = 3;
 
 /// How long a statement may wait for a lock before it fails (PostgreSQL's
-/// `lock_timeout`): appends hold a context's row lock for milliseconds.
-const LOCK_TIMEOUT: &str = "30s";
+/// `lock_timeout`): appends hold a context's row lock for milliseconds. It
+/// is shorter than [`IDLE_TIMEOUT`], so a long wait for a lock ends with
+/// the server's error rather than the client's deadline.
+const LOCK_TIMEOUT: &str = "20s";
+
+/// The longest the server may send nothing while a call waits for its
+/// answer, when the URL does not say (`agentctx_idle_timeout=SECONDS`): a
+/// server or proxy that keeps the connection open and stops answering
+/// defeats keepalives and server-side timeouts alike.
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// The URL parameter that sets the client's deadline on the server's
+/// silence; PostgreSQL does not know it, so it is taken out of the URL.
+pub(crate) const IDLE_PARAMETER: &str = "agentctx_idle_timeout";
 
 /// A parsed address: how to connect, which context, and the URL to show.
 #[derive(Debug, Clone)]
 pub(crate) struct Address {
-    pub(crate) config: postgres::Config,
+    pub(crate) config: tokio_postgres::Config,
+    /// The longest the server may stay silent while a call waits for it
+    /// (`agentctx_idle_timeout=SECONDS`; 0 waits forever).
+    pub(crate) idle: Option<Duration>,
     pub(crate) context: String,
     /// The URL without its password, for messages.
     pub(crate) shown: String,
@@ -45,6 +60,9 @@ impl Address {
             address: shown.clone(),
             reason,
         };
+        if crate::is_mistyped_postgres_url(url) {
+            return Err(fail(crate::url::MISTYPED.into()));
+        }
         if scheme(url).is_none() {
             return Err(fail(
                 "a PostgreSQL address starts with postgres:// or postgresql://".into(),
@@ -52,6 +70,7 @@ impl Address {
         }
         let (base, query) = split_query(url);
         let mut context = None;
+        let mut idle = Some(IDLE_TIMEOUT);
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -62,6 +81,17 @@ impl Address {
                 let name =
                     percent_decode(value).map_err(|e| fail(format!("the context name: {e}")))?;
                 context = Some(name);
+            } else if key == IDLE_PARAMETER {
+                let seconds: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "{IDLE_PARAMETER}={value}: give a number of seconds (0 waits forever)"
+                        ))
+                    })?;
+                idle = (seconds > 0.0).then(|| Duration::from_secs_f64(seconds));
             } else {
                 rest.push(pair);
             }
@@ -75,12 +105,18 @@ impl Address {
         } else {
             format!("{base}?{}", rest.join("&"))
         };
-        let mut config = postgres::Config::from_str(&connection).map_err(|e| {
+        let mut config = tokio_postgres::Config::from_str(&connection).map_err(|e| {
             fail(format!(
                 "not a valid connection URL: {}",
                 super::session::describe(&e)
             ))
         })?;
+        // What the URL leaves out comes from the environment, as in libpq;
+        // a password file others can read is ignored, and said so.
+        super::credentials::complete(&mut config, &|name| std::env::var(name).ok(), &mut |w| {
+            eprintln!("{w}")
+        })
+        .map_err(&fail)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -110,6 +146,7 @@ impl Address {
         }
         Ok(Address {
             config,
+            idle,
             context,
             shown,
         })
@@ -189,5 +226,53 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains("pw"), "{error}");
+    }
+
+    #[test]
+    fn the_idle_deadline_has_a_default_is_set_in_the_url_and_stays_out_of_the_connection() {
+        let address = Address::parse("postgres://h/db?context=c").unwrap();
+        assert_eq!(address.idle, Some(IDLE_TIMEOUT));
+        let address =
+            Address::parse("postgres://h/db?agentctx_idle_timeout=2.5&connect_timeout=3&context=c")
+                .unwrap();
+        assert_eq!(address.idle, Some(Duration::from_millis(2500)));
+        assert_eq!(
+            address.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        let address = Address::parse("postgres://h/db?agentctx_idle_timeout=0&context=c").unwrap();
+        assert_eq!(address.idle, None);
+        let error = Address::parse("postgres://u:pw@h/db?agentctx_idle_timeout=soon&context=c")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "postgres://u@h/db?agentctx_idle_timeout=soon&context=c: \
+             agentctx_idle_timeout=soon: give a number of seconds (0 waits forever)"
+        );
+    }
+
+    #[test]
+    fn a_mistyped_url_is_refused_as_one_without_its_password() {
+        for url in [
+            "POSTGRES://u:pw@h/db?context=c",
+            "postgres:/u:pw@h/db?context=c",
+            "postgresql//u:pw@h/db?context=c",
+            "postgres:u:pw@h?context=c",
+        ] {
+            let error = Address::parse(url).unwrap_err().to_string();
+            assert!(
+                error.contains("looks like a mistyped PostgreSQL URL"),
+                "{error}"
+            );
+            assert!(!error.contains("pw"), "{error}");
+            let error = crate::open(url).err().unwrap().to_string();
+            assert!(
+                error.contains("looks like a mistyped PostgreSQL URL"),
+                "{error}"
+            );
+            assert!(!error.contains("pw"), "{error}");
+        }
+        assert!(!std::path::Path::new("postgres:u:pw@h?context=c").exists());
     }
 }

@@ -193,7 +193,7 @@ impl PgStore {
         &mut self,
         expected: usize,
         lines: &[&str],
-        cause: &postgres::Error,
+        cause: &tokio_postgres::Error,
     ) -> Error {
         let in_doubt = |store: &PgStore, why: String| Error::InDoubt {
             name: store.address.shown.clone(),

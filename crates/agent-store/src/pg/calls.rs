@@ -14,13 +14,14 @@
 //! fencing token: renewing, giving back and committing all check it.
 
 use super::PgStore;
+use super::client::Client;
 use super::sql::{
     CLAIM, LIVE_TOOLS, PLANS, PLANS_AT_ONCE, REGISTER, RELEASE, RENEW, ROWS, SET_UP, UNREGISTER,
 };
 use crate::{Error, Result};
-use postgres::{Client, Statement};
 use std::collections::HashMap;
 use std::time::Duration;
+use tokio_postgres::Statement;
 
 /// Where a call of a plan is, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +159,7 @@ impl PgCalls {
         &mut self,
         action: &'static str,
         sql: &'static str,
-        f: impl FnOnce(&mut Client, &Statement, i64) -> Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Client, &Statement, i64) -> Result<T, tokio_postgres::Error>,
     ) -> Result<T> {
         let id = self.id()?;
         self.store.client()?;
@@ -282,7 +283,7 @@ impl PgCalls {
                         worker: worker.to_owned(),
                     })
                 })
-                .collect::<Result<Vec<_>, postgres::Error>>()?;
+                .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
             claims.sort_by_key(|c| c.call);
             Ok(claims)
         })

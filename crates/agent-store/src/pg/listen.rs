@@ -3,18 +3,18 @@
 //! poll.
 
 use super::address::Address;
+use super::client::{Client, Waited};
 use super::session::describe;
 use super::sql::CHANNEL;
 use crate::{Error, Result};
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls};
 use std::time::Duration;
 
 /// A connection listening on the channel `agentctx_calls` (which every
 /// change of a call notifies): what lets an idle worker sleep until
 /// something changes instead of polling.
 pub struct Listener {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
+    idle: Option<Duration>,
     shown: String,
     client: Option<Client>,
 }
@@ -34,6 +34,7 @@ impl Listener {
         let address = Address::parse(url)?;
         let mut listener = Listener {
             config: address.config,
+            idle: address.idle,
             shown: address.shown,
             client: None,
         };
@@ -46,11 +47,12 @@ impl Listener {
             self.client = None;
         }
         if self.client.is_none() {
-            let mut client = self.config.connect(NoTls).map_err(|e| Error::Database {
-                action: "listen to",
-                name: self.shown.clone(),
-                reason: describe(&e),
-            })?;
+            let mut client =
+                Client::connect(&self.config, self.idle).map_err(|reason| Error::Database {
+                    action: "listen to",
+                    name: self.shown.clone(),
+                    reason,
+                })?;
             client
                 .batch_execute(&format!("LISTEN {CHANNEL}"))
                 .map_err(|e| Error::Database {
@@ -77,20 +79,10 @@ impl Listener {
         if !was_connected {
             return Ok(true);
         }
-        let got = {
-            let mut notifications = client.notifications();
-            let first = notifications.timeout_iter(timeout).next();
-            if let Ok(Some(_)) = first {
-                // Drain what else arrived: one look covers them all.
-                let mut rest = notifications.iter();
-                while let Ok(Some(_)) = rest.next() {}
-            }
-            first
-        };
-        match got {
-            Ok(Some(_)) => Ok(true),
-            Ok(None) => Ok(false),
-            Err(_) => {
+        match client.wait_notification(timeout) {
+            Waited::Notified => Ok(true),
+            Waited::TimedOut => Ok(false),
+            Waited::Lost => {
                 self.client = None;
                 Ok(true)
             }

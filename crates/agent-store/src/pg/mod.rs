@@ -11,6 +11,10 @@
 //! step to the file that does it. In the order a call goes through them:
 //!
 //! - `address.rs`: the URL — server, options, context name, timeouts;
+//!   `credentials.rs`: what it leaves out, from the environment and the
+//!   password file, as libpq finds them;
+//! - `client.rs`: the blocking client, whose every call ends: a deadline
+//!   on the server's silence;
 //! - `session.rs`: the connection — connecting within the timeout,
 //!   migrating (`schema.rs`: the tables and SQL functions, by version),
 //!   preparing the statements every append runs, reconnecting, ending a
@@ -39,6 +43,8 @@
 mod address;
 mod append;
 mod calls;
+mod client;
+mod credentials;
 mod listen;
 mod load;
 mod rows;
@@ -51,7 +57,7 @@ use crate::snapshot::Since;
 use crate::{Error, Result, Store};
 use address::Address;
 use agent_data::{Context, Loaded, Message, Prepared};
-use postgres::Client;
+use client::Client;
 use session::Statements;
 use std::ops::Range;
 

@@ -1,8 +1,8 @@
 //! A context's rows as JSONL, streamed from one query.
 
-use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, RowIter, Statement};
+use super::client::{Client, RowIter};
 use std::io::{self, BufRead, Read};
+use tokio_postgres::Statement;
 
 /// The lines of one context from `seq` on, as a [`BufRead`] of JSONL: the
 /// rows arrive as the server sends them, one line in memory at a time.
@@ -15,7 +15,7 @@ pub(crate) struct Lines<'c> {
     /// The rows have ended (asking the client again would be an error).
     done: bool,
     /// The error that ended the stream, kept so the caller gets it typed.
-    failed: Option<postgres::Error>,
+    failed: Option<tokio_postgres::Error>,
 }
 
 impl<'c> Lines<'c> {
@@ -26,8 +26,8 @@ impl<'c> Lines<'c> {
         tail: &Statement,
         id: i64,
         from: i64,
-    ) -> Result<Lines<'c>, postgres::Error> {
-        let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&id, &from];
+    ) -> Result<Lines<'c>, tokio_postgres::Error> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&id, &from];
         let rows = client.query_raw(tail, params)?;
         Ok(Lines {
             rows,
@@ -46,7 +46,7 @@ impl<'c> Lines<'c> {
         id: i64,
         from: i64,
         into: &mut Vec<u8>,
-    ) -> Result<usize, postgres::Error> {
+    ) -> Result<usize, tokio_postgres::Error> {
         let mut lines = Lines::query(client, tail, id, from)?;
         // Reading rows fails only on a database error, which `finish` returns.
         let _ = lines.read_to_end(into);
@@ -55,7 +55,7 @@ impl<'c> Lines<'c> {
 
     /// Ends reading: the database error that stopped it, if any, else the
     /// number of lines read.
-    pub(crate) fn finish(self) -> Result<usize, postgres::Error> {
+    pub(crate) fn finish(self) -> Result<usize, tokio_postgres::Error> {
         match self.failed {
             Some(error) => Err(error),
             None => Ok(self.count),

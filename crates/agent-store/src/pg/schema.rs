@@ -3,8 +3,8 @@
 //! so any number of processes may start at once: the first applies them,
 //! the others wait for it and find them applied.
 
-use postgres::Client;
-use postgres::error::SqlState;
+use super::client::Client;
+use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i32 = 5;
@@ -279,13 +279,13 @@ $body$;
 /// Why the schema cannot be used.
 pub(crate) enum SchemaError {
     /// The server refused (or the connection failed).
-    Database(postgres::Error),
+    Database(tokio_postgres::Error),
     /// The database was migrated by a newer agentctx.
     Newer(i32),
 }
 
-impl From<postgres::Error> for SchemaError {
-    fn from(error: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for SchemaError {
+    fn from(error: tokio_postgres::Error) -> Self {
         SchemaError::Database(error)
     }
 }
@@ -299,38 +299,45 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), SchemaError> {
         Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
         Err(e) => return Err(e.into()),
     }
-    let mut transaction = client.transaction()?;
-    transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-    transaction.batch_execute(
-        "CREATE TABLE IF NOT EXISTS agentctx_migrations (
-            version integer PRIMARY KEY,
-            description text NOT NULL,
-            applied_at timestamptz NOT NULL DEFAULT now()
-        )",
-    )?;
-    let version: i32 = transaction
-        .query_one(
-            "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
-            &[],
-        )?
-        .get(0);
-    if version > SCHEMA_VERSION {
-        return Err(SchemaError::Newer(version));
-    }
-    for (number, description, sql) in MIGRATIONS {
-        if number > version {
-            transaction.batch_execute(sql)?;
-            transaction.execute(
-                "INSERT INTO agentctx_migrations (version, description) VALUES ($1, $2)",
-                &[&number, &description],
-            )?;
+    client.batch_execute("BEGIN")?;
+    let migrated = (|| -> Result<(), SchemaError> {
+        client.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        client.batch_execute(
+            "CREATE TABLE IF NOT EXISTS agentctx_migrations (
+                version integer PRIMARY KEY,
+                description text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )",
+        )?;
+        let version: i32 = client
+            .query_one(
+                "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
+                &[],
+            )?
+            .try_get(0)?;
+        if version > SCHEMA_VERSION {
+            return Err(SchemaError::Newer(version));
         }
+        for (number, description, sql) in MIGRATIONS {
+            if number > version {
+                client.batch_execute(sql)?;
+                client.execute(
+                    "INSERT INTO agentctx_migrations (version, description) VALUES ($1, $2)",
+                    &[&number, &description],
+                )?;
+            }
+        }
+        client.batch_execute("COMMIT")?;
+        Ok(())
+    })();
+    if migrated.is_err() {
+        // Not committed, so nothing applied; the connection may be gone.
+        let _ = client.batch_execute("ROLLBACK");
     }
-    transaction.commit()?;
-    Ok(())
+    migrated
 }
 
-fn applied(client: &mut Client) -> Result<i32, postgres::Error> {
+fn applied(client: &mut Client) -> Result<i32, tokio_postgres::Error> {
     let row = client.query_one(
         "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
         &[],

@@ -4,25 +4,25 @@
 //! lost connection's server session, counting round trips, and saying what
 //! a PostgreSQL error means.
 
+use super::client::Client;
 use super::sql::{ALIVE, APPEND, BACKEND, COMMIT_CALL, FIND, LOCK, TAIL, TERMINATE};
 use super::{PgStore, SCHEMA_VERSION, schema};
 use crate::{Error, Result};
-use postgres::error::SqlState;
-use postgres::{Client, NoTls};
+use tokio_postgres::error::SqlState;
 
 /// The statements a store runs, prepared when it connects: each then costs
 /// one round trip instead of two.
 #[derive(Clone)]
 pub(super) struct Statements {
-    pub(super) find: postgres::Statement,
-    pub(super) tail: postgres::Statement,
-    pub(super) append: postgres::Statement,
-    pub(super) commit_call: postgres::Statement,
-    pub(super) lock: postgres::Statement,
+    pub(super) find: tokio_postgres::Statement,
+    pub(super) tail: tokio_postgres::Statement,
+    pub(super) append: tokio_postgres::Statement,
+    pub(super) commit_call: tokio_postgres::Statement,
+    pub(super) lock: tokio_postgres::Statement,
 }
 
 impl Statements {
-    pub(super) fn prepare(client: &mut Client) -> Result<Statements, postgres::Error> {
+    pub(super) fn prepare(client: &mut Client) -> Result<Statements, tokio_postgres::Error> {
         Ok(Statements {
             find: client.prepare(FIND)?,
             tail: client.prepare(TAIL)?,
@@ -83,10 +83,12 @@ impl PgStore {
 
     fn connect(&self) -> Result<(Client, Statements, (i32, String))> {
         let mut client =
-            connect_within(&self.address.config).map_err(|reason| Error::Database {
-                action: "connect to",
-                name: self.address.shown.clone(),
-                reason,
+            Client::connect(&self.address.config, self.address.idle).map_err(|reason| {
+                Error::Database {
+                    action: "connect to",
+                    name: self.address.shown.clone(),
+                    reason,
+                }
             })?;
         schema::migrate(&mut client).map_err(|e| match e {
             // The connection failing while the version is checked is still
@@ -136,7 +138,7 @@ impl PgStore {
         }
     }
 
-    pub(super) fn database(&self, action: &'static str, error: &postgres::Error) -> Error {
+    pub(super) fn database(&self, action: &'static str, error: &tokio_postgres::Error) -> Error {
         Error::Database {
             action,
             name: self.address.shown.clone(),
@@ -146,41 +148,15 @@ impl PgStore {
 
     /// A failed read. A connection that broke is replaced by the next
     /// [`PgStore::session`], which drops a closed client.
-    pub(super) fn read_error(&self, error: &postgres::Error) -> Error {
+    pub(super) fn read_error(&self, error: &tokio_postgres::Error) -> Error {
         self.database("read", error)
-    }
-}
-
-/// Connects, giving up after the connect timeout even when the server
-/// accepts the connection and then says nothing (the client's own timeout
-/// covers only the TCP handshake). A connection that gives up is left to a
-/// thread that ends when the server answers or drops it.
-fn connect_within(config: &postgres::Config) -> Result<Client, String> {
-    let limit = config
-        .get_connect_timeout()
-        .copied()
-        .unwrap_or(std::time::Duration::from_secs(10));
-    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-    let config = config.clone();
-    std::thread::Builder::new()
-        .name("agentctx-pg-connect".into())
-        .spawn(move || {
-            let _ = sender.send(config.connect(NoTls));
-        })
-        .map_err(|e| format!("cannot start connecting: {e}"))?;
-    match receiver.recv_timeout(limit) {
-        Ok(result) => result.map_err(|e| describe(&e)),
-        Err(_) => Err(format!(
-            "timeout waiting for server ({} s; set connect_timeout=SECONDS in the URL)",
-            limit.as_secs_f64()
-        )),
     }
 }
 
 /// True when a failed append may have committed: the connection broke, or
 /// the server was shutting down or terminated the session (which can
 /// happen after the commit, before the reply).
-pub(super) fn outcome_unknown(error: &postgres::Error) -> bool {
+pub(super) fn outcome_unknown(error: &tokio_postgres::Error) -> bool {
     match error.as_db_error() {
         Some(db) => {
             let code = db.code().code();
@@ -192,7 +168,7 @@ pub(super) fn outcome_unknown(error: &postgres::Error) -> bool {
 
 /// A PostgreSQL error as one line: the server's message and SQLSTATE, or
 /// the client's error and its cause. Shape errors get a hint.
-pub(crate) fn describe(error: &postgres::Error) -> String {
+pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         let mut text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
         if let Some(detail) = db.detail() {

@@ -1,0 +1,459 @@
+//! A blocking PostgreSQL client that never waits forever.
+//!
+//! Server-side timeouts and TCP keepalives cannot notice a server (or a
+//! proxy in between) that keeps the connection open and stops answering:
+//! the kernel still acknowledges every packet. So every call on this
+//! client has a deadline on silence: when the server sent no byte for the
+//! idle timeout while a call waits for it, the connection fails with an
+//! I/O error saying so. A call that keeps receiving bytes (a long load,
+//! streamed) is never cut: each byte restarts the clock. Between calls
+//! nothing waits, and waiting for a notification has a timeout of its own.
+//!
+//! It is [`tokio_postgres`] on a runtime of its own, as the `postgres`
+//! crate is; that crate cannot put anything between the client and its
+//! socket, and this one must.
+
+use std::collections::VecDeque;
+use std::future::{Future, poll_fn};
+use std::io;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
+use tokio_postgres::config::Host;
+use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::types::{BorrowToSql, ToSql};
+use tokio_postgres::{
+    AsyncMessage, Config, Connection, Error, NoTls, Notification, Row, RowStream, Statement,
+    ToStatement,
+};
+
+/// How long connecting may take when the configuration does not say.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// When the server last made itself heard, shared by the socket (which
+/// hears it) and the calls (which judge the silence).
+#[derive(Debug)]
+struct Watch {
+    origin: Instant,
+    /// Nanoseconds after `origin` the server last sent a byte, or a call
+    /// began (the server cannot answer before it is asked).
+    heard: AtomicU64,
+    /// The deadline passed: the socket fails every read from now on.
+    expired: AtomicBool,
+    /// The longest silence a call accepts; `None` waits forever.
+    limit: Option<Duration>,
+}
+
+impl Watch {
+    fn hear(&self) {
+        let nanos = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.heard.store(nanos, Ordering::Relaxed);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let heard = Duration::from_nanos(self.heard.load(Ordering::Relaxed));
+        self.limit.map(|limit| self.origin + heard + limit)
+    }
+
+    fn error(&self) -> io::Error {
+        let seconds = self.limit.unwrap_or_default().as_secs_f64();
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the server sent nothing for {seconds} s while a query waited for its answer \
+                 (the server or a proxy in between stopped answering; \
+                 agentctx_idle_timeout=SECONDS in the URL sets this deadline)"
+            ),
+        )
+    }
+}
+
+/// The connection's socket.
+enum Socket {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+/// The socket as the client sees it: every byte read is heard, and once
+/// the deadline passed every read fails.
+pub(crate) struct Stream {
+    socket: Socket,
+    watch: Arc<Watch>,
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.watch.expired.load(Ordering::Relaxed) {
+            return Poll::Ready(Err(this.watch.error()));
+        }
+        let before = buf.filled().len();
+        let polled = match &mut this.socket {
+            Socket::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Socket::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        };
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.watch.hear();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().socket {
+            Socket::Tcp(s) => Pin::new(s).poll_write(cx, data),
+            Socket::Unix(s) => Pin::new(s).poll_write(cx, data),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().socket {
+            Socket::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Socket::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().socket {
+            Socket::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Socket::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+/// What a call drives besides its own future: the runtime, the connection
+/// (which reads and writes the socket), notifications it delivered.
+struct Driver {
+    runtime: tokio::runtime::Runtime,
+    connection: Connection<Stream, NoTlsStream>,
+    notifications: VecDeque<Notification>,
+    watch: Arc<Watch>,
+    /// The connection failed or ended: the client must be replaced.
+    broken: bool,
+}
+
+impl Driver {
+    /// Polls `f` until it is ready, driving the connection meanwhile; with
+    /// `idle`, fails the connection after the server's silence outlasts
+    /// the idle timeout.
+    fn run<T>(
+        &mut self,
+        idle: bool,
+        mut f: impl FnMut(&mut Context<'_>, &mut VecDeque<Notification>) -> Poll<Result<T, Error>>,
+    ) -> Result<T, Error> {
+        self.watch.hear();
+        let Driver {
+            runtime,
+            connection,
+            notifications,
+            watch,
+            broken,
+        } = self;
+        runtime.block_on(async {
+            let mut sleep = match (idle, watch.deadline()) {
+                (true, Some(deadline)) => Some(Box::pin(tokio::time::sleep_until(deadline.into()))),
+                _ => None,
+            };
+            poll_fn(|cx| {
+                loop {
+                    match connection.poll_message(cx) {
+                        Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
+                            notifications.push_back(n)
+                        }
+                        Poll::Ready(Some(Ok(_))) => {}
+                        Poll::Ready(Some(Err(e))) => {
+                            *broken = true;
+                            return Poll::Ready(Err(e));
+                        }
+                        Poll::Ready(None) => {
+                            *broken = true;
+                            break;
+                        }
+                        Poll::Pending => break,
+                    }
+                }
+                if let Poll::Ready(done) = f(cx, notifications) {
+                    return Poll::Ready(done);
+                }
+                if let Some(sleep) = sleep.as_mut() {
+                    while sleep.as_mut().poll(cx).is_ready() {
+                        match watch.deadline() {
+                            Some(deadline) if Instant::now() < deadline => {
+                                sleep.as_mut().reset(deadline.into())
+                            }
+                            _ => {
+                                // The next read of the socket fails, and with
+                                // it the connection and this call.
+                                watch.expired.store(true, Ordering::Relaxed);
+                                cx.waker().wake_by_ref();
+                                return Poll::Pending;
+                            }
+                        }
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        })
+    }
+
+    fn wait<T>(&mut self, future: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        let mut future = pin!(future);
+        self.run(true, |cx, _| future.as_mut().poll(cx))
+    }
+}
+
+/// A connection to PostgreSQL whose every call ends: with the server's
+/// answer, or with an error once the server stayed silent for the idle
+/// timeout.
+pub(crate) struct Client {
+    client: tokio_postgres::Client,
+    driver: Driver,
+}
+
+/// What waiting for a notification came to.
+pub(crate) enum Waited {
+    Notified,
+    TimedOut,
+    /// The connection failed: a notification may have been lost with it.
+    Lost,
+}
+
+impl Client {
+    /// Connects as `config` says — its hosts in turn, its keepalives —
+    /// giving up after its connect timeout (including the server's
+    /// answers while logging in). `idle` is the longest silence a call
+    /// accepts from the server; `None` waits forever.
+    pub(crate) fn connect(config: &Config, idle: Option<Duration>) -> Result<Client, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot start the client: {e}"))?;
+        let limit = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let watch = Arc::new(Watch {
+            origin: Instant::now(),
+            heard: AtomicU64::new(0),
+            expired: AtomicBool::new(false),
+            limit: idle,
+        });
+        // The timer must be made inside the runtime.
+        let opened =
+            runtime.block_on(async { tokio::time::timeout(limit, open(config, &watch)).await });
+        let (client, connection) = opened.map_err(|_| {
+            format!(
+                "timeout waiting for server ({} s; set connect_timeout=SECONDS in the URL)",
+                limit.as_secs_f64()
+            )
+        })??;
+        Ok(Client {
+            client,
+            driver: Driver {
+                runtime,
+                connection,
+                notifications: VecDeque::new(),
+                watch,
+                broken: false,
+            },
+        })
+    }
+
+    /// True when the connection failed or ended: use another.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.driver.broken || self.client.is_closed()
+    }
+
+    /// Prepares `query` on the server.
+    pub(crate) fn prepare(&mut self, query: &str) -> Result<Statement, Error> {
+        self.driver.wait(self.client.prepare(query))
+    }
+
+    /// Runs `query`; its rows.
+    pub(crate) fn query<T>(
+        &mut self,
+        query: &T,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.driver.wait(self.client.query(query, params))
+    }
+
+    /// Runs `query`, which returns exactly one row.
+    pub(crate) fn query_one<T>(
+        &mut self,
+        query: &T,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.driver.wait(self.client.query_one(query, params))
+    }
+
+    /// Runs `query`, which returns at most one row.
+    pub(crate) fn query_opt<T>(
+        &mut self,
+        query: &T,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.driver.wait(self.client.query_opt(query, params))
+    }
+
+    /// Runs `query`; how many rows it changed.
+    pub(crate) fn execute<T>(
+        &mut self,
+        query: &T,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.driver.wait(self.client.execute(query, params))
+    }
+
+    /// Runs `sql`, one or more statements without parameters.
+    pub(crate) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
+        self.driver.wait(self.client.batch_execute(sql))
+    }
+
+    /// Runs `query` and hands its rows over one at a time, as they arrive.
+    pub(crate) fn query_raw<T, P, I>(&mut self, query: &T, params: I) -> Result<RowIter<'_>, Error>
+    where
+        T: ?Sized + ToStatement,
+        P: BorrowToSql,
+        I: IntoIterator<Item = P>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let rows = self.driver.wait(self.client.query_raw(query, params))?;
+        Ok(RowIter {
+            client: self,
+            rows: Box::pin(rows),
+        })
+    }
+
+    /// Waits up to `timeout` for a notification, dropping it and any others
+    /// that came with it. The server's silence is expected here: no idle
+    /// deadline.
+    pub(crate) fn wait_notification(&mut self, timeout: Duration) -> Waited {
+        let mut sleep = None;
+        let waited = self.driver.run(false, |cx, notifications| {
+            if notifications.pop_front().is_some() {
+                return Poll::Ready(Ok(Waited::Notified));
+            }
+            let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+            match sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Ok(Waited::TimedOut)),
+                Poll::Pending => Poll::Pending,
+            }
+        });
+        self.driver.notifications.clear();
+        match waited {
+            Ok(Waited::TimedOut) if self.driver.broken => Waited::Lost,
+            Ok(waited) => waited,
+            Err(_) => Waited::Lost,
+        }
+    }
+}
+
+/// The rows of one query, fetched as they are read.
+pub(crate) struct RowIter<'c> {
+    client: &'c mut Client,
+    rows: Pin<Box<RowStream>>,
+}
+
+impl RowIter<'_> {
+    /// The next row; `None` after the last.
+    pub(crate) fn next(&mut self) -> Result<Option<Row>, Error> {
+        let rows = &mut self.rows;
+        self.client.driver.run(true, |cx, _| {
+            futures_core::Stream::poll_next(rows.as_mut(), cx).map(Option::transpose)
+        })
+    }
+}
+
+/// Opens a socket to the first of `config`'s hosts that answers and logs in.
+async fn open(
+    config: &Config,
+    watch: &Arc<Watch>,
+) -> Result<(tokio_postgres::Client, Connection<Stream, NoTlsStream>), String> {
+    let hosts = config.get_hosts();
+    let ports = config.get_ports();
+    if hosts.is_empty() {
+        return Err("no host to connect to: name one in the URL or in PGHOST".into());
+    }
+    let mut failure = String::new();
+    for (i, host) in hosts.iter().enumerate() {
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        let socket = match host {
+            Host::Tcp(name) => {
+                let address = config.get_hostaddrs().get(i).map(ToString::to_string);
+                let name = address.as_deref().unwrap_or(name);
+                TcpStream::connect((name, port))
+                    .await
+                    .and_then(|s| tune(config, s))
+                    .map(Socket::Tcp)
+            }
+            Host::Unix(dir) => UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
+                .await
+                .map(Socket::Unix),
+        };
+        let socket = match socket {
+            Ok(socket) => socket,
+            Err(e) => {
+                failure = format!("error connecting to server: {e}");
+                continue;
+            }
+        };
+        let stream = Stream {
+            socket,
+            watch: Arc::clone(watch),
+        };
+        match config.connect_raw(stream, NoTls).await {
+            Ok(pair) => return Ok(pair),
+            Err(e) => failure = super::session::describe(&e),
+        }
+    }
+    Err(failure)
+}
+
+/// Sets the TCP options `config` asks for: no Nagle delay (requests are
+/// whole messages), keepalives, and how long sent data may stay
+/// unacknowledged.
+fn tune(config: &Config, socket: TcpStream) -> io::Result<TcpStream> {
+    socket.set_nodelay(true)?;
+    let sock = socket2::SockRef::from(&socket);
+    if config.get_keepalives() {
+        let mut keepalive = socket2::TcpKeepalive::new().with_time(config.get_keepalives_idle());
+        if let Some(interval) = config.get_keepalives_interval() {
+            keepalive = keepalive.with_interval(interval);
+        }
+        if let Some(retries) = config.get_keepalives_retries() {
+            keepalive = keepalive.with_retries(retries);
+        }
+        sock.set_tcp_keepalive(&keepalive)?;
+    }
+    #[cfg(target_os = "linux")]
+    sock.set_tcp_user_timeout(config.get_tcp_user_timeout().copied())?;
+    Ok(socket)
+}
