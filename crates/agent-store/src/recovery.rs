@@ -438,3 +438,72 @@ fn temp_kind(file_name: &str, name: &str) -> Option<Temp> {
         .or_else(|| rest.strip_prefix("snapshot."))?;
     random(legacy).then_some(Temp::Unlocked)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_reads_back_and_names_its_file() {
+        let pending = Pending {
+            dev: 2049,
+            ino: 77,
+            before: 10,
+            end: 30,
+            sum: u64::MAX,
+        };
+        let text = pending.encode();
+        assert_eq!(
+            text,
+            format!(
+                "agentctx-pending 1 dev=2049 ino=77 before=10 end=30 fnv1a={}\n",
+                u64::MAX
+            )
+        );
+        assert_eq!(Pending::decode(text.as_bytes()), Some(pending));
+        // A later version may add keys; they are skipped.
+        let later = "agentctx-pending 2 chain=ab12 dev=2049 ino=77 before=10 end=30 fnv1a=18446744073709551615";
+        assert_eq!(Pending::decode(later.as_bytes()), Some(pending));
+    }
+
+    #[test]
+    fn anything_else_is_not_a_record() {
+        for text in [
+            &b"0 999999999 1\n"[..],
+            b"",
+            b"\xff\xfe 1 2 3",
+            b"agentctx-pending 1 dev=1 ino=2 before=3 end=4",
+            b"agentctx-pending 1 dev=1 ino=2 before=9 end=4 fnv1a=0",
+            b"agentctx-pending 0 dev=1 ino=2 before=3 end=4 fnv1a=0",
+            b"agentctx-pending 1 dev=x ino=2 before=3 end=4 fnv1a=0",
+        ] {
+            assert_eq!(
+                Pending::decode(text),
+                None,
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+
+    #[test]
+    fn only_our_exact_temporary_names_are_swept() {
+        let cases = [
+            (".c.jsonl.Ab12Cd.tmp", Some(Temp::Locked)),
+            (".c.jsonl.pending.Ab12Cd.tmp", Some(Temp::Unlocked)),
+            (".c.jsonl.snapshot.Ab12Cd.tmp", Some(Temp::Unlocked)),
+            (".pending.Ab12Cd.tmp", Some(Temp::Unlocked)),
+            (".snapshot.Ab12Cd.tmp", Some(Temp::Unlocked)),
+            (".c.jsonl.pending.Ab12C.tmp", None),
+            (".c.jsonl.pending.Ab-2Cd.tmp", None),
+            (".c.jsonl.keep.tmp", None),
+            (".d.jsonl.Ab12Cd.tmp", None),
+            ("c.jsonl.Ab12Cd.tmp", None),
+            (".c.jsonl.pending", None),
+            (".c.jsonl.Ab12Cd.tmp.x", None),
+        ];
+        for (file_name, kind) in cases {
+            assert_eq!(temp_kind(file_name, "c.jsonl"), kind, "{file_name}");
+        }
+    }
+}

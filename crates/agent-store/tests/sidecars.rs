@@ -285,6 +285,28 @@ fn a_record_writable_by_others_is_ignored_and_ours_is_tightened() {
 }
 
 #[test]
+fn a_group_shared_log_keeps_its_records() {
+    let path = dir("group").join("c.jsonl");
+    std::fs::write(&path, HEAD).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
+    die_mid_batch(&path);
+    // Group-writable like its log, and of the log's group: believed.
+    std::fs::set_permissions(pending(&path), std::fs::Permissions::from_mode(0o660)).unwrap();
+    let loaded = FileStore::open(&path).unwrap().load().unwrap();
+    assert_eq!(log_of(&loaded.context), json!([]));
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = store.load().unwrap().context;
+    store.commit(&mut context, &[push(3)]).unwrap();
+    // The cut batch was removed: the head, then the new line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(HEAD), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert_eq!(log_of(&context), json!([3]));
+    assert!(!pending(&path).exists());
+}
+
+#[test]
 fn a_record_planted_by_another_user_is_ignored() {
     if !is_root() {
         println!("skipped: planting a file as another user needs root");
