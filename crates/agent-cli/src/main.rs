@@ -218,6 +218,15 @@ fn stdout(text: &str) {
 }
 
 fn main() -> ExitCode {
+    // Going over the file-size limit (`ulimit -f`) sends SIGXFSZ, whose
+    // default action kills the process mid-write and leaves a torn line.
+    // With a handler installed the write fails with EFBIG instead, and the
+    // store undoes it and says why. A handler rather than SIG_IGN: it is
+    // reset on exec, so activities we start get the default back.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -836,7 +836,7 @@ fn r34_planted_temp_names_are_never_written_through() {
     for name in ["c.json", "c.jsonl"] {
         let path = dir.join(name);
         for v in 0..3 {
-            let run = agentctx(&[
+            let mut run = agentctx(&[
                 "apply",
                 s(&path),
                 PUSH,
@@ -844,8 +844,25 @@ fn r34_planted_temp_names_are_never_written_through() {
                 &v.to_string(),
                 "--write",
             ]);
+            if name == "c.jsonl" && v == 0 {
+                // A symlink named like the record of a batch in flight is
+                // not one: it is ignored, and that is said.
+                assert!(
+                    run.stderr.ends_with(".c.jsonl.pending: a symbolic link\n"),
+                    "{run:?}"
+                );
+                run.stderr.clear();
+            }
             assert_pushed(&run, &Value::from(v));
-            let run = agentctx(&["apply", s(&path), two, "--result", "9", "--write"]);
+            let mut run = agentctx(&["apply", s(&path), two, "--result", "9", "--write"]);
+            if name == "c.jsonl" && v == 0 {
+                // Still there until this batch's own record replaces it.
+                assert!(
+                    run.stderr.ends_with(".c.jsonl.pending: a symbolic link\n"),
+                    "{run:?}"
+                );
+                run.stderr.clear();
+            }
             assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{name}: {run:?}");
             let run = agentctx(&[
                 "append",

@@ -321,17 +321,24 @@ fn ledger(path: &Path, moment: &str) -> (Vec<i64>, Vec<i64>) {
     (ids("debit"), ids("credit"))
 }
 
-/// SIGXFSZ, which kills a process whose write passes its file size limit.
-const SIGXFSZ: i32 = 25;
+/// FNV-1a, 64-bit: the checksum of a batch in its record.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
 
 /// R34b: a result with two destinations is one append of two lines, and a
 /// crash can cut that one `write(2)` anywhere (Linux stops a write between
-/// pages when the writer is killed). `prlimit --fsize` makes the cut exact:
-/// the write stops at the limit and SIGXFSZ kills the writer there. For cuts
-/// inside the first line, at its end (with and without its newline), inside
-/// the second, and just before the last newline, the file must read as the
-/// append whole or not at all — right after the crash, and the same after
-/// the next writer repairs the tail.
+/// pages when the writer is killed). `prlimit --fsize` stops the write at
+/// an exact byte: `agentctx` catches SIGXFSZ, so the write fails with EFBIG
+/// and is undone — the file must be exactly as before. A writer killed
+/// there would leave its record and the cut batch: that state is laid down
+/// as the binary writes it, and for cuts inside the first line, at its end
+/// (with and without its newline), inside the second, and just before the
+/// last newline, the file must read as the append whole or not at all —
+/// right after the crash, and the same after the next writer repairs the
+/// tail.
 #[test]
 fn r34b_crash_mid_write_never_lands_half_a_result() {
     let dir = std::env::temp_dir().join(format!("agentctx-kill-{}-half", std::process::id()));
@@ -362,6 +369,7 @@ fn r34b_crash_mid_write_never_lands_half_a_result() {
         .output()
         .unwrap();
     assert!(dry.status.success(), "{dry:?}");
+    let batch = dry.stdout.clone();
     let lines: Vec<usize> = String::from_utf8(dry.stdout)
         .unwrap()
         .lines()
@@ -381,22 +389,43 @@ fn r34b_crash_mid_write_never_lands_half_a_result() {
     for (what, cut) in cuts {
         std::fs::write(&path, initial).unwrap();
         let moment = format!("cut after {what} ({cut} of {} bytes)", first + second);
-        let crashed = Command::new("prlimit")
+        let limited = Command::new("prlimit")
             .arg(format!("--fsize={}", base + cut))
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_agentctx"))
             .args(args(true))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .output()
             .unwrap_or_else(|e| panic!("cannot run prlimit (util-linux): {e}"));
-        let len = std::fs::metadata(&path).unwrap().len() as usize;
-        assert_eq!(
-            (crashed.signal(), len),
-            (Some(SIGXFSZ), base + cut),
-            "{moment}: the writer must die with the file cut there"
+        assert_eq!(limited.status.code(), Some(1), "{moment}: {limited:?}");
+        assert!(
+            String::from_utf8_lossy(&limited.stderr).contains("ulimit -f"),
+            "{moment}: {limited:?}"
         );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            initial,
+            "{moment}: an over-limit write was not undone"
+        );
+        // What a writer killed at that byte leaves: its record, then the cut.
+        let meta = std::fs::metadata(&path).unwrap();
+        std::fs::write(
+            dir.join(".ctx.jsonl.pending"),
+            format!(
+                "agentctx-pending 1 dev={} ino={} before={base} end={} fnv1a={}\n",
+                std::os::unix::fs::MetadataExt::dev(&meta),
+                std::os::unix::fs::MetadataExt::ino(&meta),
+                base + batch.len(),
+                fnv1a(&batch)
+            ),
+        )
+        .unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, &batch[..cut]).unwrap();
+        drop(file);
         let seen = ledger(&path, &format!("{moment}, read right after"));
         assert!(
             seen == (vec![], vec![]) || seen == (vec![7], vec![7]),
@@ -436,9 +465,10 @@ fn r34b_crash_mid_write_never_lands_half_a_result() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// R34: a JSON array file is rewritten through a temporary file; a crash
-/// while that is written (SIGXFSZ at an exact byte, as above) leaves the
-/// file exactly as it was, and the next writer appends to it.
+/// R34: a JSON array file is rewritten through a temporary file; a write
+/// of it stopped at an exact byte (`prlimit --fsize`, as above) fails with
+/// EFBIG, leaves the file exactly as it was and no temporary file, and the
+/// next writer appends to it.
 #[test]
 fn r34_crash_mid_rewrite_leaves_the_json_array_as_it_was() {
     let dir = std::env::temp_dir().join(format!("agentctx-kill-{}-rewrite", std::process::id()));
@@ -448,7 +478,7 @@ fn r34_crash_mid_rewrite_leaves_the_json_array_as_it_was() {
     let initial = "[{\"type\":\"state\",\"data\":{\"log\":[]}}]";
     std::fs::write(&path, initial).unwrap();
     for cut in [1, initial.len() / 2, initial.len() + 10] {
-        let crashed = Command::new("prlimit")
+        let limited = Command::new("prlimit")
             .arg(format!("--fsize={cut}"))
             .arg("--")
             .arg(env!("CARGO_BIN_EXE_agentctx"))
@@ -464,7 +494,12 @@ fn r34_crash_mid_rewrite_leaves_the_json_array_as_it_was() {
             .stderr(Stdio::null())
             .status()
             .unwrap_or_else(|e| panic!("cannot run prlimit (util-linux): {e}"));
-        assert_eq!(crashed.signal(), Some(SIGXFSZ), "cut at {cut}");
+        assert_eq!(limited.code(), Some(1), "cut at {cut}");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["ctx.json"], "cut at {cut}: a temporary file stayed");
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             initial,

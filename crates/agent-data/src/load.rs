@@ -66,6 +66,16 @@ pub enum Warning {
         /// Byte offset where the torn line starts (truncate here to repair).
         offset: usize,
     },
+    /// A file kept beside a context file (a record of a batch in flight,
+    /// a snapshot) that was not trusted — not a regular file, owned by
+    /// another user, writable by others, or made for another file — and
+    /// was ignored: the log decides alone.
+    IgnoredSidecar {
+        /// The ignored file.
+        path: String,
+        /// Why it was not trusted.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -75,6 +85,9 @@ impl fmt::Display for Warning {
                 f,
                 "line {line} (byte {offset}) is an incomplete last line, probably a torn append; ignored"
             ),
+            Warning::IgnoredSidecar { path, reason } => {
+                write!(f, "ignored {path}: {reason}")
+            }
         }
     }
 }

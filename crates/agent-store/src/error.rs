@@ -15,6 +15,40 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The context path names something that is not a regular file (a
+    /// FIFO, a device, a socket, a directory): refused before anything is
+    /// read from it, so it can neither hang nor feed endless bytes.
+    #[error(
+        "{name} is {kind}, not a regular file: a context file must be a regular file (use - for stdin)"
+    )]
+    NotAFile {
+        /// The context.
+        name: String,
+        /// What it is (`a FIFO`, `a character device`, …).
+        kind: &'static str,
+    },
+    /// The context file starts with a UTF-8 byte order mark, which JSON
+    /// does not allow. Refused rather than read past or cut away.
+    #[error(
+        "{name} starts with a UTF-8 byte order mark (bytes EF BB BF), which a context file may not have; remove those three bytes and try again (nothing was read or written)"
+    )]
+    ByteOrderMark {
+        /// The context.
+        name: String,
+    },
+    /// A write would have made the file larger than this process may make
+    /// files (`ulimit -f`, `RLIMIT_FSIZE`). The write was undone.
+    #[error(
+        "cannot {action} {name}: it would exceed the file-size limit of this process (ulimit -f); nothing was written ({source})"
+    )]
+    SizeLimit {
+        /// What was being done (`append to`, `write`).
+        action: &'static str,
+        /// The context.
+        name: String,
+        /// The OS error (`EFBIG`).
+        source: std::io::Error,
+    },
     /// The stored messages do not load (bad JSON, a bad message, R1).
     #[error("{name}: {source}")]
     Load {

@@ -53,6 +53,7 @@ mod recovery;
 mod retry;
 mod snapshot;
 mod store;
+mod trust;
 mod url;
 mod verify;
 

@@ -8,8 +8,10 @@
 //! So it is written without fsync, through a fresh file renamed into place.
 
 use crate::Result;
-use crate::recovery::{dir_of, sidecar};
-use std::io::{self, Write};
+use crate::recovery::{dir_of, sidecar, temp_prefix};
+use crate::trust::{self, Found, Log};
+use agent_data::Warning;
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 /// A snapshot is due once this many messages followed the last one…
@@ -113,31 +115,42 @@ pub(crate) fn unseal(sealed: &[u8]) -> Option<&[u8]> {
     (checksum(body) == sum).then_some(body)
 }
 
-/// Reads the snapshot beside `target`; `None` when there is none (or it
-/// cannot be read: it is only a cache).
-pub(crate) fn read_beside(target: &Path) -> Option<Vec<u8>> {
+/// Reads the snapshot beside `target`, the log `log` describes; `None`
+/// when there is none, it may not be believed (a warning says why: see
+/// [`trust`]), or it cannot be read — it is only a cache.
+pub(crate) fn read_beside(
+    target: &Path,
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<Vec<u8>> {
     let path = sidecar(target, "snapshot");
-    // A symlink named like the snapshot is not ours.
-    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
-        return None;
+    match trust::open(&path, log).ok()? {
+        Found::Missing => None,
+        Found::Ignored(warning) => {
+            warnings.push(warning);
+            None
+        }
+        Found::Trusted(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).ok()?;
+            Some(bytes)
+        }
     }
-    std::fs::read(path).ok()
 }
 
 /// Replaces the snapshot beside `target` with `sealed`: a fresh file
 /// (`O_EXCL`, random name) renamed into place, so a reader sees the old
 /// snapshot or the new one, and a planted symlink is replaced, never
-/// written through. It gets the context file's permission bits: it holds
-/// the same data, so whoever may read the context may read its snapshot
-/// (and nobody else). No fsync: a snapshot lost in a crash is rebuilt.
-pub(crate) fn write_beside(target: &Path, sealed: &[u8]) -> io::Result<()> {
+/// written through. It gets the log's group and read and write bits (never
+/// set-id bits): it holds the same data, so whoever may read the context
+/// may read its snapshot (and nobody else). No fsync: a snapshot lost in a
+/// crash is rebuilt.
+pub(crate) fn write_beside(target: &Path, log: &Log, sealed: &[u8]) -> io::Result<()> {
     let mut file = tempfile::Builder::new()
-        .prefix(".snapshot.")
+        .prefix(&temp_prefix(target, "snapshot."))
         .suffix(".tmp")
         .tempfile_in(dir_of(target))?;
-    // fchmod ignores the umask, like the rewrite of the context itself.
-    file.as_file()
-        .set_permissions(std::fs::metadata(target)?.permissions())?;
+    log.dress(file.as_file())?;
     file.as_file_mut().write_all(sealed)?;
     file.persist(sidecar(target, "snapshot"))
         .map_err(|e| e.error)?;
@@ -170,7 +183,8 @@ mod tests {
             let target = dir.path().join(format!("c{mode:o}.jsonl"));
             std::fs::write(&target, "").unwrap();
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
-            write_beside(&target, b"sealed").unwrap();
+            let log = Log::of(&std::fs::metadata(&target).unwrap());
+            write_beside(&target, &log, b"sealed").unwrap();
             let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();
             assert_eq!(written.permissions().mode() & 0o777, mode);
         }

@@ -91,6 +91,14 @@ pub enum Finding {
         /// Why.
         reason: String,
     },
+    /// A file beside the log that may not be believed (not a regular file,
+    /// another user's, writable by others, …), so it is not used.
+    Ignored {
+        /// The file.
+        path: String,
+        /// Why it is not believed.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Finding {
@@ -120,6 +128,7 @@ impl std::fmt::Display for Finding {
             Finding::SnapshotUnreadable { reason } => {
                 write!(f, "the snapshot cannot be read: {reason}")
             }
+            Finding::Ignored { path, reason } => write!(f, "ignored {path}: {reason}"),
         }
     }
 }

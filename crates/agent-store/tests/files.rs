@@ -136,9 +136,15 @@ fn r34b_an_interrupted_batch_is_undone_by_the_next_writer() {
     let sum = whole.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
+    let meta = std::fs::metadata(&path).unwrap();
     std::fs::write(
         path.with_file_name(".c.jsonl.pending"),
-        format!("{before} {} {sum}\n", before + whole.len() as u64),
+        format!(
+            "agentctx-pending 1 dev={} ino={} before={before} end={} fnv1a={sum}\n",
+            std::os::unix::fs::MetadataExt::dev(&meta),
+            std::os::unix::fs::MetadataExt::ino(&meta),
+            before + whole.len() as u64
+        ),
     )
     .unwrap();
     let cut = &whole[..lines[0].len() + 10];
@@ -148,10 +154,13 @@ fn r34b_an_interrupted_batch_is_undone_by_the_next_writer() {
         .unwrap();
     std::io::Write::write_all(&mut file, cut.as_bytes()).unwrap();
     drop(file);
-    // A reader that can write undoes the batch before reading.
+    // A reader sees nothing of the batch, and changes nothing.
     assert_eq!(log(&path), json!([]));
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
-    // And a writer appends after it.
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        before + cut.len() as u64
+    );
+    // The next writer undoes it and appends after it.
     let mut fresh = Context::new();
     let mut writer = FileStore::open(&path).unwrap();
     writer.commit(&mut fresh, &[push(3)]).unwrap();

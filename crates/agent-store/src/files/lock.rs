@@ -8,7 +8,6 @@
 //! Because a lock sits on an inode while rewrites replace the inode a path names,
 //! every open re-checks after locking that its inode is still the one the path names.
 
-use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -33,6 +32,9 @@ pub(crate) struct LockedFile {
     target: PathBuf,
     /// Whether the lock is exclusive; only then may the file be changed.
     exclusive: bool,
+    /// How much of the file a reader may see: set when a batch in flight
+    /// starts there ([`LockedFile::cap`]); every length and read stops at it.
+    cap: Option<u64>,
 }
 
 impl LockedFile {
@@ -62,7 +64,8 @@ impl LockedFile {
     /// Opens, locks, and re-checks that the path still names the locked inode.
     fn open_locked(path: &Path, options: &OpenOptions, exclusive: bool) -> io::Result<LockedFile> {
         for _ in 0..MAX_TRIES {
-            let file = options.open(path)?;
+            // A FIFO or a device is refused here, before any read can hang.
+            let file = crate::trust::open_regular(path, &mut options.clone())?;
             if exclusive {
                 file.lock()?;
             } else {
@@ -86,6 +89,7 @@ impl LockedFile {
                     file,
                     target,
                     exclusive,
+                    cap: None,
                 });
             }
             // Replaced by a rename while we waited; dropping `file` releases the stale lock.
@@ -113,9 +117,25 @@ impl LockedFile {
         Ok((held.dev(), held.ino()))
     }
 
-    /// Current length in bytes, from the handle (so it is the locked inode's length).
+    /// The locked inode's `fstat`.
+    pub(crate) fn metadata(&self) -> io::Result<fs::Metadata> {
+        self.file.metadata()
+    }
+
+    /// Lets a shared-lock reader see only the first `len` bytes: a batch a
+    /// writer died in the middle of starts there, and no reader may see
+    /// part of it (the next writer removes it).
+    pub(crate) fn cap(&mut self, len: u64) {
+        if !self.exclusive {
+            self.cap = Some(len);
+        }
+    }
+
+    /// Current length in bytes, from the handle (so it is the locked inode's
+    /// length), no more than the [cap](LockedFile::cap).
     pub(crate) fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata()?.len())
+        let len = self.file.metadata()?.len();
+        Ok(self.cap.map_or(len, |cap| cap.min(len)))
     }
 
     /// Reads every byte from `offset` to the end: the tail other writers appended
@@ -126,6 +146,7 @@ impl LockedFile {
         AtReader {
             file: &self.file,
             pos: offset,
+            end: self.cap,
         }
         .read_to_end(&mut out)?;
         Ok(out)
@@ -144,7 +165,8 @@ impl LockedFile {
     /// (device, inode) and length in bytes, from one `fstat`.
     pub(crate) fn stat(&self) -> io::Result<((u64, u64), u64)> {
         let held = self.file.metadata()?;
-        Ok(((held.dev(), held.ino()), held.len()))
+        let len = self.cap.map_or(held.len(), |cap| cap.min(held.len()));
+        Ok(((held.dev(), held.ino()), len))
     }
 
     /// A buffered reader from `offset` to the end, for loading big files without
@@ -155,6 +177,7 @@ impl LockedFile {
             AtReader {
                 file: &self.file,
                 pos: offset,
+                end: self.cap,
             },
         ))
     }
@@ -221,15 +244,13 @@ impl LockedFile {
     /// fails the inode re-check in [`LockedFile::open`] and retries onto the new one.
     pub(crate) fn rewrite(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.check_exclusive()?;
-        let (Some(dir), Some(name)) = (self.target.parent(), self.target.file_name()) else {
+        let (Some(dir), Some(_)) = (self.target.parent(), self.target.file_name()) else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{}: not a file inside a directory", self.target.display()),
             ));
         };
-        let mut prefix = OsString::from(".");
-        prefix.push(name);
-        prefix.push(".");
+        let prefix = crate::recovery::temp_prefix(&self.target, "");
         let old = self.file.metadata()?;
         // `tmp` deletes its file when dropped, which covers every early return below.
         let mut tmp = tempfile::Builder::new()
@@ -281,11 +302,17 @@ struct AtReader<'a> {
     file: &'a File,
     /// The offset of the next byte to read.
     pos: u64,
+    /// Where reading stops short of the end of the file, if it does.
+    end: Option<u64>,
 }
 
 impl Read for AtReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
+        let room = self
+            .end
+            .map_or(buf.len() as u64, |end| end.saturating_sub(self.pos));
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(buf.len());
+        let n = self.file.read_at(&mut buf[..take], self.pos)?;
         self.pos = self.pos.saturating_add(n as u64);
         Ok(n)
     }

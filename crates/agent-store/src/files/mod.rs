@@ -13,10 +13,15 @@
 //! - [`store`]: [`FileStore`], the [`Store`](crate::Store) over it: loading,
 //!   catching up, compare-and-append, snapshots;
 //! - [`anchor`]: where a JSONL file's snapshot was taken, and the check that
-//!   the file is still the one it summarises.
+//!   the file is still the one it summarises;
+//! - [`json`]: splicing appends into a JSON array's text;
+//! - [`open`]: deciding a file's format without hanging on a FIFO, and the
+//!   byte order mark a context file may not start with.
 
 mod anchor;
+mod json;
 mod lock;
+mod open;
 mod store;
 
 pub(crate) use lock::LockedFile;

@@ -3,11 +3,15 @@
 //! [`FileAnchor`].
 
 use super::anchor::{FileAnchor, window};
+use super::json::{json_body, splice};
 use super::lock::LockedFile;
+use super::open::{BOM, detect};
 use crate::snapshot::{self, Since};
+use crate::trust::{self, Log};
 use crate::{Error, Result, Store, recovery};
 use agent_data::{Context, Format, Loaded, Position, Prepared, Warning};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// A context stored in a file ([`Format::Jsonl`] or [`Format::Json`]).
@@ -45,6 +49,14 @@ pub struct FileStore {
     verified: bool,
     /// The tail read or appended since the newest snapshot.
     since: Since,
+    /// Warnings not yet handed out (sidecars ignored), see
+    /// [`FileStore::take_warnings`].
+    warnings: Vec<Warning>,
+    /// Every warning this handle gave, so each is given once.
+    warned: Vec<Warning>,
+    /// Dead writers' temporary files were swept (once per handle: it reads
+    /// the directory).
+    swept: bool,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -75,21 +87,36 @@ impl FileStore {
     /// `.json` → array, `.jsonl` → JSONL, else the first non-blank byte
     /// decides (`[`: array), and a missing file of another extension is
     /// JSONL (spec §10).
+    ///
+    /// Anything but a regular file (a FIFO, a device such as `/dev/zero`, a
+    /// socket, a directory) is refused at once with [`Error::NotAFile`],
+    /// before a byte is read: checked on the path, and again with `fstat`
+    /// on every descriptor opened (with `O_NONBLOCK`, so opening a FIFO
+    /// cannot wait for a writer).
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore> {
         let path = path.as_ref().to_path_buf();
         let name = path.display().to_string();
-        let format = match Format::detect_file(&path) {
-            Ok(format) => format,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Format::detect(Some(&path), b""),
-            Err(source) => {
-                return Err(Error::Io {
-                    action: "read",
+        let io = |source| Error::Io {
+            action: "read",
+            name: name.clone(),
+            source,
+        };
+        let format = match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(Error::NotAFile {
                     name,
-                    source,
+                    kind: trust::kind(&meta),
                 });
             }
+            Ok(_) => detect(&path).map_err(io)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Format::detect(Some(&path), b""),
+            Err(source) => return Err(io(source)),
         };
-        Ok(FileStore {
+        Ok(FileStore::with(path, name, format))
+    }
+
+    fn with(path: PathBuf, name: String, format: Format) -> FileStore {
+        FileStore {
             path,
             name,
             format,
@@ -97,7 +124,36 @@ impl FileStore {
             lock: None,
             verified: false,
             since: Since::default(),
-        })
+            warnings: Vec::new(),
+            warned: Vec::new(),
+            swept: false,
+        }
+    }
+
+    /// What this handle warned about that no [`Store::load`] has returned
+    /// yet: files beside the context (a record of a batch in flight, a
+    /// snapshot) it ignored while catching up or appending. Each warning
+    /// is given once per handle.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Keeps `warnings` to hand out, each once.
+    fn note(&mut self, warnings: Vec<Warning>) {
+        for warning in warnings {
+            if !self.warned.contains(&warning) {
+                self.warned.push(warning.clone());
+                self.warnings.push(warning);
+            }
+        }
+    }
+
+    /// `loaded` with the warnings not yet handed out before its own.
+    fn with_warnings(&mut self, mut loaded: Loaded) -> Loaded {
+        let mut warnings = self.take_warnings();
+        warnings.append(&mut loaded.warnings);
+        loaded.warnings = warnings;
+        loaded
     }
 
     /// The file's format.
@@ -111,22 +167,29 @@ impl FileStore {
     }
 
     fn io(&self, action: &'static str) -> impl Fn(io::Error) -> Error + '_ {
-        move |source| Error::Io {
-            action,
-            name: self.name.clone(),
-            source,
+        move |source| {
+            let name = self.name.clone();
+            // SIGXFSZ is caught or ignored (the CLI does), so going over
+            // `ulimit -f` fails the write with EFBIG.
+            if source.raw_os_error() == Some(rustix::io::Errno::FBIG.raw_os_error()) {
+                Error::SizeLimit {
+                    action,
+                    name,
+                    source,
+                }
+            } else {
+                Error::Io {
+                    action,
+                    name,
+                    source,
+                }
+            }
         }
     }
 
     /// Reads what was appended after `self.seen` from `file` onto `context`;
     /// fails if the file is no longer the one read (truncated or replaced).
     fn read_tail(&mut self, file: &mut LockedFile, context: &mut Context) -> Result<()> {
-        if file.is_exclusive() {
-            let cut = recovery::recover(file).map_err(self.io("repair"))?;
-            if cut.is_some_and(|len| len < self.seen.end.offset as u64) {
-                return Err(self.replaced("cut back (an interrupted append was undone)"));
-            }
-        }
         let (identity, len) = file.stat().map_err(self.io("read"))?;
         match self.format {
             Format::Jsonl => drop(self.read_jsonl_tail(file, context, identity, len)?),
@@ -293,9 +356,11 @@ impl FileStore {
                 }
                 // One write of several lines is not atomic against a crash:
                 // record the batch so the next writer can undo it.
+                let mut warnings = Vec::new();
                 let recorded = lines > 1
-                    && recovery::record(file.target(), len, &bytes)
+                    && recovery::record(file, len, &bytes, &mut warnings)
                         .map_err(self.io("append to"))?;
+                self.note(warnings);
                 let appended = file.append(&bytes);
                 if recorded {
                     // Landed whole: a record left behind is harmless. Failed
@@ -332,15 +397,7 @@ impl FileStore {
 
     /// The number of messages the file holds now, for a conflict report.
     fn current(&self, file: &mut LockedFile) -> Result<usize> {
-        let mut fresh = FileStore {
-            path: self.path.clone(),
-            name: self.name.clone(),
-            format: self.format,
-            seen: Seen::default(),
-            lock: None,
-            verified: false,
-            since: Since::default(),
-        };
+        let mut fresh = FileStore::with(self.path.clone(), self.name.clone(), self.format);
         let mut context = Context::new();
         let len = file.len().map_err(self.io("read"))?;
         match self.format {
@@ -357,7 +414,7 @@ impl FileStore {
         f: impl FnOnce(&mut Self, &mut LockedFile) -> Result<T>,
     ) -> Result<T> {
         if let Some(mut file) = self.lock.take() {
-            let result = f(self, &mut file);
+            let result = self.guard(&mut file).and_then(|()| f(self, &mut file));
             self.lock = Some(file);
             return result;
         }
@@ -366,14 +423,58 @@ impl FileStore {
         } else {
             LockedFile::open_shared(&self.path).map_err(self.io("read"))?
         };
+        self.guard(&mut file)?;
         f(self, &mut file)
+    }
+
+    /// What every operation does first with the file locked: refuses a
+    /// byte order mark; then, under the exclusive lock, undoes a batch a
+    /// trusted record proves was cut short and sweeps dead writers'
+    /// temporary files, while under a shared lock it only hides such a
+    /// batch (reading never truncates).
+    fn guard(&mut self, file: &mut LockedFile) -> Result<()> {
+        if file.read_range(0, 3).map_err(self.io("read"))? == BOM {
+            return Err(Error::ByteOrderMark {
+                name: self.name.clone(),
+            });
+        }
+        if self.format != Format::Jsonl {
+            // Records of batches in flight are for JSONL only: a JSON array
+            // is rewritten whole, through a rename.
+            return Ok(());
+        }
+        let mut warnings = Vec::new();
+        if file.is_exclusive() {
+            let cut = recovery::recover(file, &mut warnings);
+            self.note(warnings);
+            let cut = cut.map_err(self.io("repair"))?;
+            if !self.swept {
+                self.swept = true;
+                recovery::sweep_temps(file.target());
+            }
+            if self.seen.file.is_some() && cut.is_some_and(|len| len < self.seen.end.offset as u64)
+            {
+                return Err(self.replaced("cut back (an interrupted append was undone)"));
+            }
+        } else {
+            let cap = recovery::in_flight(file, &mut warnings);
+            self.note(warnings);
+            if let Some(len) = cap.map_err(self.io("read"))? {
+                file.cap(len);
+            }
+        }
+        Ok(())
     }
 
     /// Opens the context from the snapshot beside the file and the lines
     /// after it, under the held lock; `None` when there is no snapshot or
     /// it does not match the file (then the whole file is read).
     fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
-        let Some(sealed) = snapshot::read_beside(file.target()) else {
+        let log = Log::of(&file.metadata().map_err(self.io("read"))?);
+        let mut warnings = Vec::new();
+        let sealed = snapshot::read_beside(file.target(), &log, &mut warnings);
+        self.note(warnings);
+        let Some(sealed) = sealed else {
             return Ok(None);
         };
         let Some((mut context, anchor)) = snapshot::unseal(&sealed)
@@ -417,7 +518,13 @@ impl FileStore {
             return Ok(());
         }
         let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
-        let file = std::fs::File::open(&target).map_err(self.io("read"))?;
+        let file = trust::open_regular(&target, std::fs::OpenOptions::new().read(true))
+            .map_err(self.io("read"))?;
+        let meta = file.metadata().map_err(self.io("read"))?;
+        if self.seen.file != Some((meta.dev(), meta.ino())) {
+            // Not the file this handle read: the snapshot would not be of it.
+            return Ok(());
+        }
         let anchor = FileAnchor {
             items: self.seen.items,
             end: self.seen.end,
@@ -427,54 +534,11 @@ impl FileStore {
             .snapshot(&anchor.value())
             .map_err(|e| self.load_error(e))?;
         let sealed = snapshot::seal(body);
-        snapshot::write_beside(&target, &sealed).map_err(self.io("write a snapshot of"))?;
+        snapshot::write_beside(&target, &Log::of(&meta), &sealed)
+            .map_err(self.io("write a snapshot of"))?;
         self.since = Since::taken(sealed.len());
         Ok(())
     }
-
-    /// Undoes an interrupted multi-message append before reading, if one
-    /// is recorded and the file can be written (a reader without write
-    /// permission reads the file as it is).
-    fn recover_before_load(&mut self) -> Result<()> {
-        if self.lock.is_some() || !recovery::pending(&self.path) {
-            return Ok(());
-        }
-        if let Ok(mut file) = LockedFile::open(&self.path, false) {
-            recovery::recover(&mut file).map_err(self.io("repair"))?;
-        }
-        Ok(())
-    }
-}
-
-/// A JSON array file's bytes up to its closing `]`, blanks before it
-/// trimmed: the part every append keeps. All of it when there is no `]`.
-fn json_body(bytes: &[u8]) -> &[u8] {
-    let content = bytes.trim_ascii_end();
-    content
-        .strip_suffix(b"]")
-        .map_or(content, <[u8]>::trim_ascii_end)
-}
-
-/// `old` — a JSON array's text — with `lines` added as its last elements;
-/// every byte before them is kept. `None` when `old` does not end in `]`.
-fn splice<'a>(old: &[u8], lines: impl Iterator<Item = &'a str>) -> Option<Vec<u8>> {
-    let content = old.trim_ascii_end();
-    let mut out = Vec::with_capacity(old.len() + 256);
-    let mut empty = true;
-    if content.is_empty() {
-        out.push(b'[');
-    } else {
-        let body = content.strip_suffix(b"]")?.trim_ascii_end();
-        empty = body.trim_ascii() == b"[";
-        out.extend_from_slice(body);
-    }
-    for line in lines {
-        out.extend_from_slice(if empty { b"\n" } else { b",\n" });
-        out.extend_from_slice(line.as_bytes());
-        empty = false;
-    }
-    out.extend_from_slice(b"\n]\n");
-    Some(out)
 }
 
 impl Store for FileStore {
@@ -483,9 +547,8 @@ impl Store for FileStore {
     }
 
     fn load(&mut self) -> Result<Loaded> {
-        self.recover_before_load()?;
         let format = self.format;
-        self.with_lock(false, |store, file| {
+        let loaded = self.with_lock(false, |store, file| {
             let mut json = Vec::new();
             let loaded = match format {
                 Format::Jsonl => {
@@ -522,7 +585,8 @@ impl Store for FileStore {
                 .since
                 .add(loaded.context.len(), loaded.end.offset as u64);
             Ok(loaded)
-        })
+        })?;
+        Ok(self.with_warnings(loaded))
     }
 
     fn load_tail(&mut self) -> Result<Loaded> {
@@ -530,9 +594,8 @@ impl Store for FileStore {
             // A JSON array is rewritten whole by every append anyway.
             return self.load();
         }
-        self.recover_before_load()?;
         let loaded = match self.with_lock(false, |store, file| store.resume(file))? {
-            Some(loaded) => loaded,
+            Some(loaded) => self.with_warnings(loaded),
             None => self.load()?,
         };
         self.snapshot(&loaded.context, false)?;
@@ -551,8 +614,20 @@ impl Store for FileStore {
         let mut verified = crate::Verified::of(self.name(), &loaded.context);
         // Beside the real file, as writers keep it (symlinks resolved).
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
-        if let Some(sealed) = snapshot::read_beside(&target) {
-            verified.findings = crate::verify::check_snapshot(&loaded.context, &sealed);
+        let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
+        let mut warnings = Vec::new();
+        let sealed = snapshot::read_beside(&target, &Log::of(&meta), &mut warnings);
+        for warning in warnings {
+            if let agent_data::Warning::IgnoredSidecar { path, reason } = warning {
+                verified
+                    .findings
+                    .push(crate::Finding::Ignored { path, reason });
+            }
+        }
+        if let Some(sealed) = sealed {
+            verified
+                .findings
+                .extend(crate::verify::check_snapshot(&loaded.context, &sealed));
         }
         Ok(verified)
     }
@@ -612,29 +687,5 @@ impl Store for FileStore {
     fn unlock(&mut self) {
         self.lock = None;
         self.verified = false;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::splice;
-
-    #[test]
-    fn r34_splice_keeps_every_byte_before_the_new_elements() {
-        let lines = ["{\"n\":1}", "{\"n\":2}"];
-        let cases: [(&[u8], &str); 4] = [
-            (b"", "[\n{\"n\":1},\n{\"n\":2}\n]\n"),
-            (b"[ ]\n", "[\n{\"n\":1},\n{\"n\":2}\n]\n"),
-            (
-                b"[\n  {\"a\": 1.50}\n]",
-                "[\n  {\"a\": 1.50},\n{\"n\":1},\n{\"n\":2}\n]\n",
-            ),
-            (b"[{}]  \n\n", "[{},\n{\"n\":1},\n{\"n\":2}\n]\n"),
-        ];
-        for (old, new) in cases {
-            let spliced = splice(old, lines.into_iter()).unwrap_or_default();
-            assert_eq!(String::from_utf8_lossy(&spliced), new);
-        }
-        assert!(splice(b"[{}", lines.into_iter()).is_none());
     }
 }
