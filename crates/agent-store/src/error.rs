@@ -49,6 +49,19 @@ pub enum Error {
         /// The OS error (`EFBIG`).
         source: std::io::Error,
     },
+    /// The stored rows do not chain (R34e): a row was edited, deleted,
+    /// inserted or reordered, or its digest removed, by something other
+    /// than agentctx. Nothing is read past it; `agentctx verify` lists
+    /// every finding.
+    #[error("{name}: row {position}: {what} (agentctx verify lists every finding)")]
+    Tampered {
+        /// The context.
+        name: String,
+        /// The first row that does not match.
+        position: u64,
+        /// What is wrong there.
+        what: String,
+    },
     /// The stored messages do not load (bad JSON, a bad message, R1).
     #[error("{name}: {source}")]
     Load {
@@ -160,29 +173,8 @@ pub enum Error {
     /// back, given up (failed), or finished under another claim. Only the
     /// worker holding the call's current claim, while the call is running,
     /// may write its result; the call's row and the log are unchanged.
-    #[error(
-        "{name}: call {call} of the plan at row {plan} is {state}, held by attempt {attempts} \
-         of {}; the result of attempt {attempt} by worker {worker} was fenced off and not appended",
-        holder.as_deref().map_or_else(|| "no worker".to_owned(), |h| format!("worker {h}"))
-    )]
-    Fenced {
-        /// The context.
-        name: String,
-        /// The plan message's row.
-        plan: u64,
-        /// The call's position in the plan.
-        call: usize,
-        /// The worker whose result was refused.
-        worker: String,
-        /// Its claim's token: the attempt it ran.
-        attempt: u32,
-        /// The call's state now (`waiting`, `running`, `done` or `failed`).
-        state: String,
-        /// The call's current token: how many times it was claimed.
-        attempts: u32,
-        /// The worker holding (or last holding) the call now.
-        holder: Option<String>,
-    },
+    #[error("{0}")]
+    Fenced(Box<Fenced>),
     /// The connection was lost while an append was committing, and the
     /// context afterwards begins with exactly that batch: it may be this
     /// append, or another writer's identical one. Check before retrying.
@@ -210,3 +202,30 @@ impl Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What [`Error::Fenced`] says: whose result was refused, and which claim
+/// holds the call now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name}: call {call} of the plan at row {plan} is {state}, held by attempt {attempts} \
+     of {}; the result of attempt {attempt} by worker {worker} was fenced off and not appended",
+    holder.as_deref().map_or_else(|| "no worker".to_owned(), |h| format!("worker {h}"))
+)]
+pub struct Fenced {
+    /// The context.
+    pub name: String,
+    /// The plan message's row.
+    pub plan: u64,
+    /// The call's position in the plan.
+    pub call: usize,
+    /// The worker whose result was refused.
+    pub worker: String,
+    /// Its claim's token: the attempt it ran.
+    pub attempt: u32,
+    /// The call's state now (`waiting`, `running`, `done` or `failed`).
+    pub state: String,
+    /// The call's current token: how many times it was claimed.
+    pub attempts: u32,
+    /// The worker holding (or last holding) the call now.
+    pub holder: Option<String>,
+}

@@ -58,7 +58,7 @@ mod url;
 mod verify;
 
 pub use append::{Append, Stored};
-pub use error::{Error, Result};
+pub use error::{Error, Fenced, Result};
 pub use files::FileStore;
 #[cfg(feature = "postgres")]
 pub use pg::{

@@ -91,6 +91,37 @@ pub enum Finding {
         /// Why.
         reason: String,
     },
+    /// Rows `from` to `to` (inclusive) are not there: deleted.
+    RowsMissing {
+        /// The first missing row.
+        from: u64,
+        /// The last.
+        to: u64,
+    },
+    /// The row's digest was removed.
+    RowUnchained {
+        /// The row.
+        row: u64,
+    },
+    /// The row's digest does not follow from the row before it: its line
+    /// (or digest) was edited.
+    RowEdited {
+        /// The row.
+        row: u64,
+    },
+    /// The row does not belong: the row after it follows from the one
+    /// before it.
+    RowInserted {
+        /// The row.
+        row: u64,
+    },
+    /// Two rows' lines stand in each other's places.
+    RowsReordered {
+        /// The first of them.
+        row: u64,
+        /// The other.
+        with: u64,
+    },
     /// A file beside the log that may not be believed (not a regular file,
     /// another user's, writable by others, …), so it is not used.
     Ignored {
@@ -99,6 +130,22 @@ pub enum Finding {
         /// Why it is not believed.
         reason: String,
     },
+}
+
+impl Finding {
+    /// The first row (on PostgreSQL) a finding is about, for ordering
+    /// findings by where the log first changed; findings about the log as a
+    /// whole come after every row.
+    pub fn position(&self) -> u64 {
+        match self {
+            Finding::RowsMissing { from: row, .. }
+            | Finding::RowUnchained { row }
+            | Finding::RowEdited { row }
+            | Finding::RowInserted { row }
+            | Finding::RowsReordered { row, .. } => *row,
+            _ => u64::MAX,
+        }
+    }
 }
 
 impl std::fmt::Display for Finding {
@@ -129,6 +176,28 @@ impl std::fmt::Display for Finding {
                 write!(f, "the snapshot cannot be read: {reason}")
             }
             Finding::Ignored { path, reason } => write!(f, "ignored {path}: {reason}"),
+            Finding::RowsMissing { from, to } if from == to => {
+                write!(f, "row {from} is missing: deleted")
+            }
+            Finding::RowsMissing { from, to } => {
+                write!(f, "rows {from} to {to} are missing: deleted")
+            }
+            Finding::RowUnchained { row } => write!(f, "row {row}'s digest was removed"),
+            Finding::RowEdited { row } => write!(
+                f,
+                "row {row} does not follow from the row before it: edited"
+            ),
+            Finding::RowInserted { row } => write!(
+                f,
+                "row {row} does not belong: the row after it follows from the one before: \
+                 inserted"
+            ),
+            Finding::RowsReordered { row, with } => {
+                write!(
+                    f,
+                    "rows {row} and {with} stand in each other's places: reordered"
+                )
+            }
         }
     }
 }

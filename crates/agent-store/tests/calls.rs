@@ -104,7 +104,10 @@ mod calls {
             ..first[0].clone()
         };
         let fenced = again.commit_call(&result(0, 3), &other).unwrap_err();
-        assert!(matches!(fenced, Error::Fenced { call: 0, .. }), "{fenced}");
+        assert!(
+            matches!(&fenced, Error::Fenced(f) if f.call == 0),
+            "{fenced}"
+        );
         let after = Stored::open(store(&url)).unwrap();
         assert_eq!(agent_store::Append::context(&after).len(), 2);
         assert_eq!(
@@ -151,16 +154,24 @@ mod calls {
         let mut a = Stored::open(store(&url)).unwrap();
         let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
         match &refused {
-            Error::Fenced {
-                plan: p,
-                call: 0,
-                worker,
-                attempt: 1,
-                state,
-                attempts: 2,
-                holder,
-                ..
-            } => {
+            Error::Fenced(f)
+                if matches!(
+                    **f,
+                    agent_store::Fenced {
+                        call: 0,
+                        attempt: 1,
+                        attempts: 2,
+                        ..
+                    }
+                ) =>
+            {
+                let agent_store::Fenced {
+                    plan: p,
+                    worker,
+                    state,
+                    holder,
+                    ..
+                } = &**f;
                 assert_eq!(*p, plan);
                 assert_eq!(worker, "a");
                 assert_eq!(state, "running");
@@ -200,14 +211,14 @@ mod calls {
         let mut a = Stored::open(store(&url)).unwrap();
         let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
         assert!(
-            matches!(&refused, Error::Fenced { state, attempts: 2, .. } if state == "failed"),
+            matches!(&refused, Error::Fenced(f) if f.state == "failed" && f.attempts == 2),
             "{refused}"
         );
         assert_eq!(as_it_is(&url, &mut calls, plan), before);
         assert_eq!(before.1.state, CallState::Failed);
         // Nor can the claim that gave it up take it back.
         let refused = a.commit_call(&result(0, 2), &current).unwrap_err();
-        assert!(matches!(refused, Error::Fenced { .. }), "{refused}");
+        assert!(matches!(refused, Error::Fenced(_)), "{refused}");
         assert_eq!(as_it_is(&url, &mut calls, plan), before);
     }
 
@@ -221,8 +232,8 @@ mod calls {
         let mut a = Stored::open(store(&url)).unwrap();
         let refused = a.commit_call(&result(0, 1), &stale).unwrap_err();
         assert!(
-            matches!(&refused, Error::Fenced { state, holder: Some(h), .. }
-                if state == "done" && h == "b"),
+            matches!(&refused, Error::Fenced(f)
+                if f.state == "done" && f.holder.as_deref() == Some("b")),
             "{refused}"
         );
         assert_eq!(as_it_is(&url, &mut calls, plan), before);
@@ -249,7 +260,7 @@ mod calls {
         let mut a = Stored::open(store(&url)).unwrap();
         let refused = a.commit_call(&result(0, 1), &claims[0]).unwrap_err();
         assert!(
-            matches!(&refused, Error::Fenced { state, .. } if state == "waiting"),
+            matches!(&refused, Error::Fenced(f) if f.state == "waiting"),
             "{refused}"
         );
         // Call 1's lease ran out, but nobody claimed it since: its claim is

@@ -277,7 +277,7 @@ mod postgres_store {
         let functions: i64 = admin
             .query_one(
                 "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
-             WHERE n.nspname = $1 AND p.proname = 'agentctx_append' AND p.pronargs = 4",
+             WHERE n.nspname = $1 AND p.proname = 'agentctx_append' AND p.pronargs = 5",
                 &[&schema],
             )
             .unwrap()
@@ -356,13 +356,16 @@ mod postgres_store {
     fn r1_a_stored_line_holding_several_messages_keeps_rows_and_messages_apart() {
         let url = fresh("several");
         let name = url.rsplit_once("context=").unwrap().1.to_owned();
-        // Another program appends one row whose chat wrapper holds two messages.
+        // Another program appends one row whose chat wrapper holds two
+        // messages, with the row's chain digest computed as docs/store.md
+        // says: SHA-256 of the digest before (32 zero bytes) and the line.
         let line = r#"{"role":"user","content":[{"type":"state","data":{"a":1}},{"type":"state","data":{"b":2}}]}"#;
         let mut other = raw();
         other
             .execute(
-                "SELECT agentctx_append($1, NULL, 0, $2)",
-                &[&name, &vec![line]],
+                "SELECT agentctx_append($1, NULL, 0, $2, \
+                 ARRAY[sha256(decode(repeat('00', 32), 'hex') || convert_to($3, 'UTF8'))])",
+                &[&name, &vec![line], &line],
             )
             .unwrap();
         let mut first = open(&url);

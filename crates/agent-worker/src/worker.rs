@@ -433,7 +433,7 @@ impl<'w> Running<'w> {
             // The call is no longer this claim's (D43): another worker holds
             // it, or it finished or failed meanwhile. Its row and the log are
             // as that left them; sending again would be refused again.
-            Err(StoreError::Fenced { .. }) => {
+            Err(StoreError::Fenced(_)) => {
                 self.report.fenced += 1;
                 Ok(())
             }

@@ -57,6 +57,16 @@ impl PgStore {
     ) -> Result<()> {
         self.check_position(prepared.base())?;
         let lines: Vec<&str> = prepared.lines().collect();
+        // Each line's chain digest, following the rows this handle knows
+        // (R34e): the functions store them beside the lines.
+        let mut after = self.head;
+        let digests: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|line| {
+                after = after.next(line.as_bytes());
+                after.as_bytes().to_vec()
+            })
+            .collect();
         let expected = self.rows;
         let name = self.address.context.clone();
         let at = i64::try_from(expected).unwrap_or(i64::MAX);
@@ -64,7 +74,7 @@ impl PgStore {
         let (client, statements) = self.session()?;
         let found = match claim {
             None => client
-                .query_one(&statements.append, &[&name, &id, &at, &lines])
+                .query_one(&statements.append, &[&name, &id, &at, &lines, &digests])
                 .and_then(|row| {
                     Ok((
                         row.try_get::<_, Option<i64>>(0)?,
@@ -88,6 +98,7 @@ impl PgStore {
                             &call,
                             &claim.worker,
                             &attempt,
+                            &digests,
                         ],
                     )
                     .and_then(|row| {
@@ -121,7 +132,7 @@ impl PgStore {
                 let (plan, call, worker, attempt) = claim.map_or((0, 0, String::new(), 0), |c| {
                     (c.plan, c.call, c.worker.clone(), c.attempt)
                 });
-                Err(Error::Fenced {
+                Err(Error::Fenced(Box::new(crate::error::Fenced {
                     name: self.address.shown.clone(),
                     plan,
                     call,
@@ -130,7 +141,7 @@ impl PgStore {
                     state: now.state,
                     attempts: now.attempts.map_or(0, |a| u32::try_from(a).unwrap_or(0)),
                     holder: now.worker,
-                })
+                })))
             }
             Ok((_, _, Some(now))) if now.state == "done" => {
                 let (plan, call) = claim.map_or((0, 0), |c| (c.plan, c.call));
@@ -155,6 +166,7 @@ impl PgStore {
             Ok((found_id, found, _)) if found == at => {
                 self.id = found_id;
                 self.rows += lines.len();
+                self.head = after;
                 self.messages += prepared.len();
                 let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
                 self.since.add(prepared.len(), bytes);
@@ -205,25 +217,25 @@ impl PgStore {
             return in_doubt(self, format!("then: {why}"));
         }
         let mut landed = Vec::new();
-        let found = match self.read(expected, &mut landed) {
+        let found = match self.read(expected, Some(self.head), &mut landed) {
             Ok(found) => found,
             Err(e) => return in_doubt(self, format!("then: {e}")),
         };
         let ours: String = lines.iter().map(|l| format!("{l}\n")).collect();
         match found {
-            Some(0) | None => Error::Conflict {
+            Some((0, _)) | None => Error::Conflict {
                 name: self.address.shown.clone(),
                 expected,
                 current: expected,
             },
-            Some(n) if landed.starts_with(ours.as_bytes()) => in_doubt(
+            Some((n, _)) if landed.starts_with(ours.as_bytes()) => in_doubt(
                 self,
                 format!(
                     "the context now has {} more rows, beginning with exactly these",
                     n
                 ),
             ),
-            Some(n) => Error::Conflict {
+            Some((n, _)) => Error::Conflict {
                 name: self.address.shown.clone(),
                 expected,
                 current: expected + n,
@@ -316,7 +328,7 @@ impl PgStore {
     ) -> Result<Range<usize>> {
         self.catch_up(context)?;
         let prepared = context.prepare(messages).map_err(refused)?;
-        let before = (self.id, self.rows, self.messages);
+        let before = (self.id, self.rows, self.messages, self.head);
         self.append_guarded(&prepared, claim)?;
         let committed = match self.session() {
             Ok((client, _)) => {
@@ -329,7 +341,7 @@ impl PgStore {
         match committed {
             Ok(()) => land(context, prepared),
             Err(failure) => {
-                (self.id, self.rows, self.messages) = before;
+                (self.id, self.rows, self.messages, self.head) = before;
                 let lines: Vec<&str> = prepared.lines().collect();
                 Err(match failure {
                     // The COMMIT may or may not have been carried out.

@@ -3,13 +3,14 @@
 //! order; reading from a snapshot is in `snapshot.rs`.
 
 use super::PgStore;
-use super::rows::Lines;
+use super::rows::{Lines, ReadFailure, Start};
 use crate::snapshot::Since;
 use crate::{Error, Result};
-use agent_data::{Context, Loaded, Position};
+use agent_data::{Context, Digest, Loaded, Position};
 
 impl PgStore {
-    /// The context's id: `None` while it does not exist.
+    /// The context's id: `None` while it does not exist. Finding it, rows
+    /// older than schema version 6 get their digests (`backfill.rs`).
     pub(super) fn id(&mut self) -> Result<Option<i64>> {
         if self.id.is_none() {
             let name = self.address.context.clone();
@@ -17,44 +18,112 @@ impl PgStore {
             let found = client.query_opt(&statements.find, &[&name]);
             self.trips += 1;
             let row = found.map_err(|e| self.read_error(&e))?;
-            self.id = match row {
-                Some(row) => Some(row.try_get(0).map_err(|e| self.read_error(&e))?),
-                None => None,
+            let Some(row) = row else {
+                return Ok(None);
             };
+            let read = (|| {
+                Ok::<_, tokio_postgres::Error>((
+                    row.try_get::<_, i64>(0)?,
+                    row.try_get::<_, i64>(1)?,
+                    row.try_get::<_, i64>(2)?,
+                ))
+            })();
+            let (id, chained, length) = read.map_err(|e| self.read_error(&e))?;
+            let (chained, length) = (to_u64(chained), to_u64(length));
+            self.counted = length;
+            self.chained = if chained < length {
+                self.backfill(id, chained)?
+            } else {
+                chained
+            };
+            self.id = Some(id);
         }
         Ok(self.id)
     }
 
-    /// Reads the lines from `from` on into `into`: `None` when the context
-    /// does not exist, else how many.
-    pub(super) fn read(&mut self, from: usize, into: &mut Vec<u8>) -> Result<Option<usize>> {
+    /// Fails when fewer rows were read than the context counted when it
+    /// was found: rows at its end were deleted.
+    pub(super) fn check_counted(&self) -> Result<()> {
+        let read = self.rows as u64;
+        if read >= self.counted {
+            return Ok(());
+        }
+        Err(Error::Tampered {
+            name: self.address.shown.clone(),
+            position: read,
+            what: format!(
+                "rows {read} to {} are missing (the context counts {}): deleted",
+                self.counted - 1,
+                self.counted
+            ),
+        })
+    }
+
+    /// Forgets what this handle read: the next read starts from nothing.
+    pub(super) fn forget(&mut self) {
+        (self.id, self.rows, self.messages) = (None, 0, 0);
+        (self.head, self.counted) = (Digest::GENESIS, 0);
+    }
+
+    /// Reads the lines from `from` on into `into`, checking them against
+    /// the chain (from `head`, the digest before them, when known): `None`
+    /// when the context does not exist, else how many and the digest after
+    /// the last.
+    pub(super) fn read(
+        &mut self,
+        from: usize,
+        head: Option<Digest>,
+        into: &mut Vec<u8>,
+    ) -> Result<Option<(usize, Option<Digest>)>> {
         let Some(id) = self.id()? else {
             return Ok(None);
         };
-        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let from = Start {
+            seq: from as u64,
+            head,
+            chained: self.chained,
+        };
         let (client, statements) = self.session()?;
         let result = Lines::read_all(client, &statements.tail, id, from, into);
         self.trips += 1;
-        result.map(Some).map_err(|e| self.read_error(&e))
+        result.map(Some).map_err(|e| self.read_failure(e))
+    }
+
+    /// A failed read of rows: the database's error, or rows that do not
+    /// chain.
+    pub(super) fn read_failure(&self, failure: ReadFailure) -> Error {
+        match failure {
+            ReadFailure::Database(e) => self.read_error(&e),
+            ReadFailure::Chain { position, what } => Error::Tampered {
+                name: self.address.shown.clone(),
+                position,
+                what,
+            },
+        }
     }
 
     /// [`Store::load`](crate::Store::load): the whole context, from its
     /// first row.
     pub(super) fn load_all(&mut self) -> Result<Loaded> {
         let shown = self.address.shown.clone();
-        (self.id, self.rows, self.messages) = (None, 0, 0);
+        self.forget();
         let Some(id) = self.id()? else {
             return Err(Error::Missing { name: shown });
         };
+        let from = Start {
+            seq: 0,
+            head: Some(Digest::GENESIS),
+            chained: self.chained,
+        };
         let (client, statements) = self.session()?;
-        let (loaded, read) = match Lines::query(client, &statements.tail, id, 0) {
+        let (loaded, read) = match Lines::query(client, &statements.tail, id, from) {
             Ok(mut lines) => {
                 let loaded = Context::load_jsonl_reader(&mut lines, &shown);
                 (Some(loaded), lines.finish())
             }
-            Err(e) => (None, Err(e)),
+            Err(e) => (None, Err(ReadFailure::Database(e))),
         };
-        read.map_err(|e| self.read_error(&e))?;
+        let (_, head) = read.map_err(|e| self.read_failure(e))?;
         let Some(loaded) = loaded else {
             return Err(Error::Missing { name: shown });
         };
@@ -64,6 +133,8 @@ impl PgStore {
         })?;
         self.rows = loaded.items;
         self.messages = loaded.context.len();
+        self.head = head.unwrap_or(Digest::GENESIS);
+        self.check_counted()?;
         // No snapshot was read: the whole context is the tail.
         self.since = Since::default();
         self.since.add(self.messages, loaded.end.offset as u64);
@@ -75,8 +146,8 @@ impl PgStore {
     pub(super) fn catch_up_rows(&mut self, context: &mut Context) -> Result<()> {
         self.check_position(context.len())?;
         let mut tail = Vec::new();
-        match self.read(self.rows, &mut tail)? {
-            Some(_) => {}
+        match self.read(self.rows, Some(self.head), &mut tail)? {
+            Some((_, head)) => self.head = head.unwrap_or(self.head),
             // Not created yet: nothing to catch up with.
             None if self.rows == 0 => return Ok(()),
             None => {
@@ -102,4 +173,9 @@ impl PgStore {
         self.messages = context.len();
         Ok(())
     }
+}
+
+/// A count from the database (never negative: the tables check it).
+pub(super) fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }

@@ -42,6 +42,7 @@
 
 mod address;
 mod append;
+mod backfill;
 mod calls;
 mod client;
 mod credentials;
@@ -52,11 +53,12 @@ mod schema;
 mod session;
 mod snapshot;
 mod sql;
+mod verify;
 
 use crate::snapshot::Since;
 use crate::{Error, Result, Store};
 use address::Address;
-use agent_data::{Context, Loaded, Message, Prepared};
+use agent_data::{Context, Digest, Loaded, Message, Prepared};
 use client::Client;
 use session::Statements;
 use std::ops::Range;
@@ -107,6 +109,15 @@ pub struct PgStore {
     messages: usize,
     /// The rows read or appended since the newest snapshot.
     since: Since,
+    /// The chain digest after the rows read or appended through this
+    /// handle (R34e): the next rows' digests follow from it.
+    head: Digest,
+    /// How many rows from the context's start carry their digest, as last
+    /// read (rows older than schema version 6 are backfilled).
+    chained: u64,
+    /// How many rows the context counted when it was found: a read that
+    /// finds fewer met rows deleted at its end.
+    counted: u64,
     /// Requests sent to the server and answered (round trips), for
     /// measuring ([`PgStore::round_trips`]).
     trips: u64,
@@ -135,6 +146,9 @@ impl PgStore {
             rows: 0,
             messages: 0,
             since: Since::default(),
+            head: Digest::GENESIS,
+            chained: 0,
+            counted: 0,
             trips: 0,
         };
         store.client()?;
@@ -156,8 +170,14 @@ impl Store for PgStore {
         self.load_all()
     }
 
+    /// Every row checked against the digest stored before it, so each
+    /// finding names its row (`verify.rs`), and the snapshot row.
+    fn verify(&mut self) -> Result<crate::Verified> {
+        self.verify_rows()
+    }
+
     fn load_tail(&mut self) -> Result<Loaded> {
-        (self.id, self.rows, self.messages) = (None, 0, 0);
+        self.forget();
         let Some(id) = self.id()? else {
             return Err(Error::Missing {
                 name: self.address.shown.clone(),

@@ -7,13 +7,13 @@ use super::client::Client;
 use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 5] = [
+const MIGRATIONS: [(i32, &str, &str); 6] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -27,6 +27,7 @@ const MIGRATIONS: [(i32, &str, &str); 5] = [
         "agentctx_commit_call takes the claim's token and fences stale claims",
         V5,
     ),
+    (6, "each message row carries its chain digest", V6),
 ];
 
 /// Version 1. A context is a row holding its length; its messages are rows
@@ -265,6 +266,114 @@ BEGIN
         SELECT o_id, p_expected + t.ord - 1, t.line::json
         FROM unnest(p_lines) WITH ORDINALITY AS t(line, ord);
     UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines) WHERE id = o_id;
+    UPDATE agentctx_calls
+        SET state = 'done', lease_until = NULL, not_before = NULL,
+            error = NULL, finished_at = now(),
+            result_seq = CASE WHEN cardinality(p_lines) > 0 THEN p_expected END
+        WHERE context = o_id AND plan = p_plan AND call = p_call;
+    PERFORM pg_notify('agentctx_calls', o_id::text);
+    o_state := 'written';
+END
+$body$;
+"#;
+
+/// Version 6: the chain (R34e, decision D46). Each message row carries the
+/// digest after it, computed by the client and sent with the line; a
+/// context's `chained` counts the rows from its start whose digests are
+/// set (rows older than this version get theirs from the first client
+/// that reads them, `backfill.rs`). Both append functions take the digests
+/// beside the lines and keep `chained` at the length when it was there.
+const V6: &str = r#"
+ALTER TABLE agentctx_messages ADD COLUMN digest bytea
+    CHECK (digest IS NULL OR octet_length(digest) = 32);
+ALTER TABLE agentctx_contexts ADD COLUMN chained bigint NOT NULL DEFAULT 0
+    CHECK (chained >= 0);
+DROP FUNCTION agentctx_append(text, bigint, bigint, text[]);
+CREATE FUNCTION agentctx_append(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                p_digests bytea[], OUT o_id bigint, OUT o_length bigint)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    IF cardinality(p_lines) <> cardinality(p_digests) THEN
+        RAISE EXCEPTION 'agentctx_append: % lines but % digests',
+            cardinality(p_lines), cardinality(p_digests);
+    END IF;
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        IF p_expected <> 0 OR p_id IS NOT NULL THEN
+            RETURN;
+        END IF;
+        INSERT INTO agentctx_contexts (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+        SELECT c.id, c.length INTO o_id, o_length
+            FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+        IF NOT FOUND THEN
+            o_id := NULL;
+            o_length := -1;
+            RETURN;
+        END IF;
+    END IF;
+    IF o_length <> p_expected OR o_id IS DISTINCT FROM coalesce(p_id, o_id) THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line, digest)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json, t.digest
+        FROM unnest(p_lines, p_digests) WITH ORDINALITY AS t(line, digest, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines),
+        chained = CASE WHEN chained = p_expected THEN p_expected + cardinality(p_lines)
+                       ELSE chained END
+        WHERE id = o_id;
+END
+$body$;
+DROP FUNCTION agentctx_commit_call(text, bigint, bigint, text[], bigint, integer, text, integer);
+CREATE FUNCTION agentctx_commit_call(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                     p_plan bigint, p_call integer, p_worker text,
+                                     p_attempt integer, p_digests bytea[],
+                                     OUT o_id bigint, OUT o_length bigint, OUT o_state text,
+                                     OUT o_fenced boolean, OUT o_attempts integer,
+                                     OUT o_worker text)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    IF cardinality(p_lines) <> cardinality(p_digests) THEN
+        RAISE EXCEPTION 'agentctx_commit_call: % lines but % digests',
+            cardinality(p_lines), cardinality(p_digests);
+    END IF;
+    o_fenced := false;
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    IF o_id IS DISTINCT FROM p_id THEN
+        o_state := 'missing';
+        RETURN;
+    END IF;
+    SELECT k.state, k.attempts, k.worker INTO o_state, o_attempts, o_worker
+        FROM agentctx_calls k
+        WHERE k.context = o_id AND k.plan = p_plan AND k.call = p_call FOR UPDATE;
+    IF NOT FOUND THEN
+        o_state := 'unknown';
+        RETURN;
+    END IF;
+    IF o_attempts IS DISTINCT FROM p_attempt OR o_worker IS DISTINCT FROM p_worker
+       OR o_state NOT IN ('running', 'done') THEN
+        o_fenced := true;
+        RETURN;
+    END IF;
+    IF o_state = 'done' OR o_length <> p_expected THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line, digest)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json, t.digest
+        FROM unnest(p_lines, p_digests) WITH ORDINALITY AS t(line, digest, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines),
+        chained = CASE WHEN chained = p_expected THEN p_expected + cardinality(p_lines)
+                       ELSE chained END
+        WHERE id = o_id;
     UPDATE agentctx_calls
         SET state = 'done', lease_until = NULL, not_before = NULL,
             error = NULL, finished_at = now(),

@@ -1,13 +1,14 @@
 //! Snapshots of a context in PostgreSQL (schema version 3): resuming from
 //! the newest one and the rows after it, and writing one. A snapshot is a
-//! cache: it is used only when its row count and the checksum of the last
-//! row it summarises match the rows, else the whole context is read.
+//! cache: it is used only when the chain digest it carries is the digest
+//! stored with the last row it summarises (R34e), else the whole context
+//! is read. The rows after it are checked against the chain from there.
 
 use super::PgStore;
-use super::sql::{LINE, SAVE_SNAPSHOT, SNAPSHOT};
+use super::sql::{DIGEST, SAVE_SNAPSHOT, SNAPSHOT};
 use crate::snapshot::{self, Since};
 use crate::{Error, Result};
-use agent_data::{Context, Loaded, Position};
+use agent_data::{Context, Digest, Loaded, Position};
 
 impl PgStore {
     /// Opens the context `id` from its snapshot and the rows after it;
@@ -31,26 +32,30 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let last = anchor
-            .get("last")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|hex| u64::from_str_radix(hex, 16).ok());
-        let (Some(last), Ok(count)) = (last, usize::try_from(rows)) else {
+        let Ok(count) = usize::try_from(rows) else {
             return Ok(None);
         };
         if count == 0 || anchor.get("rows").and_then(serde_json::Value::as_i64) != Some(rows) {
             return Ok(None);
         }
-        // The last row the snapshot summarises, then the tail.
-        let mut tail = Vec::new();
-        self.read(count - 1, &mut tail)?;
-        let Some(newline) = tail.iter().position(|&b| b == b'\n') else {
-            return Ok(None);
-        };
-        if snapshot::checksum(&tail[..newline]) != last {
+        // The digest stored with the last row it summarises, then the tail
+        // checked against the chain from there.
+        let (client, _) = self.session()?;
+        let stored: Option<Vec<u8>> = client
+            .query_opt(DIGEST, &[&id, &(rows - 1)])
+            .inspect(|_| self.trips += 2)
+            .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+            .map_err(|e| self.read_error(&e))?
+            .flatten();
+        let stored = stored.and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+        if stored.map(Digest::from_bytes) != Some(context.head()) {
             return Ok(None);
         }
-        let after = &tail[newline + 1..];
+        let mut after = Vec::new();
+        let Some((_, head)) = self.read(count, Some(context.head()), &mut after)? else {
+            return Ok(None);
+        };
+        let after = after.as_slice();
         let extended = context
             .extend_jsonl(
                 after,
@@ -65,6 +70,8 @@ impl PgStore {
             })?;
         let summarised = context.len();
         self.rows = count + extended.items;
+        self.head = head.unwrap_or(context.head());
+        self.check_counted()?;
         self.messages = context.len();
         self.since = Since::taken(sealed.len());
         self.since
@@ -85,21 +92,13 @@ impl PgStore {
     /// appended through this handle.
     pub(super) fn write_snapshot(&mut self, context: &Context) -> Result<()> {
         self.check_position(context.len())?;
-        let (Some(id), Some(last)) = (self.id, self.rows.checked_sub(1)) else {
+        let Some(id) = self.id.filter(|_| self.rows > 0) else {
             return Ok(());
         };
         let rows = i64::try_from(self.rows).unwrap_or(i64::MAX);
-        let last = i64::try_from(last).unwrap_or(i64::MAX);
-        let (client, _) = self.session()?;
-        let line: String = client
-            .query_one(LINE, &[&id, &last])
-            .inspect(|_| self.trips += 2)
-            .and_then(|row| row.try_get(0))
-            .map_err(|e| self.read_error(&e))?;
-        let anchor = serde_json::json!({
-            "rows": rows,
-            "last": format!("{:016x}", snapshot::checksum(line.as_bytes())),
-        });
+        // The body carries the chain digest after the last row: a reader
+        // checks it against that row's.
+        let anchor = serde_json::json!({"rows": rows});
         let body = context.snapshot(&anchor).map_err(|source| Error::Load {
             name: self.address.shown.clone(),
             source: Box::new(source),

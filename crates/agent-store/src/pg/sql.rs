@@ -8,19 +8,24 @@
 // ---- A context and its messages (`session.rs`, `load.rs`, `append.rs`).
 
 /// The context's id, when it exists.
-pub(super) const FIND: &str = "SELECT id FROM agentctx_contexts WHERE name = $1";
+/// With it, how many rows from its start carry their chain digest and how
+/// many rows it has (schema version 6): fewer chained than rows means
+/// rows older than version 6 to backfill.
+pub(super) const FIND: &str = "SELECT id, chained, length FROM agentctx_contexts WHERE name = $1";
 
-/// The compare-and-append (schema version 2): context name, the id read
-/// (or NULL), the expected length, the lines.
-pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4)";
+/// The compare-and-append (schema version 6): context name, the id read
+/// (or NULL), the expected length, the lines, and each line's chain
+/// digest.
+pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4, $5)";
 
 /// The compare-and-append of a call's result (schema version 5): as
 /// [`APPEND`], then the plan's row, the call's index, the worker and the
 /// claim's token (its attempt); appends only while that claim is the
 /// call's current one and the call is running. Also returns whether the
 /// claim was fenced off, and the attempt and worker holding the call now.
+/// The lines' chain digests come last (schema version 6).
 pub(super) const COMMIT_CALL: &str = "SELECT o_id, o_length, o_state, o_fenced, o_attempts, o_worker \
-     FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7, $8)";
+     FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// Locks a context's row for the rest of the transaction.
 pub(super) const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
@@ -38,9 +43,19 @@ pub(super) const ROLLBACK: &str = "ROLLBACK";
 pub(super) const BACKEND: &str =
     "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
 
-/// A context's lines from a position on, in order.
-pub(super) const TAIL: &str =
-    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq >= $2 ORDER BY seq";
+/// A context's rows from a position on, in order: each row's position,
+/// line and chain digest (checked as they arrive, `rows.rs`).
+pub(super) const TAIL: &str = "SELECT seq, line::text, digest FROM agentctx_messages \
+     WHERE context = $1 AND seq >= $2 ORDER BY seq";
+
+/// Sets the digests of rows `$2` (positions) to `$3` (schema version 6),
+/// then marks the context chained up to `$4` — only from `$5`, where the
+/// backfill started, so two clients backfilling at once agree.
+pub(super) const BACKFILL: &str = "WITH set AS (UPDATE agentctx_messages m SET digest = t.digest \
+       FROM unnest($2::bigint[], $3::bytea[]) AS t(seq, digest) \
+       WHERE m.context = $1 AND m.seq = t.seq RETURNING 1) \
+     UPDATE agentctx_contexts SET chained = $4 WHERE id = $1 AND chained = $5 \
+       AND (SELECT count(*) FROM set) = cardinality($2::bigint[])";
 
 /// Ends the session `$1` started at `$2` (its process id alone could be
 /// another session's by now), if it still runs.
@@ -63,9 +78,9 @@ pub(super) const SAVE_SNAPSHOT: &str = "INSERT INTO agentctx_snapshots (context,
      SET rows = EXCLUDED.rows, body = EXCLUDED.body, written_at = now() \
      WHERE agentctx_snapshots.rows < EXCLUDED.rows";
 
-/// One line of a context.
-pub(super) const LINE: &str =
-    "SELECT line::text FROM agentctx_messages WHERE context = $1 AND seq = $2";
+/// One row's chain digest (the one a snapshot's anchor names).
+pub(super) const DIGEST: &str =
+    "SELECT digest FROM agentctx_messages WHERE context = $1 AND seq = $2";
 
 // ---- The calls of a plan and its workers (`calls.rs`, `listen.rs`).
 

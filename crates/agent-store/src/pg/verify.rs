@@ -1,0 +1,170 @@
+//! `verify` on PostgreSQL: every row read in order, each checked on its own
+//! against the digest stored with the row before it, so a finding names
+//! the exact row — edited, deleted, inserted, or rows reordered — and the
+//! snapshot row checked against the log (R34e).
+
+use super::PgStore;
+use super::load::to_u64;
+use super::sql::SNAPSHOT;
+use crate::{Error, Finding, Result, Verified};
+use agent_data::{Context, Digest, Format};
+
+/// Every row: position, line, stored digest.
+const ALL: &str = "SELECT seq, line::text, digest FROM agentctx_messages \
+     WHERE context = $1 ORDER BY seq";
+
+/// The length and chained count the context's row records.
+const COUNTS: &str = "SELECT length, chained FROM agentctx_contexts WHERE id = $1";
+
+/// One row as stored.
+struct Row {
+    seq: u64,
+    line: String,
+    digest: Option<Digest>,
+}
+
+impl PgStore {
+    /// [`Store::verify`](crate::Store::verify) for PostgreSQL.
+    pub(super) fn verify_rows(&mut self) -> Result<Verified> {
+        self.forget();
+        let Some(id) = self.id()? else {
+            return Err(Error::Missing {
+                name: self.address.shown.clone(),
+            });
+        };
+        let (rows, length, chained) = self.all_rows(id)?;
+        let mut jsonl = Vec::new();
+        for row in &rows {
+            jsonl.extend(row.line.bytes().map(|b| if b == b'\n' { b' ' } else { b }));
+            jsonl.push(b'\n');
+        }
+        let context = Context::load(&jsonl, Format::Jsonl)
+            .map_err(|source| Error::Load {
+                name: self.address.shown.clone(),
+                source: Box::new(source),
+            })?
+            .context;
+        let mut verified = Verified::of(&self.address.shown, &context);
+        verified.findings = row_findings(&rows, length, chained);
+        let (client, _) = self.session()?;
+        let snapshot = client
+            .query_opt(SNAPSHOT, &[&id])
+            .and_then(|row| row.map(|row| row.try_get::<_, Vec<u8>>(1)).transpose())
+            .map_err(|e| self.read_error(&e))?;
+        if let Some(sealed) = snapshot {
+            verified
+                .findings
+                .extend(crate::verify::check_snapshot(&context, &sealed));
+        }
+        Ok(verified)
+    }
+
+    /// Every row of context `id`, its recorded length and chained count.
+    fn all_rows(&mut self, id: i64) -> Result<(Vec<Row>, u64, u64)> {
+        let (client, _) = self.session()?;
+        let read = (|| {
+            let counts = client.query_one(COUNTS, &[&id])?;
+            let (length, chained): (i64, i64) = (counts.try_get(0)?, counts.try_get(1)?);
+            let mut rows = Vec::new();
+            for row in client.query(ALL, &[&id])? {
+                let digest: Option<Vec<u8>> = row.try_get(2)?;
+                rows.push(Row {
+                    seq: to_u64(row.try_get(0)?),
+                    line: row.try_get(1)?,
+                    digest: digest
+                        .and_then(|d| <[u8; 32]>::try_from(d).ok())
+                        .map(Digest::from_bytes),
+                });
+            }
+            Ok::<_, tokio_postgres::Error>((rows, to_u64(length), to_u64(chained)))
+        })();
+        self.trips += 3;
+        read.map_err(|e| self.read_error(&e))
+    }
+}
+
+/// What the rows say of themselves: gaps, missing digests, and rows whose
+/// digest does not follow from the one stored before them — told apart as
+/// an inserted row (the next row follows from the one before it), two
+/// rows reordered (each follows where the other stands), or an edit.
+fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    // Rows whose digest does not follow from the row before them.
+    let mut broken: Vec<usize> = Vec::new();
+    let mut expected = 0u64;
+    for (i, row) in rows.iter().enumerate() {
+        if row.seq != expected {
+            findings.push(Finding::RowsMissing {
+                from: expected,
+                to: row.seq.saturating_sub(1),
+            });
+        }
+        expected = row.seq + 1;
+        let Some(stored) = row.digest else {
+            if row.seq < chained {
+                findings.push(Finding::RowUnchained { row: row.seq });
+            }
+            continue;
+        };
+        let before = match i.checked_sub(1) {
+            None if row.seq == 0 => Some(Digest::GENESIS),
+            None => None,
+            // After a gap the digest before is not there to check against.
+            Some(p) if rows[p].seq + 1 == row.seq => rows[p].digest,
+            Some(_) => None,
+        };
+        if before.is_some_and(|d| d.next(row.line.as_bytes()) != stored) {
+            broken.push(i);
+        }
+    }
+    if expected < length {
+        findings.push(Finding::RowsMissing {
+            from: expected,
+            to: length - 1,
+        });
+    }
+    let follows = |before: usize, row: usize| {
+        let prior = match before.checked_sub(1) {
+            Some(p) => rows[p].digest,
+            None => Some(Digest::GENESIS),
+        };
+        prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[before].digest)
+    };
+    let mut told = vec![false; rows.len()];
+    for (n, &i) in broken.iter().enumerate() {
+        if told[i] {
+            continue;
+        }
+        // Inserted: the next row follows from the row before this one.
+        if let Some(&next) = broken.get(n + 1).filter(|&&next| next == i + 1)
+            && i > 0
+            && rows[i - 1]
+                .digest
+                .is_some_and(|d| Some(d.next(rows[next].line.as_bytes())) == rows[next].digest)
+        {
+            findings.push(Finding::RowInserted { row: rows[i].seq });
+            told[i] = true;
+            told[next] = true;
+            continue;
+        }
+        // Reordered: this row's line belongs where another broken row
+        // stands, and that one's here.
+        if let Some(&other) = broken
+            .iter()
+            .skip(n + 1)
+            .find(|&&j| !told[j] && follows(i, j) && follows(j, i))
+        {
+            findings.push(Finding::RowsReordered {
+                row: rows[i].seq,
+                with: rows[other].seq,
+            });
+            told[i] = true;
+            told[other] = true;
+            continue;
+        }
+        findings.push(Finding::RowEdited { row: rows[i].seq });
+        told[i] = true;
+    }
+    findings.sort_by_key(Finding::position);
+    findings
+}
