@@ -59,10 +59,14 @@ impl Drop for Dir {
 }
 
 /// Names in `dir`, sorted: spots leftover temporary files.
+/// The files in `dir` but head records (`.NAME.head`, R34e): every writer
+/// leaves one beside a JSONL log, as it does a snapshot; what these tests
+/// look for is anything else left behind.
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| !(name.starts_with('.') && name.ends_with(".head")))
         .collect();
     names.sort();
     names
@@ -695,6 +699,15 @@ fn r34_write_keeps_the_file_mode() {
         assert_eq!(items(&path), [Value::from(1)], "{name}");
         let got = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(got, mode, "{name}: mode {got:o}, was {mode:o}");
+        if name.ends_with(".jsonl") {
+            let record = path.with_file_name(format!(".{name}.head"));
+            let bits = fs::metadata(&record).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(
+                bits,
+                mode & 0o666,
+                "{name}: its head record is no wider than it"
+            );
+        }
     }
     assert_eq!(names(&dir.0), ["c.json", "c.jsonl", "d.json"]);
 }

@@ -83,13 +83,26 @@ fn r34e_verify_finds_a_head_other_than_the_one_kept() {
     std::fs::write(path, edited).unwrap();
     let found = agentctx(&["verify", path, "--expect", &head]);
     assert_eq!(found.code, 1);
-    let findings = &report(&found.stdout)["findings"];
-    assert_eq!(findings[0]["finding"], "head");
-    assert_eq!(findings[0]["expected"], head.as_str());
+    let findings = report(&found.stdout)["findings"].clone();
+    let head_finding = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["finding"] == "head")
+        .unwrap_or_else(|| panic!("{findings}"));
+    assert_eq!(head_finding["expected"], head.as_str());
+    // The head record agentctx left says the same from inside: the log
+    // changed before its 3 messages.
     assert!(
-        found
-            .stderr
-            .starts_with("error: 1 finding(s): the head is "),
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["finding"] == "recordChain"),
+        "{findings}"
+    );
+    assert!(
+        found.stderr.starts_with("error: 2 finding(s): "),
         "{}",
         found.stderr
     );
@@ -102,7 +115,7 @@ fn r34e_verify_finds_a_head_other_than_the_one_kept() {
 }
 
 #[test]
-fn r34e_verify_finds_a_message_changed_under_the_snapshot_that_view_trusts() {
+fn r34e_verify_finds_a_message_changed_under_the_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
     std::fs::write(&path, "").unwrap();

@@ -376,7 +376,8 @@ const TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(120);
 /// them: a JSON rewrite's `.NAME.XXXXXX.tmp` (its writer held this lock,
 /// so under the lock it is dead), and — once older than [`TEMP_AGE`], as
 /// their writers need not hold this lock — a record's or a snapshot's
-/// `.NAME.pending.XXXXXX.tmp`, `.NAME.snapshot.XXXXXX.tmp`, and the
+/// `.NAME.pending.XXXXXX.tmp`, `.NAME.snapshot.XXXXXX.tmp`,
+/// `.NAME.head.XXXXXX.tmp`, and the
 /// `.pending.XXXXXX.tmp`, `.snapshot.XXXXXX.tmp` of earlier versions.
 pub(crate) fn sweep_temps(target: &Path) {
     let Some(name) = target.file_name() else {
@@ -429,6 +430,7 @@ fn temp_kind(file_name: &str, name: &str) -> Option<Temp> {
         if let Some(r) = kind
             .strip_prefix("pending.")
             .or_else(|| kind.strip_prefix("snapshot."))
+            .or_else(|| kind.strip_prefix("head."))
         {
             return random(r).then_some(Temp::Unlocked);
         }

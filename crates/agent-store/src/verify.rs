@@ -91,6 +91,18 @@ pub enum Finding {
         /// Why.
         reason: String,
     },
+    /// The head record beside a file says the log held `messages` messages
+    /// ending at `record` when agentctx last wrote it; the log's digest
+    /// there is `log` (or it is shorter): a message before that point
+    /// changed, or the log was cut, since.
+    RecordChain {
+        /// The messages the record counts.
+        messages: usize,
+        /// Its digest.
+        record: Digest,
+        /// The log's digest after as many messages (`None`: it has fewer).
+        log: Option<Digest>,
+    },
     /// Rows `from` to `to` (inclusive) are not there: deleted.
     RowsMissing {
         /// The first missing row.
@@ -176,6 +188,22 @@ impl std::fmt::Display for Finding {
                 write!(f, "the snapshot cannot be read: {reason}")
             }
             Finding::Ignored { path, reason } => write!(f, "ignored {path}: {reason}"),
+            Finding::RecordChain {
+                messages,
+                record,
+                log: Some(log),
+            } => write!(
+                f,
+                "agentctx last left the log at {messages} messages with digest {record}; the \
+                 log's digest there is {log}: a message before {messages} changed since"
+            ),
+            Finding::RecordChain {
+                messages, record, ..
+            } => write!(
+                f,
+                "agentctx last left the log at {messages} messages with digest {record}; the \
+                 log has fewer: it was cut since"
+            ),
             Finding::RowsMissing { from, to } if from == to => {
                 write!(f, "row {from} is missing: deleted")
             }
@@ -200,6 +228,27 @@ impl std::fmt::Display for Finding {
             }
         }
     }
+}
+
+/// Checks what a head record says against `log`, a whole log: the digest
+/// after its first `messages` messages.
+pub(crate) fn check_record(log: &Context, messages: usize, record: Digest) -> Vec<Finding> {
+    if messages > log.len() {
+        return vec![Finding::RecordChain {
+            messages,
+            record,
+            log: None,
+        }];
+    }
+    let at = Digest::of((0..messages).map(|i| log.message_json(i).unwrap_or_default().as_bytes()));
+    if at == record {
+        return Vec::new();
+    }
+    vec![Finding::RecordChain {
+        messages,
+        record,
+        log: Some(at),
+    }]
 }
 
 /// Checks a sealed snapshot against `log`, a whole log: its digest against

@@ -14,14 +14,19 @@
 //!   catching up, compare-and-append, snapshots;
 //! - [`anchor`]: where a JSONL file's snapshot was taken, and the check that
 //!   the file is still the one it summarises;
+//! - [`cache`]: opening through the snapshot when the head record says the
+//!   file is as a writer left it; writing both;
+//! - [`record`]: the head record, `.NAME.head` (R34e);
 //! - [`json`]: splicing appends into a JSON array's text;
 //! - [`open`]: deciding a file's format without hanging on a FIFO, and the
 //!   byte order mark a context file may not start with.
 
 mod anchor;
+mod cache;
 mod json;
 mod lock;
 mod open;
+mod record;
 mod store;
 
 pub(crate) use lock::LockedFile;

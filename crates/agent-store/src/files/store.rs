@@ -2,16 +2,14 @@
 //! file's lock ([`LockedFile`]), with its snapshot anchored by
 //! [`FileAnchor`].
 
-use super::anchor::{FileAnchor, window};
 use super::json::{json_body, splice};
 use super::lock::LockedFile;
 use super::open::{BOM, detect};
 use crate::snapshot::{self, Since};
 use crate::trust::{self, Log};
 use crate::{Error, Result, Store, recovery};
-use agent_data::{Context, Format, Loaded, Position, Prepared, Warning};
+use agent_data::{Context, Digest, Format, Loaded, Position, Prepared, Warning};
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// A context stored in a file ([`Format::Jsonl`] or [`Format::Json`]).
@@ -39,47 +37,49 @@ use std::path::{Path, PathBuf};
 /// ```
 #[derive(Debug)]
 pub struct FileStore {
-    path: PathBuf,
-    name: String,
-    format: Format,
-    seen: Seen,
-    lock: Option<LockedFile>,
+    pub(super) path: PathBuf,
+    pub(super) name: String,
+    pub(super) format: Format,
+    pub(super) seen: Seen,
+    pub(super) lock: Option<LockedFile>,
     /// The held lock has been held since `seen` was checked against the
     /// file: nothing can have changed it.
-    verified: bool,
+    pub(super) verified: bool,
     /// The tail read or appended since the newest snapshot.
-    since: Since,
+    pub(super) since: Since,
     /// Warnings not yet handed out (sidecars ignored), see
     /// [`FileStore::take_warnings`].
-    warnings: Vec<Warning>,
+    pub(super) warnings: Vec<Warning>,
     /// Every warning this handle gave, so each is given once.
-    warned: Vec<Warning>,
+    pub(super) warned: Vec<Warning>,
     /// Dead writers' temporary files were swept (once per handle: it reads
     /// the directory).
-    swept: bool,
+    pub(super) swept: bool,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
 /// file it read.
 #[derive(Debug, Clone, Copy, Default)]
-struct Seen {
+pub(super) struct Seen {
     /// Messages read (the context's length).
-    messages: usize,
+    pub(super) messages: usize,
     /// Top-level items read: JSON elements or JSONL message lines.
-    items: usize,
+    pub(super) items: usize,
     /// Where what was read ends.
-    end: Position,
+    pub(super) end: Position,
     /// The last JSONL line read lacks its newline.
-    unterminated: bool,
+    pub(super) unterminated: bool,
     /// (device, inode) of the file read; `None` before the first read.
-    file: Option<(u64, u64)>,
+    pub(super) file: Option<(u64, u64)>,
     /// JSONL: the bytes just before `end`.
-    tail: Option<recovery::Tail>,
+    pub(super) tail: Option<recovery::Tail>,
     /// JSON: checksum of the whole file read.
-    whole: u64,
+    pub(super) whole: u64,
+    /// The chain's digest after the messages read (R34e).
+    pub(super) head: Digest,
     /// JSON: length and checksum of the file read up to (not including)
     /// its closing `]` and the blanks before it — what every append keeps.
-    prefix: (usize, u64),
+    pub(super) prefix: (usize, u64),
 }
 
 impl FileStore {
@@ -139,7 +139,7 @@ impl FileStore {
     }
 
     /// Keeps `warnings` to hand out, each once.
-    fn note(&mut self, warnings: Vec<Warning>) {
+    pub(super) fn note(&mut self, warnings: Vec<Warning>) {
         for warning in warnings {
             if !self.warned.contains(&warning) {
                 self.warned.push(warning.clone());
@@ -166,7 +166,7 @@ impl FileStore {
         &self.path
     }
 
-    fn io(&self, action: &'static str) -> impl Fn(io::Error) -> Error + '_ {
+    pub(super) fn io(&self, action: &'static str) -> impl Fn(io::Error) -> Error + '_ {
         move |source| {
             let name = self.name.clone();
             // SIGXFSZ is caught or ignored (the CLI does), so going over
@@ -207,7 +207,7 @@ impl FileStore {
 
     /// Reads the JSONL appended after `self.seen`; returns what reading
     /// warned about (a torn last line, R34).
-    fn read_jsonl_tail(
+    pub(super) fn read_jsonl_tail(
         &mut self,
         file: &mut LockedFile,
         context: &mut Context,
@@ -253,12 +253,13 @@ impl FileStore {
             );
             warnings = read.warnings;
         }
+        self.seen.head = context.head();
         self.remember_tail(file)?;
         Ok(warnings)
     }
 
     /// Remembers the bytes before the end read, to notice a rewrite later.
-    fn remember_tail(&mut self, file: &LockedFile) -> Result<()> {
+    pub(super) fn remember_tail(&mut self, file: &LockedFile) -> Result<()> {
         let end = self.seen.end.offset as u64;
         self.seen.tail = Some(recovery::fingerprint(file, end).map_err(self.io("read"))?);
         Ok(())
@@ -310,7 +311,7 @@ impl FileStore {
         }
     }
 
-    fn load_error(&self, source: agent_data::Error) -> Error {
+    pub(super) fn load_error(&self, source: agent_data::Error) -> Error {
         Error::Load {
             name: self.name.clone(),
             source: Box::new(source),
@@ -378,6 +379,11 @@ impl FileStore {
                     recovery::fingerprint_after(self.seen.tail, &bytes, end, file)
                         .map_err(self.io("read"))?,
                 );
+                self.seen.head = prepared
+                    .lines()
+                    .fold(self.seen.head, |head, line| head.next(line.as_bytes()));
+                self.seen.messages = prepared.base() + lines;
+                self.write_record(file);
             }
             Format::Json => {
                 let new = splice(&old, prepared.lines()).ok_or_else(|| Error::Malformed {
@@ -465,80 +471,6 @@ impl FileStore {
         }
         Ok(())
     }
-
-    /// Opens the context from the snapshot beside the file and the lines
-    /// after it, under the held lock; `None` when there is no snapshot or
-    /// it does not match the file (then the whole file is read).
-    fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
-        let log = Log::of(&file.metadata().map_err(self.io("read"))?);
-        let mut warnings = Vec::new();
-        let sealed = snapshot::read_beside(file.target(), &log, &mut warnings);
-        self.note(warnings);
-        let Some(sealed) = sealed else {
-            return Ok(None);
-        };
-        let Some((mut context, anchor)) = snapshot::unseal(&sealed)
-            .and_then(|body| Context::from_snapshot(body).ok())
-            .and_then(|(context, anchor)| Some((context, FileAnchor::read(&anchor)?)))
-        else {
-            return Ok(None);
-        };
-        let (identity, len) = file.stat().map_err(self.io("read"))?;
-        if !anchor.matches(file, len).map_err(self.io("read"))? {
-            return Ok(None);
-        }
-        self.seen = Seen {
-            messages: context.len(),
-            items: anchor.items,
-            end: anchor.end,
-            file: Some(identity),
-            ..Seen::default()
-        };
-        self.remember_tail(file)?;
-        self.since = Since::taken(sealed.len());
-        let warnings = self.read_jsonl_tail(file, &mut context, identity, len)?;
-        self.seen.messages = context.len();
-        Ok(Some(Loaded {
-            context,
-            warnings,
-            end: self.seen.end,
-            items: self.seen.items,
-            unterminated: self.seen.unterminated,
-        }))
-    }
-
-    /// Writes a snapshot of `context` — everything this handle read or
-    /// appended — beside the file.
-    fn write_snapshot(&mut self, context: &Context) -> Result<()> {
-        if self.format != Format::Jsonl
-            || self.seen.unterminated
-            || self.seen.file.is_none()
-            || context.len() != self.seen.messages
-        {
-            return Ok(());
-        }
-        let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
-        let file = trust::open_regular(&target, std::fs::OpenOptions::new().read(true))
-            .map_err(self.io("read"))?;
-        let meta = file.metadata().map_err(self.io("read"))?;
-        if self.seen.file != Some((meta.dev(), meta.ino())) {
-            // Not the file this handle read: the snapshot would not be of it.
-            return Ok(());
-        }
-        let anchor = FileAnchor {
-            items: self.seen.items,
-            end: self.seen.end,
-            window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
-        };
-        let body = context
-            .snapshot(&anchor.value())
-            .map_err(|e| self.load_error(e))?;
-        let sealed = snapshot::seal(body);
-        snapshot::write_beside(&target, &Log::of(&meta), &sealed)
-            .map_err(self.io("write a snapshot of"))?;
-        self.since = Since::taken(sealed.len());
-        Ok(())
-    }
 }
 
 impl Store for FileStore {
@@ -569,6 +501,7 @@ impl Store for FileStore {
             .map_err(|source| store.load_error(source))?;
             store.seen = Seen {
                 messages: loaded.context.len(),
+                head: loaded.context.head(),
                 items: loaded.items,
                 end: loaded.end,
                 unterminated: loaded.unterminated,
@@ -576,7 +509,14 @@ impl Store for FileStore {
                 ..Seen::default()
             };
             match format {
-                Format::Jsonl => store.remember_tail(file)?,
+                Format::Jsonl => {
+                    store.remember_tail(file)?;
+                    // Read whole: what the file holds is known, so an open
+                    // through the snapshot may trust it from now on.
+                    if !loaded.unterminated && loaded.warnings.is_empty() {
+                        store.write_record(file);
+                    }
+                }
                 Format::Json => store.remember_json(&json),
             }
             // No snapshot was read: the whole log is the tail.
@@ -610,6 +550,8 @@ impl Store for FileStore {
     /// [`Store::verify`], and the snapshot beside the file checked
     /// against the log.
     fn verify(&mut self) -> Result<crate::Verified> {
+        // Read before the log: a whole read records the file as it is.
+        let recorded = self.recorded()?;
         let loaded = self.load()?;
         let mut verified = crate::Verified::of(self.name(), &loaded.context);
         // Beside the real file, as writers keep it (symlinks resolved).
@@ -628,6 +570,13 @@ impl Store for FileStore {
             verified
                 .findings
                 .extend(crate::verify::check_snapshot(&loaded.context, &sealed));
+        }
+        if let Some(found) = recorded {
+            verified.findings.extend(crate::verify::check_record(
+                &loaded.context,
+                found.messages,
+                found.digest,
+            ));
         }
         Ok(verified)
     }

@@ -1,0 +1,135 @@
+//! The caches beside a JSONL file: its snapshot (R34c) and its head
+//! record (`record.rs`). Opening through the snapshot needs both to agree
+//! with the file: the snapshot's anchor with the file's end, and the
+//! record with the file's identity and, after the tail is read, with the
+//! chain's head (R34e). Anything else reads the whole file.
+
+use super::anchor::{FileAnchor, window};
+use super::lock::LockedFile;
+use super::record::{self, Identity, Record};
+use super::store::{FileStore, Seen};
+use crate::Result;
+use crate::snapshot::{self, Since};
+use crate::trust::{self, Log};
+use agent_data::{Context, Format, Loaded};
+use std::os::unix::fs::MetadataExt;
+
+impl FileStore {
+    /// Opens the context from the snapshot beside the file and the lines
+    /// after it, under the held lock; `None` when there is no snapshot or
+    /// it does not match the file (then the whole file is read).
+    pub(super) fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
+        let log = Log::of(&file.metadata().map_err(self.io("read"))?);
+        let mut warnings = Vec::new();
+        let sealed = snapshot::read_beside(file.target(), &log, &mut warnings);
+        self.note(warnings);
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let Some((mut context, anchor)) = snapshot::unseal(&sealed)
+            .and_then(|body| Context::from_snapshot(body).ok())
+            .and_then(|(context, anchor)| Some((context, FileAnchor::read(&anchor)?)))
+        else {
+            return Ok(None);
+        };
+        let (identity, len) = file.stat().map_err(self.io("read"))?;
+        if !anchor.matches(file, len).map_err(self.io("read"))? {
+            return Ok(None);
+        }
+        self.seen = Seen {
+            messages: context.len(),
+            items: anchor.items,
+            end: anchor.end,
+            file: Some(identity),
+            ..Seen::default()
+        };
+        self.remember_tail(file)?;
+        self.since = Since::taken(sealed.len());
+        let warnings = self.read_jsonl_tail(file, &mut context, identity, len)?;
+        self.seen.messages = context.len();
+        // The file exactly as an agentctx writer left it, and the chain
+        // from the snapshot through the tail ending where it left it:
+        // else another program wrote, copied over, moved or restored the
+        // file, and only the whole file says what it holds.
+        let meta = file.metadata().map_err(self.io("read"))?;
+        let mut ignored = Vec::new();
+        let found = record::read(file.target(), &Log::of(&meta), &mut ignored);
+        self.note(ignored);
+        let expected = Record {
+            identity: Identity::of(&meta),
+            messages: context.len(),
+            digest: context.head(),
+        };
+        if found != Some(expected) {
+            return Ok(None);
+        }
+        Ok(Some(Loaded {
+            context,
+            warnings,
+            end: self.seen.end,
+            items: self.seen.items,
+            unterminated: self.seen.unterminated,
+        }))
+    }
+
+    /// Writes a snapshot of `context` — everything this handle read or
+    /// appended — beside the file.
+    pub(super) fn write_snapshot(&mut self, context: &Context) -> Result<()> {
+        if self.format != Format::Jsonl
+            || self.seen.unterminated
+            || self.seen.file.is_none()
+            || context.len() != self.seen.messages
+        {
+            return Ok(());
+        }
+        let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
+        let file = trust::open_regular(&target, std::fs::OpenOptions::new().read(true))
+            .map_err(self.io("read"))?;
+        let meta = file.metadata().map_err(self.io("read"))?;
+        if self.seen.file != Some((meta.dev(), meta.ino())) {
+            // Not the file this handle read: the snapshot would not be of it.
+            return Ok(());
+        }
+        let anchor = FileAnchor {
+            items: self.seen.items,
+            end: self.seen.end,
+            window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
+        };
+        let body = context
+            .snapshot(&anchor.value())
+            .map_err(|e| self.load_error(e))?;
+        let sealed = snapshot::seal(body);
+        snapshot::write_beside(&target, &Log::of(&meta), &sealed)
+            .map_err(self.io("write a snapshot of"))?;
+        self.since = Since::taken(sealed.len());
+        Ok(())
+    }
+
+    /// Records the file as this handle leaves it (under the held lock):
+    /// its identity now, its messages and the chain's head. A cache: not
+    /// writing it costs the next open a full read, so failing is no error.
+    pub(super) fn write_record(&self, file: &LockedFile) {
+        if self.format != Format::Jsonl || self.seen.unterminated {
+            return;
+        }
+        let Ok(meta) = file.metadata() else {
+            return;
+        };
+        let found = Record {
+            identity: Identity::of(&meta),
+            messages: self.seen.messages,
+            digest: self.seen.head,
+        };
+        let _ = record::write(file.target(), &Log::of(&meta), &found);
+    }
+
+    /// The head record beside the file, when one may be believed.
+    pub(super) fn recorded(&mut self) -> Result<Option<Record>> {
+        let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
+        let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
+        let mut ignored = Vec::new();
+        let found = record::read(&target, &Log::of(&meta), &mut ignored);
+        self.note(ignored);
+        Ok(found)
+    }
+}
