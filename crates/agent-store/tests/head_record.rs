@@ -144,3 +144,28 @@ fn r34e_verify_finds_a_log_changed_since_agentctx_last_left_it() {
         "{findings:?}"
     );
 }
+
+#[test]
+fn r34e_a_symlink_planted_as_the_record_is_never_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join(".c.jsonl.head")).unwrap();
+    written(&path, 3);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let record = std::fs::symlink_metadata(dir.path().join(".c.jsonl.head")).unwrap();
+    assert!(record.is_file(), "replaced by a record of ours");
+    // Written again in place, it still opens through nothing but itself.
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = store.load().unwrap().context;
+    let more = Message::from_value(json!({"type": "state", "data": {"n": 3}})).unwrap();
+    store.commit(&mut context, &more).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let text = std::fs::read_to_string(dir.path().join(".c.jsonl.head")).unwrap();
+    assert!(text.contains(" messages=4 "), "{text}");
+    assert!(
+        text.contains(&format!(" digest={}", context.head())),
+        "{text}"
+    );
+}

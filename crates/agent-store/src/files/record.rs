@@ -17,7 +17,7 @@ use crate::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
 use std::fs::Metadata;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// What the first word of a record says.
@@ -140,15 +140,39 @@ pub(crate) fn read(target: &Path, log: &Log, warnings: &mut Vec<Warning>) -> Opt
     }
 }
 
-/// Writes `record` beside `target` (not synced: it is a cache).
+/// Writes `record` beside `target` (not synced: it is a cache). A record
+/// of ours already there, a regular file no wider than the log, is
+/// overwritten in place — no directory entry changes, which costs an
+/// append far less than a new file and a rename; anything else is
+/// replaced through a fresh temporary file and a rename. A record torn by
+/// a crash fails to read or to match the file: a full read, never a wrong
+/// one.
 pub(crate) fn write(target: &Path, log: &Log, record: &Record) -> io::Result<()> {
+    let text = record.encode();
+    let path = sidecar(target, "head");
+    // Never through a symlink, and never waiting on a FIFO planted there.
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(flags.bits() as i32)
+        .open(&path);
+    if let Ok(file) = opened
+        && let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.uid() == trust::me()
+        && meta.mode() & 0o7777 & !log.sidecar_mode() == 0
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(text.as_bytes(), 0)?;
+        return file.set_len(text.len() as u64);
+    }
     let mut file = tempfile::Builder::new()
         .prefix(&temp_prefix(target, "head."))
         .suffix(".tmp")
         .tempfile_in(dir_of(target))?;
     log.dress(file.as_file())?;
-    file.as_file_mut().write_all(record.encode().as_bytes())?;
-    file.persist(sidecar(target, "head")).map_err(|e| e.error)?;
+    file.as_file_mut().write_all(text.as_bytes())?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
