@@ -108,7 +108,7 @@ impl FileStore {
     /// Records the file as this handle leaves it (under the held lock):
     /// its identity now, its messages and the chain's head. A cache: not
     /// writing it costs the next open a full read, so failing is no error.
-    pub(super) fn write_record(&self, file: &LockedFile) {
+    pub(super) fn write_record(&mut self, file: &LockedFile) {
         if self.format != Format::Jsonl || self.seen.unterminated {
             return;
         }
@@ -120,7 +120,11 @@ impl FileStore {
             messages: self.seen.messages,
             digest: self.seen.head,
         };
-        let _ = record::write(file.target(), &Log::of(&meta), &found);
+        let written = record::write(file.target(), &Log::of(&meta), &found, &mut self.record);
+        if written.is_err() {
+            // Perhaps replaced under us: look for it again next time.
+            self.record = None;
+        }
     }
 
     /// The head record beside the file, when one may be believed.

@@ -15,13 +15,17 @@
 use crate::recovery::{dir_of, sidecar, temp_prefix};
 use crate::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// What the first word of a record says.
 const MAGIC: &str = "agentctx-head";
+
+/// Every record is padded with spaces to this many bytes, so one written
+/// over another in place is one `pwrite` that never needs a truncate.
+const WIDTH: usize = 256;
 
 /// A file's identity: what changes when anything writes, replaces or
 /// restores it (the change time cannot be set back by a user).
@@ -63,8 +67,8 @@ impl Record {
     /// messages=M digest=HEX`.
     pub(crate) fn encode(&self) -> String {
         let i = &self.identity;
-        format!(
-            "{MAGIC} 1 dev={} ino={} size={} mtime={}.{} ctime={}.{} messages={} digest={}\n",
+        let line = format!(
+            "{MAGIC} 1 dev={} ino={} size={} mtime={}.{} ctime={}.{} messages={} digest={}",
             i.dev,
             i.ino,
             i.size,
@@ -74,7 +78,8 @@ impl Record {
             i.ctime.1,
             self.messages,
             self.digest
-        )
+        );
+        format!("{line:<width$}\n", width = WIDTH - 1)
     }
 
     /// Reads a record: `None` for anything else (keys it does not know
@@ -147,24 +152,23 @@ pub(crate) fn read(target: &Path, log: &Log, warnings: &mut Vec<Warning>) -> Opt
 /// replaced through a fresh temporary file and a rename. A record torn by
 /// a crash fails to read or to match the file: a full read, never a wrong
 /// one.
-pub(crate) fn write(target: &Path, log: &Log, record: &Record) -> io::Result<()> {
+pub(crate) fn write(
+    target: &Path,
+    log: &Log,
+    record: &Record,
+    open: &mut Option<File>,
+) -> io::Result<()> {
     let text = record.encode();
-    let path = sidecar(target, "head");
-    // Never through a symlink, and never waiting on a FIFO planted there.
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let opened = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(flags.bits() as i32)
-        .open(&path);
-    if let Ok(file) = opened
-        && let Ok(meta) = file.metadata()
-        && meta.is_file()
-        && meta.uid() == trust::me()
-        && meta.mode() & 0o7777 & !log.sidecar_mode() == 0
-    {
+    if open.is_none() {
+        *open = ours(&sidecar(target, "head"), log);
+    }
+    if let Some(file) = open {
         use std::os::unix::fs::FileExt;
         file.write_all_at(text.as_bytes(), 0)?;
-        return file.set_len(text.len() as u64);
+        if file.metadata()?.len() > text.len() as u64 {
+            file.set_len(text.len() as u64)?;
+        }
+        return Ok(());
     }
     let mut file = tempfile::Builder::new()
         .prefix(&temp_prefix(target, "head."))
@@ -172,8 +176,23 @@ pub(crate) fn write(target: &Path, log: &Log, record: &Record) -> io::Result<()>
         .tempfile_in(dir_of(target))?;
     log.dress(file.as_file())?;
     file.as_file_mut().write_all(text.as_bytes())?;
-    file.persist(path).map_err(|e| e.error)?;
+    file.persist(sidecar(target, "head")).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// The record at `path` opened for writing in place, when it is ours: a
+/// regular file (never through a symlink, never waiting on a FIFO) owned
+/// by this user and no wider than the log.
+fn ours(path: &Path, log: &Log) -> Option<File> {
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    let fits = meta.mode() & 0o7777 & !log.sidecar_mode() == 0;
+    (meta.is_file() && meta.uid() == trust::me() && fits).then_some(file)
 }
 
 #[cfg(test)]

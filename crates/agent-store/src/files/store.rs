@@ -55,6 +55,8 @@ pub struct FileStore {
     /// Dead writers' temporary files were swept (once per handle: it reads
     /// the directory).
     pub(super) swept: bool,
+    /// The head record beside the file, open for writing in place.
+    pub(super) record: Option<std::fs::File>,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -127,6 +129,7 @@ impl FileStore {
             warnings: Vec::new(),
             warned: Vec::new(),
             swept: false,
+            record: None,
         }
     }
 
