@@ -1,7 +1,7 @@
 //! [`Append`]: the narrow seam writers above this layer take, so the same
 //! code appends to a context in memory or, durably, to a stored one.
 
-use crate::{Build, Error, Result, Store};
+use crate::{AppendKey, Build, Error, Once, Result, Store};
 use agent_data::{Context, Loaded, Message, Warning};
 use std::ops::Range;
 
@@ -22,6 +22,18 @@ pub trait Append {
     /// ids, which another writer must not make stale. `build` may run more
     /// than once (once per attempt).
     fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>>;
+
+    /// [`Append::append_all`] at most once per `key` ([`Store::commit_once`]):
+    /// when an append with `key` had landed, nothing is appended and the
+    /// range it wrote is [`Once::Already`]. Only a store that keeps keys
+    /// can promise that; this default (and a context in memory) is
+    /// [`Error::KeysUnsupported`], appending nothing.
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+        let _ = (messages, key);
+        Err(Error::KeysUnsupported {
+            name: "a context in memory".into(),
+        })
+    }
 }
 
 impl Append for Context {
@@ -158,5 +170,10 @@ impl<S: Store> Append for Stored<S> {
 
     fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
         self.store.commit_with(&mut self.context, build)
+    }
+
+    /// Through [`Store::commit_once`].
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+        self.store.commit_once(&mut self.context, messages, key)
     }
 }

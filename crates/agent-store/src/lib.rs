@@ -47,6 +47,7 @@
 mod append;
 mod error;
 mod files;
+mod key;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
@@ -60,6 +61,7 @@ mod verify;
 pub use append::{Append, Stored};
 pub use error::{Error, Fenced, Result};
 pub use files::FileStore;
+pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};
 #[cfg(feature = "postgres")]
 pub use pg::{
     CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,

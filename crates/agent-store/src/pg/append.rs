@@ -210,6 +210,7 @@ impl PgStore {
         let in_doubt = |store: &PgStore, why: String| Error::InDoubt {
             name: store.address.shown.clone(),
             reason: format!("{}; {why}", describe(cause)),
+            key: None,
         };
         self.client = None;
         self.statements = None;
