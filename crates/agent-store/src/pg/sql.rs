@@ -13,10 +13,13 @@
 /// rows older than version 6 to backfill.
 pub(super) const FIND: &str = "SELECT id, chained, length FROM agentctx_contexts WHERE name = $1";
 
-/// The compare-and-append (schema version 6): context name, the id read
-/// (or NULL), the expected length, the lines, and each line's chain
-/// digest.
-pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4, $5)";
+/// The compare-and-append (schema version 7): context name, the id read
+/// (or NULL), the expected length, the lines, each line's chain digest,
+/// the append's key (or NULL) and the index of its first message. With a
+/// key already used it appends nothing and returns `o_already` and the
+/// rows and first message that key's append wrote.
+pub(super) const APPEND: &str = "SELECT o_id, o_length, o_already, o_first, o_end, o_message \
+     FROM agentctx_append($1, $2, $3, $4, $5, $6, $7)";
 
 /// The compare-and-append of a call's result (schema version 5): as
 /// [`APPEND`], then the plan's row, the call's index, the worker and the
