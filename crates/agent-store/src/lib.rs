@@ -58,7 +58,7 @@ mod trust;
 mod url;
 mod verify;
 
-pub use append::{Append, Stored};
+pub use append::{Append, KeyedAppend, Stored};
 pub use error::{Error, Fenced, Result};
 pub use files::FileStore;
 pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};

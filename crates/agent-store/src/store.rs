@@ -105,7 +105,10 @@ pub trait Store {
     /// range, or, when an append with this key had landed, appends nothing
     /// and returns [`Once::Already`] with the range that append wrote
     /// (`context` caught up to include it). Keys are kept
-    /// [`crate::KEY_DAYS`] days; a retry after that appends again.
+    /// [`crate::KEY_DAYS`] days; a retry after that appends again. An
+    /// empty batch appends nothing and records no key: it returns
+    /// [`Once::Appended`] with an empty range on a store that keeps keys,
+    /// so it tells whether a store does before anything is run.
     ///
     /// This default keeps no keys: [`Error::KeysUnsupported`], appending
     /// nothing.
