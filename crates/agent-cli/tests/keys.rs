@@ -1,4 +1,4 @@
-//! `--key` (R34f, spec §10) through the real binary on a real PostgreSQL
+//! `--key` (R34b, spec §10) through the real binary on a real PostgreSQL
 //! server: `append`, `apply --write` and `run --write` with the same key
 //! twice write once; a file context refuses a key for now.
 //!
@@ -28,7 +28,7 @@ const ITEM: &str =
     r#"{"type":"state","data":{"items":1},"_outputPath":"†state.items","_outputMethod":"push"}"#;
 
 #[test]
-fn r34f_append_with_a_key_twice_appends_one_message() {
+fn r34b_append_with_a_key_twice_appends_one_message() {
     let url = fresh("key-append");
     ok(&["append", &url, r#"{"type":"state","data":{"items":[]}}"#]);
     let first = ok(&["append", &url, ITEM, "--key", "append-1"]);
@@ -50,7 +50,7 @@ fn r34f_append_with_a_key_twice_appends_one_message() {
 }
 
 #[test]
-fn r34f_apply_write_with_a_key_twice_writes_once() {
+fn r34b_apply_write_with_a_key_twice_writes_once() {
     let url = fresh("key-apply");
     ok(&["append", &url, r#"{"type":"state","data":{"items":[]}}"#]);
     let args = [
@@ -77,7 +77,7 @@ fn r34f_apply_write_with_a_key_twice_writes_once() {
 }
 
 #[test]
-fn r34f_run_write_with_a_key_again_writes_each_result_once() {
+fn r34b_run_write_with_a_key_again_writes_each_result_once() {
     let url = fresh("key-run");
     ok(&["append", &url, r#"{"type":"state","data":{"a":[],"b":[]}}"#]);
     let dir = tempfile::tempdir().unwrap();
@@ -128,7 +128,7 @@ fn r34f_run_write_with_a_key_again_writes_each_result_once() {
 }
 
 #[test]
-fn r34f_a_file_context_refuses_a_key_and_appends_nothing() {
+fn r34b_a_file_context_refuses_a_key_and_appends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
     let context = path.to_str().unwrap();
@@ -161,7 +161,7 @@ fn r34f_a_file_context_refuses_a_key_and_appends_nothing() {
 }
 
 #[test]
-fn r34f_a_bad_key_or_a_key_without_write_is_a_usage_error() {
+fn r34b_a_bad_key_or_a_key_without_write_is_a_usage_error() {
     let url = fresh("key-bad");
     let run = agentctx(&["append", &url, ITEM, "--key", "two words"]);
     assert_eq!(run.code, 2, "{run:?}");

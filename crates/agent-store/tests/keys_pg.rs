@@ -1,4 +1,4 @@
-//! Idempotent appends in PostgreSQL (R34f): an append made with a key lands
+//! Idempotent appends in PostgreSQL (R34b): an append made with a key lands
 //! at most once, however often it is sent — after a success, after a lost
 //! connection, from many writers at once.
 //!
@@ -73,7 +73,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_the_same_key_twice_appends_once_and_names_the_first_range() {
+    fn r34b_the_same_key_twice_appends_once_and_names_the_first_range() {
         let url = fresh("twice");
         let mut store = open(&url);
         let mut context = Context::new();
@@ -105,7 +105,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_the_range_counts_messages_not_rows() {
+    fn r34b_the_range_counts_messages_not_rows() {
         // Another program appends one row holding two messages (R1).
         let url = fresh("several");
         let name = url.rsplit_once("context=").unwrap().1.to_owned();
@@ -131,7 +131,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_keys_of_different_contexts_are_independent() {
+    fn r34b_keys_of_different_contexts_are_independent() {
         let (one, two) = (fresh("one"), fresh("two"));
         let k = key("shared");
         for url in [&one, &two] {
@@ -145,7 +145,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_a_bad_key_is_refused_with_what_is_wrong() {
+    fn r34b_a_bad_key_is_refused_with_what_is_wrong() {
         for (bad, says) in [
             ("", "it is empty"),
             ("two words", "byte 3 is ' '"),
@@ -167,7 +167,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_a_key_older_than_the_window_is_forgotten() {
+    fn r34b_a_key_older_than_the_window_is_forgotten() {
         let url = fresh("window");
         let name = url.rsplit_once("context=").unwrap().1.to_owned();
         let mut store = open(&url);
@@ -195,7 +195,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_concurrent_writers_with_one_key_append_once() {
+    fn r34b_concurrent_writers_with_one_key_append_once() {
         const WRITERS: usize = 8;
         let url = fresh("race");
         // Half start on an existing context, half race to create it too.
@@ -341,7 +341,7 @@ mod keys {
     }
 
     #[test]
-    fn r34f_an_in_doubt_append_retried_with_its_key_lands_once() {
+    fn r34b_an_in_doubt_append_retried_with_its_key_lands_once() {
         let proxy = Proxy::start();
         let url = proxy.url("in-doubt");
         let mut store = open(&url);
