@@ -105,6 +105,32 @@ mod keys {
     }
 
     #[test]
+    fn r34b_a_retry_its_own_landing_made_invalid_is_already_not_refused() {
+        // The log may hold one item: the batch is valid once, and its retry
+        // against the context it made is not — the key decides first.
+        let url = fresh("max-items");
+        let mut store = open(&url);
+        let mut context = Context::new();
+        let schema = Message::from_value(json!({"type": "state", "data": {"log": []},
+            "schema": {"properties": {"log": {"maxItems": 1}}}}))
+        .unwrap();
+        store.commit(&mut context, &schema).unwrap();
+        let k = key("only-once");
+        let first = store.commit_once(&mut context, &push("a"), &k).unwrap();
+        assert_eq!(first, Once::Appended(1..2));
+        let mut fresh_handle = open(&url);
+        let mut loaded = fresh_handle.load().unwrap().context;
+        let again = fresh_handle
+            .commit_once(&mut loaded, &push("a"), &k)
+            .unwrap();
+        assert_eq!(again, Once::Already(1..2));
+        // Without the key it is refused, as before.
+        let refused = fresh_handle.commit(&mut loaded, &push("a")).unwrap_err();
+        assert!(matches!(refused, Error::Refused(_)), "{refused:?}");
+        assert_eq!(log(&url), ["a"]);
+    }
+
+    #[test]
     fn r34b_the_range_counts_messages_not_rows() {
         // Another program appends one row holding two messages (R1).
         let url = fresh("several");

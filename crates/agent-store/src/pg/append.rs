@@ -19,7 +19,7 @@
 //! append cannot conflict.
 
 use super::session::{describe, outcome_unknown};
-use super::sql::{BEGIN, COMMIT, ROLLBACK};
+use super::sql::{BEGIN, COMMIT, KEY, ROLLBACK};
 use super::{Claim, PgStore};
 use crate::retry::retry_on_conflict;
 use crate::{AppendKey, Error, Once, Result, Store, Stored};
@@ -378,7 +378,19 @@ impl PgStore {
         key: Option<&AppendKey>,
     ) -> Result<Once> {
         self.catch_up(context)?;
-        let prepared = context.prepare(messages).map_err(refused)?;
+        let prepared = match context.prepare(messages) {
+            Ok(prepared) => prepared,
+            // A batch that its own first landing made invalid (a push past
+            // `maxItems`, say) is a retry, not a refusal: the key decides
+            // first, under the lock.
+            Err(e) => {
+                if let Some(range) = self.keyed(key)? {
+                    self.rollback();
+                    return self.already(context, range);
+                }
+                return Err(refused(e));
+            }
+        };
         let before = (self.id, self.rows, self.messages, self.head);
         if let Sent::Already(range) = self.append_guarded(&prepared, claim, key)? {
             // Nothing was appended under the lock: end the transaction.
@@ -410,6 +422,34 @@ impl PgStore {
                 })
             }
         }
+    }
+
+    /// The index range of the messages the append with `key` wrote to
+    /// this context, if it landed within the window.
+    fn keyed(&mut self, key: Option<&AppendKey>) -> Result<Option<Range<usize>>> {
+        let (Some(key), Some(id)) = (key, self.id) else {
+            return Ok(None);
+        };
+        let client = self.client()?;
+        let found = client
+            .query_opt(KEY, &[&id, &key.as_str()])
+            .and_then(|row| {
+                row.map(|row| {
+                    Ok::<_, tokio_postgres::Error>((
+                        row.try_get::<_, i64>(0)?,
+                        row.try_get::<_, i64>(1)?,
+                        row.try_get::<_, i64>(2)?,
+                    ))
+                })
+                .transpose()
+            });
+        self.trips += 2;
+        let found = found.map_err(|e| self.read_error(&e))?;
+        Ok(found.map(|(first, end, message)| {
+            let start = usize::try_from(message).unwrap_or(usize::MAX);
+            let count = usize::try_from(end - first).unwrap_or(0);
+            start..start.saturating_add(count)
+        }))
     }
 
     /// Ends an open transaction, if the connection is still there.

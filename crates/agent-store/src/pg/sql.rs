@@ -30,6 +30,12 @@ pub(super) const APPEND: &str = "SELECT o_id, o_length, o_already, o_first, o_en
 pub(super) const COMMIT_CALL: &str = "SELECT o_id, o_length, o_state, o_fenced, o_attempts, o_worker \
      FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
+/// The rows and first message the append with key `$2` wrote to context
+/// `$1`, while the key is kept (schema version 7: the 7 days
+/// `agentctx_append` keeps keys for).
+pub(super) const KEY: &str = "SELECT first_seq, end_seq, first_message FROM agentctx_keys \
+     WHERE context = $1 AND key = $2 AND at >= now() - interval '7 days'";
+
 /// Locks a context's row for the rest of the transaction.
 pub(super) const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
 
