@@ -2,8 +2,9 @@
 
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored};
+use crate::keyed::Noting;
 use agent_output::{Call, Outcome};
-use agent_store::Append;
+use agent_store::{Append, AppendKey, KeyedAppend};
 
 /// The arguments of `agentctx apply`.
 #[derive(clap::Args)]
@@ -37,6 +38,10 @@ pub(crate) struct ApplyArgs {
     /// against the file as it is when they land (other writers' included).
     #[arg(long)]
     write: bool,
+    /// With --write: append at most once per KEY (see --help).
+    #[arg(long, value_name = "KEY", requires = "write", value_parser = crate::keyed::parse_key,
+          long_help = crate::keyed::HELP)]
+    key: Option<AppendKey>,
 }
 
 /// Applies the outcome and prints the appended messages as JSONL.
@@ -53,7 +58,20 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     let appended = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
         check_tool_schema(&call, stored.context(), tool_schema.as_ref())?;
-        agent_output::apply(&mut stored, &call, outcome, clock.as_ref())
+        match &args.key {
+            None => agent_output::apply(&mut stored, &call, outcome, clock.as_ref()),
+            Some(key) => {
+                let mut noting = Noting::new(&mut stored, key)?;
+                let applied = agent_output::apply(
+                    &mut KeyedAppend::new(&mut noting, key.clone()),
+                    &call,
+                    outcome,
+                    clock.as_ref(),
+                );
+                noting.report();
+                applied
+            }
+        }
     } else {
         let mut context = load_context(&args.context, Reading::Views)?;
         check_tool_schema(&call, &context, tool_schema.as_ref())?;

@@ -9,6 +9,7 @@ mod activity;
 mod apply;
 mod commands;
 mod input;
+mod keyed;
 mod looping;
 mod run;
 mod workers;
@@ -101,6 +102,9 @@ enum Command {
         /// A JSON message object, a JSON array of them, or @file holding a
         /// JSON array or JSONL.
         messages: String,
+        #[arg(long, value_name = "KEY", value_parser = keyed::parse_key, long_help = keyed::HELP)]
+        /// Append at most once per KEY (see --help).
+        key: Option<agent_store::AppendKey>,
     },
     /// Copy every message of FROM into TO, which must be missing or empty;
     /// every field, key order and number arrives as it was.
@@ -273,7 +277,11 @@ fn main() -> ExitCode {
             inputs,
             write,
         } => write::assign(&context, &inputs, write),
-        Command::Append { context, messages } => write::append(&context, &messages),
+        Command::Append {
+            context,
+            messages,
+            key,
+        } => write::append(&context, &messages, key.as_ref()),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Check { context, complete } => commands::check(&context, complete),
         Command::Verify {

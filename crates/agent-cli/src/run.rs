@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored};
+use crate::keyed::Noting;
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Plan, Report, Status};
@@ -30,6 +31,11 @@ pub(crate) struct RunArgs {
     /// against the file as it is then (other writers' appends included).
     #[arg(long)]
     write: bool,
+    /// With --write: append each call's result at most once, under KEY/call-N
+    /// (see --help).
+    #[arg(long, value_name = "KEY", requires = "write", value_parser = crate::keyed::parse_key,
+          long_help = RUN_KEY_HELP)]
+    key: Option<agent_store::AppendKey>,
     /// The write time for `_date` (RFC 3339); default: now.
     #[arg(long)]
     date: Option<String>,
@@ -66,7 +72,16 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     // With --write, each call's result is committed as it is written, so it
     // is validated against the file as it is then (R34b).
     let clock = crate::input::clock(args.date.as_deref())?;
-    let report = if args.write {
+    let report = if let Some(key) = &args.key {
+        // Every call's key must be valid before anything runs.
+        key.derive(&format!("call-{}", plan.calls().len()))
+            .map_err(|e| Failure::usage(format!("--key: {e}")))?;
+        let mut stored = open_stored(&args.context, false, Reading::Views)?;
+        let mut noting = Noting::new(&mut stored, key)?;
+        let report = plan.run_keyed(&mut noting, &activities, clock.as_ref(), Some(key));
+        noting.report();
+        report
+    } else if args.write {
         plan.run(
             &mut open_stored(&args.context, false, Reading::Views)?,
             &activities,
@@ -81,6 +96,14 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     };
     finish(&report, args.pretty)
 }
+
+/// What `run --key` says in its help.
+const RUN_KEY_HELP: &str = "With --write: append each call's result at most once, under the key \
+    KEY/call-N (N: the call's index). Running the plan again with the same KEY after a failure — \
+    an append that may have landed — appends nothing already written; the activities still run \
+    again (their side effects happen again), and a result already written is reported done. \
+    KEY: printable ASCII without spaces; every KEY/call-N at most 128 bytes. Kept 7 days; \
+    PostgreSQL contexts only for now";
 
 /// The report on stdout, with the exit status its calls call for.
 fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {

@@ -3,18 +3,36 @@
 
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_store, open_stored};
+use crate::keyed::Noting;
 use agent_data::{Context, Format, Message};
-use agent_store::Append;
+use agent_store::{Append, AppendKey};
 use serde_json::Value;
 
 /// `agentctx append CONTEXT MESSAGES`: MESSAGES is a JSON object, a JSON
 /// array of them, or `@file` holding a JSON array or JSONL. They are
 /// validated against the context as it is when they land (R13, R25) and
-/// appended all or none, durably; a missing CONTEXT is created.
-pub(crate) fn append(context: &str, messages: &str) -> Result<String, Failure> {
+/// appended all or none, durably; a missing CONTEXT is created. With
+/// `key`, at most once per key: when it had landed, nothing is appended and
+/// stderr says so.
+pub(crate) fn append(
+    context: &str,
+    messages: &str,
+    key: Option<&AppendKey>,
+) -> Result<String, Failure> {
     let messages = parse_messages(messages)?;
     let mut stored = open_stored(context, true, Reading::Views)?;
-    stored.append_all(&messages).map_err(Failure::invalid)?;
+    match key {
+        None => {
+            stored.append_all(&messages).map_err(Failure::invalid)?;
+        }
+        Some(key) => {
+            let mut noting = Noting::new(&mut stored, key)?;
+            noting
+                .append_once(&messages, key)
+                .map_err(Failure::invalid)?;
+            noting.report();
+        }
+    }
     Ok(String::new())
 }
 

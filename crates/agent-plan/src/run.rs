@@ -6,7 +6,7 @@ use crate::{Activities, CallReport, Plan, Report, Status, Taken};
 use agent_core::Reference;
 use agent_data::Message;
 use agent_output::{Clock, Outcome};
-use agent_store::Append;
+use agent_store::{Append, AppendKey, KeyedAppend};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -45,7 +45,24 @@ impl Plan {
         activities: &Activities,
         clock: &(dyn Clock + Sync),
     ) -> Report {
+        self.run_keyed(target, activities, clock, None)
+    }
+
+    /// [`Plan::run`], with each call's result appended at most once under
+    /// a key derived from `key` and the call's index (`KEY/call-3`,
+    /// [`AppendKey::derive`]; [`Append::append_once`]): running the plan
+    /// again with the same key after an append was in doubt appends
+    /// nothing already written. The activities still run again; a result
+    /// already written is reported done. Without `key`, [`Plan::run`].
+    pub fn run_keyed(
+        &self,
+        target: &mut (impl Append + ?Sized),
+        activities: &Activities,
+        clock: &(dyn Clock + Sync),
+        key: Option<&AppendKey>,
+    ) -> Report {
         let mut run = Run::new(self);
+        run.key = key.cloned();
         let mut frontier: Vec<usize> = (0..self.calls().len())
             .filter(|&c| self.dependencies()[c].is_empty())
             .collect();
@@ -126,6 +143,8 @@ struct Run {
     dependents: Vec<Vec<usize>>,
     /// The store's error, once it failed.
     stopped: Option<String>,
+    /// The key each call's key is derived from ([`Plan::run_keyed`]).
+    key: Option<AppendKey>,
 }
 
 impl Run {
@@ -144,6 +163,7 @@ impl Run {
             waiting: plan.dependencies().iter().map(Vec::len).collect(),
             dependents,
             stopped: None,
+            key: None,
         }
     }
 
@@ -163,7 +183,16 @@ impl Run {
         clock: &(dyn Clock + Sync),
     ) -> Status {
         let (taken, failure) = Taken::of(&outcome);
-        let applied = agent_output::apply(target, &plan.calls()[call], outcome, clock);
+        let applied = match &self.key {
+            None => agent_output::apply(target, &plan.calls()[call], outcome, clock),
+            Some(key) => match key.derive(&format!("call-{call}")) {
+                Ok(key) => {
+                    let mut keyed = KeyedAppend::new(target, key);
+                    agent_output::apply(&mut keyed, &plan.calls()[call], outcome, clock)
+                }
+                Err(e) => Err(e.into()),
+            },
+        };
         match Written::of(applied) {
             Written::Done(appended) => Status::Done {
                 taken,

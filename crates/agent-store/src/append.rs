@@ -1,7 +1,7 @@
 //! [`Append`]: the narrow seam writers above this layer take, so the same
 //! code appends to a context in memory or, durably, to a stored one.
 
-use crate::{Build, Error, Result, Store};
+use crate::{AppendKey, Build, Error, Once, Result, Store};
 use agent_data::{Context, Loaded, Message, Warning};
 use std::ops::Range;
 
@@ -22,6 +22,18 @@ pub trait Append {
     /// ids, which another writer must not make stale. `build` may run more
     /// than once (once per attempt).
     fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>>;
+
+    /// [`Append::append_all`] at most once per `key` ([`Store::commit_once`]):
+    /// when an append with `key` had landed, nothing is appended and the
+    /// range it wrote is [`Once::Already`]. Only a store that keeps keys
+    /// can promise that; this default (and a context in memory) is
+    /// [`Error::KeysUnsupported`], appending nothing.
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+        let _ = (messages, key);
+        Err(Error::KeysUnsupported {
+            name: "a context in memory".into(),
+        })
+    }
 }
 
 impl Append for Context {
@@ -158,5 +170,57 @@ impl<S: Store> Append for Stored<S> {
 
     fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
         self.store.commit_with(&mut self.context, build)
+    }
+
+    /// Through [`Store::commit_once`].
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+        self.store.commit_once(&mut self.context, messages, key)
+    }
+}
+
+/// An appender whose every append is made at most once under one key
+/// ([`Append::append_once`]), for code that takes any [`Append`] — a
+/// call's result written by `agent_output::apply`, say. An append whose
+/// key had already landed appends nothing and returns the range that
+/// append wrote.
+#[derive(Debug)]
+pub struct KeyedAppend<'a, A: Append + ?Sized> {
+    target: &'a mut A,
+    key: AppendKey,
+}
+
+impl<'a, A: Append + ?Sized> KeyedAppend<'a, A> {
+    /// Appends to `target` under `key`.
+    pub fn new(target: &'a mut A, key: AppendKey) -> Self {
+        KeyedAppend { target, key }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &AppendKey {
+        &self.key
+    }
+}
+
+impl<A: Append + ?Sized> Append for KeyedAppend<'_, A> {
+    fn context(&self) -> &Context {
+        self.target.context()
+    }
+
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
+        self.target
+            .append_once(messages, &self.key)
+            .map(|once| once.range())
+    }
+
+    /// Built once, from the context as last read, and appended under the
+    /// key: a key names one batch, so a batch another writer made stale is
+    /// refused rather than built again.
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
+        let messages = build(self.target.context()).map_err(|e| Error::Refused(Box::new(e)))?;
+        self.append_all(&messages)
+    }
+
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+        self.target.append_once(messages, key)
     }
 }

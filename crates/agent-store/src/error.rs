@@ -177,15 +177,48 @@ pub enum Error {
     Fenced(Box<Fenced>),
     /// The connection was lost while an append was committing, and the
     /// context afterwards begins with exactly that batch: it may be this
-    /// append, or another writer's identical one. Check before retrying.
+    /// append, or another writer's identical one. Check before retrying —
+    /// or, for an append made with a key ([`crate::Store::commit_once`]),
+    /// retry with the same key: it lands once.
     #[error(
-        "{name}: the connection was lost while appending ({reason}); the append may have landed"
+        "{name}: the connection was lost while appending ({reason}); the append may have landed{}",
+        key.as_ref().map_or_else(String::new, |k| format!(
+            "; retry with the same key ({k}) to be sure it lands once"
+        ))
     )]
     InDoubt {
         /// The context.
         name: String,
         /// What happened.
         reason: String,
+        /// The append's key, when it was made with one.
+        key: Option<crate::AppendKey>,
+    },
+    /// An append key that cannot be used: keys are 1 to
+    /// [`crate::MAX_KEY_BYTES`] bytes of printable ASCII without spaces.
+    #[error("bad append key {key:?}: {reason}")]
+    InvalidKey {
+        /// The key as given.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The operating system gave no random bytes for a new key.
+    #[error("cannot generate an append key: the operating system gave no random bytes ({reason})")]
+    NoRandomness {
+        /// What it said.
+        reason: String,
+    },
+    /// An append with a key ([`crate::Store::commit_once`]) to a store
+    /// that keeps no keys, so it could not promise to append once. Nothing
+    /// was appended.
+    #[error(
+        "{name}: this store keeps no append keys, so an append with a key cannot be made here \
+         (nothing was appended); append without a key"
+    )]
+    KeysUnsupported {
+        /// The context.
+        name: String,
     },
 }
 

@@ -47,6 +47,7 @@
 mod append;
 mod error;
 mod files;
+mod key;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
@@ -57,9 +58,10 @@ mod trust;
 mod url;
 mod verify;
 
-pub use append::{Append, Stored};
+pub use append::{Append, KeyedAppend, Stored};
 pub use error::{Error, Fenced, Result};
 pub use files::FileStore;
+pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};
 #[cfg(feature = "postgres")]
 pub use pg::{
     CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,

@@ -1,7 +1,7 @@
 //! The seam between the engine and where a context lives.
 
 use crate::retry::retry_on_conflict;
-use crate::{Error, Result};
+use crate::{AppendKey, Error, Once, Result};
 use agent_data::{Context, Loaded, Message, Prepared};
 use std::ops::Range;
 
@@ -96,6 +96,32 @@ pub trait Store {
         })?;
         self.snapshot(context, false)?;
         Ok(range)
+    }
+
+    /// [`Store::commit`] at most once per `key`: the store keeps the key
+    /// with the append, atomically, so a retry with the same key — after
+    /// any outcome, [`Error::InDoubt`] included, from any process — never
+    /// appends twice. Returns [`Once::Appended`] with the new messages'
+    /// range, or, when an append with this key had landed, appends nothing
+    /// and returns [`Once::Already`] with the range that append wrote
+    /// (`context` caught up to include it). Keys are kept
+    /// [`crate::KEY_DAYS`] days; a retry after that appends again. An
+    /// empty batch appends nothing and records no key: it returns
+    /// [`Once::Appended`] with an empty range on a store that keeps keys,
+    /// so it tells whether a store does before anything is run.
+    ///
+    /// This default keeps no keys: [`Error::KeysUnsupported`], appending
+    /// nothing.
+    fn commit_once(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<Once> {
+        let _ = (context, messages, key);
+        Err(Error::KeysUnsupported {
+            name: self.name().to_owned(),
+        })
     }
 
     /// Like [`Store::commit`], for messages that depend on the context they
@@ -193,6 +219,14 @@ impl<S: Store + ?Sized> Store for Box<S> {
         build: &mut Build<'_>,
     ) -> Result<Range<usize>> {
         (**self).commit_with(context, build)
+    }
+    fn commit_once(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<Once> {
+        (**self).commit_once(context, messages, key)
     }
 }
 

@@ -274,15 +274,17 @@ mod postgres_store {
             versions,
             (1..=agent_store::SCHEMA_VERSION).collect::<Vec<_>>()
         );
-        let functions: i64 = admin
-            .query_one(
-                "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
-             WHERE n.nspname = $1 AND p.proname = 'agentctx_append' AND p.pronargs = 5",
+        let functions: Vec<i16> = admin
+            .query(
+                "SELECT p.pronargs FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = $1 AND p.proname = 'agentctx_append'",
                 &[&schema],
             )
             .unwrap()
-            .get(0);
-        assert_eq!(functions, 1);
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(functions, [7]);
         let mut context = Context::new();
         open(&url).commit(&mut context, &[push(0, 0, 0)]).unwrap();
         let rows: i64 = admin

@@ -19,10 +19,10 @@
 //! append cannot conflict.
 
 use super::session::{describe, outcome_unknown};
-use super::sql::{BEGIN, COMMIT, ROLLBACK};
+use super::sql::{BEGIN, COMMIT, KEY, ROLLBACK};
 use super::{Claim, PgStore};
 use crate::retry::retry_on_conflict;
-use crate::{Error, Result, Store, Stored};
+use crate::{AppendKey, Error, Once, Result, Store, Stored};
 use agent_data::{Context, Message, Prepared};
 use std::ops::Range;
 
@@ -40,8 +40,18 @@ struct CallNow {
     worker: Option<String>,
 }
 
-fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Range<usize>> {
-    context.append_prepared(prepared).map_err(refused)
+fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Once> {
+    context
+        .append_prepared(prepared)
+        .map(Once::Appended)
+        .map_err(refused)
+}
+
+/// What an append did: landed now, or nothing because an append with its
+/// key had landed — with the index range of that append's messages.
+pub(super) enum Sent {
+    Landed,
+    Already(Range<usize>),
 }
 
 impl PgStore {
@@ -50,11 +60,15 @@ impl PgStore {
     /// current claim and the call is running, and with
     /// [`Error::AlreadyWritten`] when this claim's result already landed
     /// (schema version 5).
+    ///
+    /// With `key` (and no claim), the append is made at most once per key
+    /// (schema version 7): [`Sent::Already`] when it had landed.
     pub(super) fn append_guarded(
         &mut self,
         prepared: &Prepared<'_>,
         claim: Option<&Claim>,
-    ) -> Result<()> {
+        key: Option<&AppendKey>,
+    ) -> Result<Sent> {
         self.check_position(prepared.base())?;
         let lines: Vec<&str> = prepared.lines().collect();
         // Each line's chain digest, following the rows this handle knows
@@ -71,11 +85,23 @@ impl PgStore {
         let name = self.address.context.clone();
         let at = i64::try_from(expected).unwrap_or(i64::MAX);
         let id = self.id;
+        let message = i64::try_from(self.messages).unwrap_or(i64::MAX);
+        let key_text = key.map(AppendKey::as_str);
+        let mut already = None;
         let (client, statements) = self.session()?;
         let found = match claim {
             None => client
-                .query_one(&statements.append, &[&name, &id, &at, &lines, &digests])
+                .query_one(
+                    &statements.append,
+                    &[&name, &id, &at, &lines, &digests, &key_text, &message],
+                )
                 .and_then(|row| {
+                    if row.try_get::<_, Option<bool>>(2)? == Some(true) {
+                        let first: i64 = row.try_get(3)?;
+                        let end: i64 = row.try_get(4)?;
+                        let message: i64 = row.try_get(5)?;
+                        already = Some((first, end, message));
+                    }
                     Ok((
                         row.try_get::<_, Option<i64>>(0)?,
                         row.try_get::<_, i64>(1)?,
@@ -126,6 +152,15 @@ impl PgStore {
             Ok((found_id, _, _)) if id.is_some() && found_id != id => {
                 Err(replaced("deleted and created again"))
             }
+            // The key decides before the length does (schema v7): its
+            // append landed, and nothing was appended now.
+            Ok((found_id, _, None)) if already.is_some() => {
+                self.id = found_id;
+                let (first, end, message) = already.unwrap_or_default();
+                let start = usize::try_from(message).unwrap_or(usize::MAX);
+                let count = usize::try_from(end - first).unwrap_or(0);
+                Ok(Sent::Already(start..start.saturating_add(count)))
+            }
             // The call's row decides before the length does (schema v5):
             // first whether this claim still holds the call.
             Ok((_, _, Some(now))) if now.fenced => {
@@ -170,7 +205,7 @@ impl PgStore {
                 self.messages += prepared.len();
                 let bytes = lines.iter().map(|l| l.len() as u64 + 1).sum();
                 self.since.add(prepared.len(), bytes);
-                Ok(())
+                Ok(Sent::Landed)
             }
             // The log only grows: shorter than it was read is another log.
             Ok((_, found, _)) if found < at => Err(replaced("deleted and created again")),
@@ -179,7 +214,7 @@ impl PgStore {
                 expected,
                 current: usize::try_from(found).unwrap_or(usize::MAX),
             }),
-            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e)),
+            Err(e) if outcome_unknown(&e) => Err(self.settle(expected, &lines, &e, key)),
             Err(e) => Err(self.database("append to", &e)),
         }
     }
@@ -206,10 +241,12 @@ impl PgStore {
         expected: usize,
         lines: &[&str],
         cause: &tokio_postgres::Error,
+        key: Option<&AppendKey>,
     ) -> Error {
         let in_doubt = |store: &PgStore, why: String| Error::InDoubt {
             name: store.address.shown.clone(),
             reason: format!("{}; {why}", describe(cause)),
+            key: key.cloned(),
         };
         self.client = None;
         self.statements = None;
@@ -244,23 +281,27 @@ impl PgStore {
     }
 
     /// [`Store::commit`] for PostgreSQL (see the module's documentation);
-    /// with `claim`, the commit of that call's result.
+    /// with `claim`, the commit of that call's result; with `key`,
+    /// [`Store::commit_once`]. An empty batch with a key appends nothing
+    /// and records no key.
     pub(super) fn commit_messages(
         &mut self,
         context: &mut Context,
         messages: &[Message],
         claim: Option<&Claim>,
-    ) -> Result<Range<usize>> {
+        key: Option<&AppendKey>,
+    ) -> Result<Once> {
         // A call's result is committed even when it has no message: that
         // marks the call done.
         if messages.is_empty() && claim.is_none() {
-            return Ok(context.len()..context.len());
+            return Ok(Once::Appended(context.len()..context.len()));
         }
         // A refusal against what this handle knew is decided against the
         // context as it is now, below.
         if let Ok(prepared) = context.prepare(messages) {
-            match self.append_guarded(&prepared, claim) {
-                Ok(()) => return land(context, prepared),
+            match self.append_guarded(&prepared, claim, key) {
+                Ok(Sent::Landed) => return land(context, prepared),
+                Ok(Sent::Already(range)) => return self.already(context, range),
                 Err(Error::Conflict { .. }) => {}
                 Err(e) => return Err(e),
             }
@@ -270,8 +311,14 @@ impl PgStore {
             // A conflict only while the context does not exist yet
             // (nothing to lock), or after a lost connection showed
             // nothing landed.
-            self.commit_locked(context, messages, claim)
+            self.commit_locked(context, messages, claim, key)
         })
+    }
+
+    /// An append with the key had landed: `context` caught up to hold it.
+    fn already(&mut self, context: &mut Context, range: Range<usize>) -> Result<Once> {
+        self.catch_up(context)?;
+        Ok(Once::Already(range))
     }
 
     fn commit_locked(
@@ -279,16 +326,19 @@ impl PgStore {
         context: &mut Context,
         messages: &[Message],
         claim: Option<&Claim>,
-    ) -> Result<Range<usize>> {
+        key: Option<&AppendKey>,
+    ) -> Result<Once> {
         self.catch_up(context)?;
         let Some(id) = self.id else {
             // Missing: the append creates it, or conflicts with its creator.
             let prepared = context.prepare(messages).map_err(refused)?;
-            self.append_guarded(&prepared, claim)?;
-            return land(context, prepared);
+            return match self.append_guarded(&prepared, claim, key)? {
+                Sent::Landed => land(context, prepared),
+                Sent::Already(range) => self.already(context, range),
+            };
         };
         self.begin_locked(id)?;
-        let result = self.append_locked(context, messages, claim);
+        let result = self.append_locked(context, messages, claim, key);
         if result.is_err() {
             self.rollback();
         }
@@ -325,11 +375,28 @@ impl PgStore {
         context: &mut Context,
         messages: &[Message],
         claim: Option<&Claim>,
-    ) -> Result<Range<usize>> {
+        key: Option<&AppendKey>,
+    ) -> Result<Once> {
         self.catch_up(context)?;
-        let prepared = context.prepare(messages).map_err(refused)?;
+        let prepared = match context.prepare(messages) {
+            Ok(prepared) => prepared,
+            // A batch that its own first landing made invalid (a push past
+            // `maxItems`, say) is a retry, not a refusal: the key decides
+            // first, under the lock.
+            Err(e) => {
+                if let Some(range) = self.keyed(key)? {
+                    self.rollback();
+                    return self.already(context, range);
+                }
+                return Err(refused(e));
+            }
+        };
         let before = (self.id, self.rows, self.messages, self.head);
-        self.append_guarded(&prepared, claim)?;
+        if let Sent::Already(range) = self.append_guarded(&prepared, claim, key)? {
+            // Nothing was appended under the lock: end the transaction.
+            self.rollback();
+            return self.already(context, range);
+        }
         let committed = match self.session() {
             Ok((client, _)) => {
                 let committed = client.batch_execute(COMMIT).map_err(Some);
@@ -345,7 +412,7 @@ impl PgStore {
                 let lines: Vec<&str> = prepared.lines().collect();
                 Err(match failure {
                     // The COMMIT may or may not have been carried out.
-                    Some(e) if outcome_unknown(&e) => self.settle(before.1, &lines, &e),
+                    Some(e) if outcome_unknown(&e) => self.settle(before.1, &lines, &e, key),
                     Some(e) => self.database("append to", &e),
                     None => Error::Database {
                         action: "append to",
@@ -355,6 +422,34 @@ impl PgStore {
                 })
             }
         }
+    }
+
+    /// The index range of the messages the append with `key` wrote to
+    /// this context, if it landed within the window.
+    fn keyed(&mut self, key: Option<&AppendKey>) -> Result<Option<Range<usize>>> {
+        let (Some(key), Some(id)) = (key, self.id) else {
+            return Ok(None);
+        };
+        let client = self.client()?;
+        let found = client
+            .query_opt(KEY, &[&id, &key.as_str()])
+            .and_then(|row| {
+                row.map(|row| {
+                    Ok::<_, tokio_postgres::Error>((
+                        row.try_get::<_, i64>(0)?,
+                        row.try_get::<_, i64>(1)?,
+                        row.try_get::<_, i64>(2)?,
+                    ))
+                })
+                .transpose()
+            });
+        self.trips += 2;
+        let found = found.map_err(|e| self.read_error(&e))?;
+        Ok(found.map(|(first, end, message)| {
+            let start = usize::try_from(message).unwrap_or(usize::MAX);
+            let count = usize::try_from(end - first).unwrap_or(0);
+            start..start.saturating_add(count)
+        }))
     }
 
     /// Ends an open transaction, if the connection is still there.
@@ -384,9 +479,9 @@ impl PgStore {
         messages: &[Message],
         claim: &Claim,
     ) -> Result<Range<usize>> {
-        let range = self.commit_messages(context, messages, Some(claim))?;
+        let range = self.commit_messages(context, messages, Some(claim), None)?;
         self.snapshot(context, false)?;
-        Ok(range)
+        Ok(range.range())
     }
 }
 

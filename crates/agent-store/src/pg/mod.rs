@@ -26,8 +26,10 @@
 //! - `snapshot.rs`: resuming from the newest snapshot, writing one;
 //! - `append.rs`: compare-and-append, and the commit — optimistic first,
 //!   then under the context's row lock, retried on conflict
-//!   (`crate::retry`); a call's result through `agentctx_commit_call`; and
-//!   settling an append whose connection broke;
+//!   (`crate::retry`); an append with a key, which `agentctx_append` checks
+//!   and records in `agentctx_keys` in the append's transaction (schema
+//!   version 7, [`Store::commit_once`]); a call's result through
+//!   `agentctx_commit_call`; and settling an append whose connection broke;
 //! - `calls.rs`: the calls of a plan ([`PgCalls`]): claims, leases,
 //!   releases, the workers alive;
 //! - `listen.rs`: [`Listener`], which sleeps until a call changes.
@@ -56,7 +58,7 @@ mod sql;
 mod verify;
 
 use crate::snapshot::Since;
-use crate::{Error, Result, Store};
+use crate::{AppendKey, Error, Once, Result, Store};
 use address::Address;
 use agent_data::{Context, Digest, Loaded, Message, Prepared};
 use client::Client;
@@ -201,16 +203,30 @@ impl Store for PgStore {
     }
 
     fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
-        self.append_guarded(prepared, None)
+        self.append_guarded(prepared, None, None).map(|_| ())
     }
 
     /// Appends at the length this handle knows first — one round trip when
     /// nobody else wrote — and otherwise under the context's row lock
     /// (`append.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
-        let range = self.commit_messages(context, messages, None)?;
+        let range = self.commit_messages(context, messages, None, None)?;
         self.snapshot(context, false)?;
-        Ok(range)
+        Ok(range.range())
+    }
+
+    /// As [`PgStore::commit`](Store::commit), with the key kept in
+    /// `agentctx_keys` and checked by `agentctx_append` under the
+    /// context's row lock, in the append's transaction (schema version 7).
+    fn commit_once(
+        &mut self,
+        context: &mut Context,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<Once> {
+        let once = self.commit_messages(context, messages, None, Some(key))?;
+        self.snapshot(context, false)?;
+        Ok(once)
     }
 
     /// Does nothing: appends are compare-and-append, so writers need no lock.

@@ -7,13 +7,13 @@ use super::client::Client;
 use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 6] = [
+const MIGRATIONS: [(i32, &str, &str); 7] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -28,6 +28,11 @@ const MIGRATIONS: [(i32, &str, &str); 6] = [
         V5,
     ),
     (6, "each message row carries its chain digest", V6),
+    (
+        7,
+        "idempotent appends: agentctx_append keeps and checks an append key",
+        V7,
+    ),
 ];
 
 /// Version 1. A context is a row holding its length; its messages are rows
@@ -381,6 +386,92 @@ BEGIN
         WHERE context = o_id AND plan = p_plan AND call = p_call;
     PERFORM pg_notify('agentctx_calls', o_id::text);
     o_state := 'written';
+END
+$body$;
+"#;
+
+/// Version 7: idempotent appends (decision D47). `agentctx_keys` holds,
+/// per context, each key an append was made with and the rows it wrote
+/// (and the index of its first message, which the client counts: a stored
+/// line may hold several messages, R1). `agentctx_append` takes the key
+/// (NULL: none) and the index of the batch's first message; under the
+/// context's row lock it first forgets the context's keys older than 7
+/// days, then, if the key is there, appends nothing and returns that
+/// append's range with `o_already`; otherwise it appends and records the
+/// key in the same transaction — so a key is there exactly when its
+/// append landed. The digests parameter is as in version 6, and the two
+/// new ones default to NULL, so another program's call of version 6 still
+/// works (without a message index, the row's is taken). A worker's
+/// commit needs no key (its claim makes it exactly-once), so
+/// `agentctx_commit_call` is unchanged.
+const V7: &str = r#"
+CREATE TABLE agentctx_keys (
+    context bigint NOT NULL REFERENCES agentctx_contexts (id) ON DELETE CASCADE,
+    key text NOT NULL CHECK (octet_length(key) BETWEEN 1 AND 128),
+    first_seq bigint NOT NULL CHECK (first_seq >= 0),
+    end_seq bigint NOT NULL CHECK (end_seq >= first_seq),
+    first_message bigint NOT NULL CHECK (first_message >= 0),
+    at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (context, key)
+);
+CREATE INDEX agentctx_keys_at ON agentctx_keys (context, at);
+DROP FUNCTION agentctx_append(text, bigint, bigint, text[], bytea[]);
+CREATE FUNCTION agentctx_append(p_name text, p_id bigint, p_expected bigint, p_lines text[],
+                                p_digests bytea[], p_key text DEFAULT NULL,
+                                p_message bigint DEFAULT NULL,
+                                OUT o_id bigint, OUT o_length bigint, OUT o_already boolean,
+                                OUT o_first bigint, OUT o_end bigint, OUT o_message bigint)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+    IF cardinality(p_lines) <> cardinality(p_digests) THEN
+        RAISE EXCEPTION 'agentctx_append: % lines but % digests',
+            cardinality(p_lines), cardinality(p_digests);
+    END IF;
+    o_already := false;
+    SELECT c.id, c.length INTO o_id, o_length
+        FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        o_id := NULL;
+        o_length := -1;
+        IF p_expected <> 0 OR p_id IS NOT NULL THEN
+            RETURN;
+        END IF;
+        INSERT INTO agentctx_contexts (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+        SELECT c.id, c.length INTO o_id, o_length
+            FROM agentctx_contexts c WHERE c.name = p_name FOR UPDATE;
+        IF NOT FOUND THEN
+            o_id := NULL;
+            o_length := -1;
+            RETURN;
+        END IF;
+    END IF;
+    IF o_id IS DISTINCT FROM coalesce(p_id, o_id) THEN
+        RETURN;
+    END IF;
+    IF p_key IS NOT NULL THEN
+        DELETE FROM agentctx_keys WHERE context = o_id AND at < now() - interval '7 days';
+        SELECT k.first_seq, k.end_seq, k.first_message INTO o_first, o_end, o_message
+            FROM agentctx_keys k WHERE k.context = o_id AND k.key = p_key;
+        IF FOUND THEN
+            o_already := true;
+            RETURN;
+        END IF;
+    END IF;
+    IF o_length <> p_expected THEN
+        RETURN;
+    END IF;
+    INSERT INTO agentctx_messages (context, seq, line, digest)
+        SELECT o_id, p_expected + t.ord - 1, t.line::json, t.digest
+        FROM unnest(p_lines, p_digests) WITH ORDINALITY AS t(line, digest, ord);
+    UPDATE agentctx_contexts SET length = p_expected + cardinality(p_lines),
+        chained = CASE WHEN chained = p_expected THEN p_expected + cardinality(p_lines)
+                       ELSE chained END
+        WHERE id = o_id;
+    IF p_key IS NOT NULL THEN
+        INSERT INTO agentctx_keys (context, key, first_seq, end_seq, first_message)
+            VALUES (o_id, p_key, p_expected, p_expected + cardinality(p_lines),
+                    coalesce(p_message, p_expected));
+    END IF;
 END
 $body$;
 "#;

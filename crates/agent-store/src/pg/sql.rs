@@ -13,10 +13,13 @@
 /// rows older than version 6 to backfill.
 pub(super) const FIND: &str = "SELECT id, chained, length FROM agentctx_contexts WHERE name = $1";
 
-/// The compare-and-append (schema version 6): context name, the id read
-/// (or NULL), the expected length, the lines, and each line's chain
-/// digest.
-pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, $2, $3, $4, $5)";
+/// The compare-and-append (schema version 7): context name, the id read
+/// (or NULL), the expected length, the lines, each line's chain digest,
+/// the append's key (or NULL) and the index of its first message. With a
+/// key already used it appends nothing and returns `o_already` and the
+/// rows and first message that key's append wrote.
+pub(super) const APPEND: &str = "SELECT o_id, o_length, o_already, o_first, o_end, o_message \
+     FROM agentctx_append($1, $2, $3, $4, $5, $6, $7)";
 
 /// The compare-and-append of a call's result (schema version 5): as
 /// [`APPEND`], then the plan's row, the call's index, the worker and the
@@ -26,6 +29,12 @@ pub(super) const APPEND: &str = "SELECT o_id, o_length FROM agentctx_append($1, 
 /// The lines' chain digests come last (schema version 6).
 pub(super) const COMMIT_CALL: &str = "SELECT o_id, o_length, o_state, o_fenced, o_attempts, o_worker \
      FROM agentctx_commit_call($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+/// The rows and first message the append with key `$2` wrote to context
+/// `$1`, while the key is kept (schema version 7: the 7 days
+/// `agentctx_append` keeps keys for).
+pub(super) const KEY: &str = "SELECT first_seq, end_seq, first_message FROM agentctx_keys \
+     WHERE context = $1 AND key = $2 AND at >= now() - interval '7 days'";
 
 /// Locks a context's row for the rest of the transaction.
 pub(super) const LOCK: &str = "SELECT 1 FROM agentctx_contexts WHERE id = $1 FOR UPDATE";
