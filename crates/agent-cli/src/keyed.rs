@@ -10,7 +10,7 @@ use std::ops::Range;
 /// What `--key` says in every command's help.
 pub(crate) const HELP: &str = "Append at most once per KEY (printable ASCII without spaces, at most \
     128 bytes): run again with the same KEY after a failure — the append may have landed — and \
-    nothing already appended is appended again. Kept 7 days; PostgreSQL contexts only for now";
+    nothing already appended is appended again. Kept 7 days, in PostgreSQL and beside JSONL files (not JSON arrays)";
 
 /// Parses `--key` (a clap value parser: a bad key is a usage error).
 pub(crate) fn parse_key(arg: &str) -> std::result::Result<AppendKey, String> {

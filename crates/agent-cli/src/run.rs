@@ -102,8 +102,8 @@ const RUN_KEY_HELP: &str = "With --write: append each call's result at most once
     KEY/call-N (N: the call's index). Running the plan again with the same KEY after a failure — \
     an append that may have landed — appends nothing already written; the activities still run \
     again (their side effects happen again), and a result already written is reported done. \
-    KEY: printable ASCII without spaces; every KEY/call-N at most 128 bytes. Kept 7 days; \
-    PostgreSQL contexts only for now";
+    KEY: printable ASCII without spaces; every KEY/call-N at most 128 bytes. Kept 7 days, \
+    in PostgreSQL and beside JSONL files (not JSON arrays)";
 
 /// The report on stdout, with the exit status its calls call for.
 fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {

@@ -1,6 +1,7 @@
 //! `--key` (R34b, spec §10) through the real binary on a real PostgreSQL
 //! server: `append`, `apply --write` and `run --write` with the same key
-//! twice write once; a file context refuses a key for now.
+//! twice write once, on PostgreSQL and on a JSONL file; a JSON array file
+//! refuses a key.
 //!
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test`.
@@ -128,9 +129,36 @@ fn r34b_run_write_with_a_key_again_writes_each_result_once() {
 }
 
 #[test]
-fn r34b_a_file_context_refuses_a_key_and_appends_nothing() {
+fn r34b_a_jsonl_file_keeps_keys_so_the_same_key_twice_writes_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.jsonl");
+    let context = path.to_str().unwrap();
+    ok(&["append", context, r#"{"type":"state","data":{"items":[]}}"#]);
+    ok(&["append", context, ITEM, "--key", "file-1"]);
+    let second = ok(&["append", context, ITEM, "--key", "file-1"]);
+    assert!(second.stderr.starts_with("note: "), "{second:?}");
+    assert_eq!(state(context), json!({"items": [1]}));
+    let plan = r#"[{"_tool":"one","_outputPath":"†state.items","_outputMethod":"push"}]"#;
+    for _ in 0..2 {
+        ok(&[
+            "run",
+            context,
+            plan,
+            "--activity",
+            "one=echo 2",
+            "--write",
+            "--key",
+            "run-1",
+        ]);
+    }
+    assert_eq!(state(context), json!({"items": [1, 2]}));
+    assert!(dir.path().join(".c.jsonl.keys").exists());
+}
+
+#[test]
+fn r34b_a_json_array_file_refuses_a_key_and_appends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
     let context = path.to_str().unwrap();
     ok(&["append", context, r#"{"type":"state","data":{"items":[]}}"#]);
     let before = std::fs::read(&path).unwrap();

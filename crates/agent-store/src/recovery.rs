@@ -431,6 +431,7 @@ fn temp_kind(file_name: &str, name: &str) -> Option<Temp> {
             .strip_prefix("pending.")
             .or_else(|| kind.strip_prefix("snapshot."))
             .or_else(|| kind.strip_prefix("head."))
+            .or_else(|| kind.strip_prefix("keys."))
         {
             return random(r).then_some(Temp::Unlocked);
         }

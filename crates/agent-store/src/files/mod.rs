@@ -16,6 +16,7 @@
 //!   the file is still the one it summarises;
 //! - [`cache`]: opening through the snapshot when the head record says the
 //!   file is as a writer left it; writing both;
+//! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47);
 //! - [`record`]: the head record, `.NAME.head` (R34e);
 //! - [`json`]: splicing appends into a JSON array's text;
 //! - [`open`]: deciding a file's format without hanging on a FIFO, and the
@@ -24,6 +25,7 @@
 mod anchor;
 mod cache;
 mod json;
+mod keys;
 mod lock;
 mod open;
 mod record;

@@ -584,6 +584,17 @@ impl Store for FileStore {
         Ok(verified)
     }
 
+    /// Keys kept beside a JSONL file, checked under its lock (`keys.rs`);
+    /// a JSON array file keeps none.
+    fn commit_once(
+        &mut self,
+        context: &mut Context,
+        messages: &[agent_data::Message],
+        key: &crate::AppendKey,
+    ) -> Result<crate::Once> {
+        self.commit_keyed(context, messages, key)
+    }
+
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
         if context.len() != self.seen.messages {
             return Err(Error::Malformed {
