@@ -59,14 +59,16 @@ impl Drop for Dir {
 }
 
 /// Names in `dir`, sorted: spots leftover temporary files.
-/// The files in `dir` but head records (`.NAME.head`, R34e): every writer
-/// leaves one beside a JSONL log, as it does a snapshot; what these tests
-/// look for is anything else left behind.
+/// The files in `dir` but head records and checkpoints (`.NAME.head`,
+/// `.NAME.chain`, R34e): writers leave them beside a JSONL log, as they do
+/// a snapshot; what these tests look for is anything else left behind.
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|name| !(name.starts_with('.') && name.ends_with(".head")))
+        .filter(|name| {
+            !(name.starts_with('.') && (name.ends_with(".head") || name.ends_with(".chain")))
+        })
         .collect();
     names.sort();
     names

@@ -60,7 +60,7 @@ mod verify;
 
 pub use append::{Append, KeyedAppend, Stored};
 pub use error::{Error, Fenced, Result};
-pub use files::FileStore;
+pub use files::{CHECKPOINT_EVERY, FileStore};
 pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};
 #[cfg(feature = "postgres")]
 pub use pg::{

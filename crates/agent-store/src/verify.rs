@@ -103,6 +103,17 @@ pub enum Finding {
         /// The log's digest after as many messages (`None`: it has fewer).
         log: Option<Digest>,
     },
+    /// The log's digest after `before` messages is not the checkpoint's: a
+    /// message from `after` (the checkpoint before, or 0) to `before`
+    /// changed, or the log was cut there (`log` is `None`).
+    Checkpoint {
+        /// The checkpoint before, which matched (0: the start).
+        after: usize,
+        /// The first checkpoint that does not match.
+        before: usize,
+        /// The log's digest there (`None`: it has fewer messages).
+        log: Option<Digest>,
+    },
     /// Rows `from` to `to` (inclusive) are not there: deleted.
     RowsMissing {
         /// The first missing row.
@@ -188,6 +199,20 @@ impl std::fmt::Display for Finding {
                 write!(f, "the snapshot cannot be read: {reason}")
             }
             Finding::Ignored { path, reason } => write!(f, "ignored {path}: {reason}"),
+            Finding::Checkpoint {
+                after,
+                before,
+                log: Some(_),
+            } => write!(
+                f,
+                "the chain after {before} messages is not its checkpoint's: a message from \
+                 {after} to {before} changed"
+            ),
+            Finding::Checkpoint { after, before, .. } => write!(
+                f,
+                "a checkpoint at {before} messages, past the log's end: the log was cut after \
+                 {after}"
+            ),
             Finding::RecordChain {
                 messages,
                 record,
@@ -228,6 +253,36 @@ impl std::fmt::Display for Finding {
             }
         }
     }
+}
+
+/// Checks the checkpoints `points` (ascending) against `log`, a whole log:
+/// the first that does not match places the change after the one before.
+pub(crate) fn check_checkpoints(log: &Context, points: &[(usize, Digest)]) -> Vec<Finding> {
+    let mut digest = Digest::GENESIS;
+    let mut at = 0;
+    let mut after = 0;
+    for &(messages, expected) in points {
+        if messages > log.len() {
+            return vec![Finding::Checkpoint {
+                after,
+                before: messages,
+                log: None,
+            }];
+        }
+        while at < messages {
+            digest = digest.next(log.message_json(at).unwrap_or_default().as_bytes());
+            at += 1;
+        }
+        if digest != expected {
+            return vec![Finding::Checkpoint {
+                after,
+                before: messages,
+                log: Some(digest),
+            }];
+        }
+        after = messages;
+    }
+    Vec::new()
 }
 
 /// Checks what a head record says against `log`, a whole log: the digest

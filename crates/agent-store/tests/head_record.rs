@@ -169,3 +169,77 @@ fn r34e_a_symlink_planted_as_the_record_is_never_written_through() {
         "{text}"
     );
 }
+
+/// How a line of the file is changed behind agentctx's back.
+#[derive(Debug, Clone)]
+enum Change {
+    Edit(usize),
+    Delete(usize),
+    Insert(usize),
+    Swap(usize, usize),
+}
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn change(n: usize) -> impl Strategy<Value = Change> {
+        prop_oneof![
+            (0..n).prop_map(Change::Edit),
+            (0..n).prop_map(Change::Delete),
+            (0..n).prop_map(Change::Insert),
+            (0..n, 0..n)
+                .prop_filter("two lines", |(a, b)| a != b)
+                .prop_map(|(a, b)| Change::Swap(a.min(b), a.max(b))),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Any edit, deletion, insertion or reordering of a file's lines is
+        /// found, and placed between the two checkpoints around the first
+        /// changed line — or, past the last checkpoint, before the record's
+        /// end.
+        #[test]
+        fn r34e_verify_finds_any_change_of_a_file_between_its_checkpoints(
+            (n, change) in (2usize..700).prop_flat_map(|n| (Just(n), change(n)))
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("c.jsonl");
+            std::fs::write(&path, "").unwrap();
+            let mut store = FileStore::open(&path).unwrap();
+            let mut context = store.load().unwrap().context;
+            // In batches of 100, so appends cross checkpoints mid-batch.
+            for start in (0..n).step_by(100) {
+                let batch: Vec<Message> = (start..n.min(start + 100))
+                    .flat_map(|i| Message::from_value(json!({"type": "state", "data": {"n": i}})).unwrap())
+                    .collect();
+                store.commit(&mut context, &batch).unwrap();
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let first = match change {
+                Change::Edit(p) => { lines[p] = json!({"type": "state", "data": {"n": -1}}).to_string(); p }
+                Change::Delete(p) => { lines.remove(p); p }
+                Change::Insert(p) => { lines.insert(p, json!({"type": "state", "data": {"n": -2}}).to_string()); p }
+                Change::Swap(a, b) => { lines.swap(a, b); a }
+            };
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            let findings = FileStore::open(&path).unwrap().verify().unwrap().findings;
+            prop_assert!(!findings.is_empty(), "{:?} not found", change);
+            let every = agent_store::CHECKPOINT_EVERY;
+            let last_checkpoint = n / every * every;
+            if first < last_checkpoint {
+                let placed = findings.iter().any(|f| matches!(f,
+                    Finding::Checkpoint { after, before, .. } if *after <= first && first < *before));
+                prop_assert!(placed, "{:?}: {:?}", change, findings);
+            } else {
+                prop_assert!(
+                    findings.iter().any(|f| matches!(f, Finding::RecordChain { messages, .. } if *messages == n)),
+                    "{:?}: {:?}", change, findings
+                );
+            }
+        }
+    }
+}

@@ -17,6 +17,7 @@
 //! - [`cache`]: opening through the snapshot when the head record says the
 //!   file is as a writer left it; writing both;
 //! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47);
+//! - [`checkpoints`]: the chain's digest every 256 messages, for `verify`;
 //! - [`record`]: the head record, `.NAME.head` (R34e);
 //! - [`json`]: splicing appends into a JSON array's text;
 //! - [`open`]: deciding a file's format without hanging on a FIFO, and the
@@ -24,6 +25,7 @@
 
 mod anchor;
 mod cache;
+mod checkpoints;
 mod json;
 mod keys;
 mod lock;
@@ -31,5 +33,6 @@ mod open;
 mod record;
 mod store;
 
+pub use checkpoints::EVERY as CHECKPOINT_EVERY;
 pub(crate) use lock::LockedFile;
 pub use store::FileStore;

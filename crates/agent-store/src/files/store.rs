@@ -382,9 +382,10 @@ impl FileStore {
                     recovery::fingerprint_after(self.seen.tail, &bytes, end, file)
                         .map_err(self.io("read"))?,
                 );
-                self.seen.head = prepared
-                    .lines()
-                    .fold(self.seen.head, |head, line| head.next(line.as_bytes()));
+                let (points, head) =
+                    super::checkpoints::crossed(prepared.base(), self.seen.head, prepared.lines());
+                self.seen.head = head;
+                super::checkpoints::append(file, &points);
                 self.seen.messages = prepared.base() + lines;
                 self.write_record(file);
             }
@@ -574,6 +575,11 @@ impl Store for FileStore {
                 .findings
                 .extend(crate::verify::check_snapshot(&loaded.context, &sealed));
         }
+        let mut warnings = Vec::new();
+        let points = super::checkpoints::read(&target, &Log::of(&meta), &mut warnings);
+        verified
+            .findings
+            .extend(crate::verify::check_checkpoints(&loaded.context, &points));
         if let Some(found) = recorded {
             verified.findings.extend(crate::verify::check_record(
                 &loaded.context,
