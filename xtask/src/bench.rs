@@ -15,6 +15,10 @@
 //! `cargo xtask bench workers` runs only the pool of workers
 //! ([`crate::bench_workers`]): 1, 2, 4 and 8 `agentctx worker` processes on
 //! one 60-instance plan, and writes `target/bench-summary-workers.json`.
+//!
+//! `cargo xtask bench chain` runs only the chain check `verify` makes over
+//! a 1 GiB log against `sha256sum` of the file (`tests/bin/chain_check.rs`),
+//! and writes `target/bench-summary-chain.json`.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -88,8 +92,9 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
 /// The ratio each PostgreSQL and growth workload should stay at or under:
 /// above it, a path costs more than its baseline explains.
-const TARGETS: [(&str, f64); 7] = [
+const TARGETS: [(&str, f64); 8] = [
     ("C1-chain-vs-sha256", 2.0),
+    ("C2-verify-chain-vs-sha256sum", 2.0),
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
     ("W5-open-100k-vs-100", 2.0),
@@ -105,6 +110,7 @@ enum Parts {
     Pg,
     Cli,
     Workers,
+    Chain,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -113,9 +119,10 @@ pub(crate) fn run() -> Result<(), String> {
         Some("pg") => Parts::Pg,
         Some("cli") => Parts::Cli,
         Some("workers") => Parts::Workers,
+        Some("chain") => Parts::Chain,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|chain]"
             ));
         }
     };
@@ -145,12 +152,17 @@ pub(crate) fn run() -> Result<(), String> {
     if matches!(parts, Parts::All | Parts::Workers) {
         summary.extend(crate::bench_workers::run(&target)?);
     }
+    if matches!(parts, Parts::All | Parts::Chain) {
+        eprintln!("xtask: chain-check (writes a 1 GiB log under target/ once)");
+        summary.push(crate::probe("chain-check", &[])?);
+    }
     let missed = check_targets(&mut summary);
     let name = match parts {
         Parts::All => "bench-summary.json",
         Parts::Pg => "bench-summary-pg.json",
         Parts::Cli => "bench-summary-cli.json",
         Parts::Workers => "bench-summary-workers.json",
+        Parts::Chain => "bench-summary-chain.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

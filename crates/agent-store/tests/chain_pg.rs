@@ -207,6 +207,34 @@ mod chain_pg {
         );
     }
 
+    #[test]
+    fn r34e_the_server_refuses_a_row_whose_digest_does_not_chain() {
+        let (_, context) = written("server-check", 2);
+        let mut client = raw();
+        let id = id(&mut client, &context);
+        let line = r#"{"type":"state","data":{"n":9}}"#;
+        for digest in [None, Some(vec![7u8; 32])] {
+            let refused = client
+                .execute(
+                    "INSERT INTO agentctx_messages (context, seq, line, digest) VALUES ($1, 2, $2::text::json, $3)",
+                    &[&id, &line, &digest],
+                )
+                .unwrap_err();
+            let message = refused.as_db_error().unwrap().message().to_owned();
+            assert!(message.starts_with("agentctx: "), "{message}");
+            assert!(message.contains("row 2 of context"), "{message}");
+        }
+        // The right digest, computed as docs/store.md says, is accepted.
+        client
+            .execute(
+                "INSERT INTO agentctx_messages (context, seq, line, digest) \
+                 SELECT $1, 2, $2::text::json, sha256(m.digest || convert_to($2, 'UTF8')) \
+                 FROM agentctx_messages m WHERE m.context = $1 AND m.seq = 1",
+                &[&id, &line],
+            )
+            .unwrap();
+    }
+
     /// How a row is changed behind agentctx's back.
     #[derive(Debug, Clone)]
     enum Change {
@@ -259,13 +287,17 @@ mod chain_pg {
                          UPDATE agentctx_messages SET seq = seq - 999999 WHERE context = {id} AND seq >= 1000000;
                          UPDATE agentctx_contexts SET length = length + 1, chained = chained + 1 WHERE id = {id};"
                     )).unwrap();
-                    // A line with a digest of its own: copied from its neighbour.
+                    // A line with a digest of its own, copied from its
+                    // neighbour, by a role that bypasses the server's check
+                    // (a superuser turning triggers off).
+                    client.batch_execute("SET session_replication_role = replica").unwrap();
                     client.execute(
                         "INSERT INTO agentctx_messages (context, seq, line, digest) \
                          SELECT $1, $2::bigint, $3::text::json, digest FROM agentctx_messages \
                          WHERE context = $1 AND seq = $2::bigint + 1",
                         &[&id, &(k as i64), &line(200)],
                     ).unwrap();
+                    client.batch_execute("SET session_replication_role = DEFAULT").unwrap();
                     k
                 }
                 Change::Swap(a, b) => {

@@ -68,8 +68,31 @@ fn r34e_a_file_edited_in_place_under_its_snapshot_is_read_whole() {
         .context;
     assert_eq!(opened.head(), full.head());
     assert_eq!(n_of(&opened), n_of(&full));
-    // That read recorded the file and wrote a snapshot of it: the next
-    // open goes through the snapshot again, and reads the same.
+    // The record says otherwise before its end: kept for `verify`, warned
+    // about, never written over — every open reads the file whole.
+    let mut store = FileStore::open(&path).unwrap();
+    let loaded = store.load_tail().unwrap();
+    assert!(loaded.context.is_complete());
+    assert!(
+        loaded.warnings.iter().any(|w| w
+            .to_string()
+            .contains("it changed since agentctx last wrote it")),
+        "{:?}",
+        loaded.warnings
+    );
+    let findings = FileStore::open(&path).unwrap().verify().unwrap().findings;
+    assert!(
+        findings
+            .iter()
+            .any(|f| matches!(f, Finding::RecordChain { messages: 200, .. })),
+        "{findings:?}"
+    );
+    // Once the change is understood and the record removed, a whole read
+    // records the file again and opens go through a snapshot again.
+    std::fs::remove_file(dir.path().join(".c.jsonl.head")).unwrap();
+    let mut store = FileStore::open(&path).unwrap();
+    let context = store.load().unwrap().context;
+    store.snapshot(&context, true).unwrap();
     let again = FileStore::open(&path).unwrap().load_tail().unwrap().context;
     assert!(!again.is_complete());
     assert_eq!(again.head(), full.head());
@@ -242,4 +265,26 @@ mod property {
             }
         }
     }
+}
+
+#[test]
+fn r34e_a_hard_link_planted_as_a_record_keys_or_checkpoints_is_never_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    for sidecar in [".c.jsonl.head", ".c.jsonl.keys", ".c.jsonl.chain"] {
+        std::fs::hard_link(&victim, dir.path().join(sidecar)).unwrap();
+    }
+    std::fs::write(&path, "").unwrap();
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = store.load().unwrap().context;
+    let batch: Vec<Message> = (0..300)
+        .flat_map(|i| Message::from_value(json!({"type": "state", "data": {"n": i}})).unwrap())
+        .collect();
+    store.commit(&mut context, &batch).unwrap();
+    let key = agent_store::AppendKey::new("k").unwrap();
+    let keyed = store.commit_once(&mut context, &batch[..1], &key);
+    assert!(keyed.is_err(), "keys cannot be kept through a planted link");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
 }

@@ -109,7 +109,7 @@ impl FileStore {
     /// its identity now, its messages and the chain's head. A cache: not
     /// writing it costs the next open a full read, so failing is no error.
     pub(super) fn write_record(&mut self, file: &LockedFile) {
-        if self.format != Format::Jsonl || self.seen.unterminated {
+        if self.format != Format::Jsonl || self.seen.unterminated || self.record_disagrees {
             return;
         }
         let Ok(meta) = file.metadata() else {
@@ -135,5 +135,36 @@ impl FileStore {
         let found = record::read(&target, &Log::of(&meta), &mut ignored);
         self.note(ignored);
         Ok(found)
+    }
+
+    /// After a whole read of `context`: records the file, unless the record
+    /// there says the log held other messages before its end — evidence of
+    /// a change since agentctx last wrote it, kept for `verify` (and
+    /// warned about) rather than written over. Removing the record once the
+    /// change is understood lets opens go through the snapshot again.
+    pub(super) fn record_whole_read(&mut self, file: &LockedFile, context: &Context) {
+        let Ok(meta) = file.metadata() else {
+            return;
+        };
+        let mut ignored = Vec::new();
+        let found = record::read(file.target(), &Log::of(&meta), &mut ignored);
+        self.note(ignored);
+        if let Some(found) = found
+            && !crate::verify::check_record(context, found.messages, found.digest).is_empty()
+        {
+            self.record_disagrees = true;
+            let path = crate::recovery::sidecar(file.target(), "head");
+            self.note(vec![trust::ignored(
+                &path,
+                format!(
+                    "it says the log held {} messages ending at digest {}, and the log differs \
+                     before that: it changed since agentctx last wrote it (agentctx verify \
+                     says where; remove the record once that is understood)",
+                    found.messages, found.digest
+                ),
+            )]);
+            return;
+        }
+        self.write_record(file);
     }
 }

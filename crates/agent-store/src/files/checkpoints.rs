@@ -58,7 +58,10 @@ pub(crate) fn append(file: &LockedFile, points: &[(usize, Digest)]) {
         return;
     };
     let ours = out.metadata().is_ok_and(|m| {
-        m.is_file() && m.uid() == trust::me() && m.mode() & 0o7777 & !log.sidecar_mode() == 0
+        m.is_file()
+            && m.nlink() == 1
+            && m.uid() == trust::me()
+            && m.mode() & 0o7777 & !log.sidecar_mode() == 0
     });
     if !ours {
         return;

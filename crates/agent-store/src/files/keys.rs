@@ -131,6 +131,9 @@ impl FileStore {
             Ok((found, log, entries))
         })?;
         if let Some(range) = found {
+            // The bytes may be only in the page cache (their writer died
+            // before its fsync): durable before they are called landed.
+            self.with_held(|store, file| file.sync().map_err(store.io("sync")))?;
             return Ok(Once::Already(range));
         }
         let prepared = context
@@ -239,6 +242,10 @@ impl FileStore {
             fresh.write_all(kept.as_bytes()).map_err(&io)?;
             fresh.as_file().sync_all().map_err(&io)?;
             fresh.persist(&path).map_err(|e| io(e.error))?;
+            // The new name must survive a crash before the entry does.
+            std::fs::File::open(dir_of(target))
+                .and_then(|dir| dir.sync_all())
+                .map_err(&io)?;
         }
         let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
         let mut keys = std::fs::OpenOptions::new()
@@ -249,7 +256,8 @@ impl FileStore {
             .open(&path)
             .map_err(&io)?;
         let meta = keys.metadata().map_err(&io)?;
-        if !meta.is_file() || meta.uid() != trust::me() {
+        // One link: a hard link planted at the name is never appended to.
+        if !meta.is_file() || meta.uid() != trust::me() || meta.nlink() != 1 {
             return Err(Error::Malformed {
                 name: self.name.clone(),
                 reason: format!("cannot keep append keys: {} is not ours", path.display()),

@@ -117,6 +117,11 @@ impl LockedFile {
         Ok((held.dev(), held.ino()))
     }
 
+    /// Makes what was written to the file durable (`fdatasync`).
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
     /// The locked inode's `fstat`.
     pub(crate) fn metadata(&self) -> io::Result<fs::Metadata> {
         self.file.metadata()

@@ -162,6 +162,14 @@ pub(crate) fn write(
     if open.is_none() {
         *open = ours(&sidecar(target, "head"), log);
     }
+    // A record replaced under us (another writer renamed a new one in)
+    // leaves ours unlinked: writing it would reach no one.
+    if open
+        .as_ref()
+        .is_some_and(|f| f.metadata().map_or(true, |m| m.nlink() != 1))
+    {
+        *open = ours(&sidecar(target, "head"), log);
+    }
     if let Some(file) = open {
         use std::os::unix::fs::FileExt;
         file.write_all_at(text.as_bytes(), 0)?;
@@ -181,8 +189,8 @@ pub(crate) fn write(
 }
 
 /// The record at `path` opened for writing in place, when it is ours: a
-/// regular file (never through a symlink, never waiting on a FIFO) owned
-/// by this user and no wider than the log.
+/// regular file (never through a symlink, never waiting on a FIFO) with one
+/// link, owned by this user and no wider than the log.
 fn ours(path: &Path, log: &Log) -> Option<File> {
     let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
     let file = std::fs::OpenOptions::new()
@@ -192,7 +200,10 @@ fn ours(path: &Path, log: &Log) -> Option<File> {
         .ok()?;
     let meta = file.metadata().ok()?;
     let fits = meta.mode() & 0o7777 & !log.sidecar_mode() == 0;
-    (meta.is_file() && meta.uid() == trust::me() && fits).then_some(file)
+    // One link: a hard link planted at the record's name (to another file
+    // of this user's) is never written through.
+    let single = meta.nlink() == 1;
+    (meta.is_file() && meta.uid() == trust::me() && fits && single).then_some(file)
 }
 
 #[cfg(test)]

@@ -57,6 +57,9 @@ pub struct FileStore {
     pub(super) swept: bool,
     /// The head record beside the file, open for writing in place.
     pub(super) record: Option<std::fs::File>,
+    /// The record disagrees with the log before its end: kept as found,
+    /// for `verify`, and never written over by this handle.
+    pub(super) record_disagrees: bool,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -130,6 +133,7 @@ impl FileStore {
             warned: Vec::new(),
             swept: false,
             record: None,
+            record_disagrees: false,
         }
     }
 
@@ -518,7 +522,7 @@ impl Store for FileStore {
                     // Read whole: what the file holds is known, so an open
                     // through the snapshot may trust it from now on.
                     if !loaded.unterminated && loaded.warnings.is_empty() {
-                        store.write_record(file);
+                        store.record_whole_read(file, &loaded.context);
                     }
                 }
                 Format::Json => store.remember_json(&json),

@@ -7,13 +7,13 @@ use super::client::Client;
 use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 7] = [
+const MIGRATIONS: [(i32, &str, &str); 8] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -32,6 +32,11 @@ const MIGRATIONS: [(i32, &str, &str); 7] = [
         7,
         "idempotent appends: agentctx_append keeps and checks an append key",
         V7,
+    ),
+    (
+        8,
+        "the server refuses a row whose digest does not chain",
+        V8,
     ),
 ];
 
@@ -474,6 +479,43 @@ BEGIN
     END IF;
 END
 $body$;
+"#;
+
+/// Version 8: the server checks the chain too. A row is inserted only with
+/// its digest, and — when the row before it carries one — only when the
+/// digest is SHA-256 of that digest and the line (`sha256`, PostgreSQL 11
+/// and later): another program's append with a missing or wrong digest is
+/// refused at once, naming the row, instead of making every later read of
+/// the context fail. A row-level trigger sees the rows its own statement
+/// inserted before, so a batch is checked row by row.
+const V8: &str = r#"
+CREATE FUNCTION agentctx_chain_check() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+DECLARE
+    v_before bytea;
+    v_found boolean;
+BEGIN
+    IF NEW.digest IS NULL THEN
+        RAISE EXCEPTION 'agentctx: row % of context % has no chain digest', NEW.seq, NEW.context
+            USING ERRCODE = '23514';
+    END IF;
+    IF NEW.seq = 0 THEN
+        v_before := decode(repeat('00', 32), 'hex');
+        v_found := true;
+    ELSE
+        SELECT m.digest INTO v_before FROM agentctx_messages m
+            WHERE m.context = NEW.context AND m.seq = NEW.seq - 1;
+        v_found := v_before IS NOT NULL;
+    END IF;
+    IF v_found AND NEW.digest <> sha256(v_before || convert_to(NEW.line::text, 'UTF8')) THEN
+        RAISE EXCEPTION 'agentctx: the digest of row % of context % is not SHA-256 of the row before''s digest and its line', NEW.seq, NEW.context
+            USING ERRCODE = '23514';
+    END IF;
+    RETURN NEW;
+END
+$body$;
+CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
+    FOR EACH ROW EXECUTE PROCEDURE agentctx_chain_check();
 "#;
 
 /// Why the schema cannot be used.

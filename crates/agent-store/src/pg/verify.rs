@@ -136,11 +136,12 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
             continue;
         }
         // Inserted: the next row follows from the row before this one.
+        let prior = match i.checked_sub(1) {
+            Some(p) => rows[p].digest,
+            None => Some(Digest::GENESIS),
+        };
         if let Some(&next) = broken.get(n + 1).filter(|&&next| next == i + 1)
-            && i > 0
-            && rows[i - 1]
-                .digest
-                .is_some_and(|d| Some(d.next(rows[next].line.as_bytes())) == rows[next].digest)
+            && prior.is_some_and(|d| Some(d.next(rows[next].line.as_bytes())) == rows[next].digest)
         {
             findings.push(Finding::RowInserted { row: rows[i].seq });
             told[i] = true;
