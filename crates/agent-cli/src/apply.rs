@@ -58,7 +58,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     let appended = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
         check_tool_schema(&call, stored.context(), tool_schema.as_ref())?;
-        match &args.key {
+        let applied = match &args.key {
             None => agent_output::apply(&mut stored, &call, outcome, clock.as_ref()),
             Some(key) => {
                 let mut noting = Noting::new(&mut stored, key)?;
@@ -71,7 +71,11 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
                 noting.report();
                 applied
             }
+        };
+        if applied.is_ok() {
+            crate::input::print_head(stored.context());
         }
+        applied
     } else {
         let mut context = load_context(&args.context, Reading::Views)?;
         check_tool_schema(&call, &context, tool_schema.as_ref())?;

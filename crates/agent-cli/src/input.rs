@@ -19,6 +19,17 @@ pub(crate) enum Reading {
     Whole,
 }
 
+/// `--head`: print the head after a write ([`print_head`]).
+pub(crate) static PRINT_HEAD: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// With `--head`, the head of `context` just written, on stderr.
+pub(crate) fn print_head(context: &Context) {
+    if PRINT_HEAD.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("head: {} ({} messages)", context.head(), context.len());
+    }
+}
+
 /// Loads CONTEXT: a file path, a PostgreSQL URL, or `-` for stdin (spec
 /// §10). Load warnings (a torn last line, R34) go to stderr.
 pub(crate) fn load_context(arg: &str, reading: Reading) -> Result<Context, Failure> {

@@ -27,6 +27,11 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "agentctx", version)]
 struct Cli {
+    /// After a write, print the context's head on stderr — `head: HEX (N
+    /// messages)`, the digest of its chain (R34e) — to keep where its
+    /// writers cannot reach and check later with `verify --expect HEX`.
+    #[arg(long, global = true)]
+    head: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -232,7 +237,10 @@ fn main() -> ExitCode {
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     );
     let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+        Ok(cli) => {
+            input::PRINT_HEAD.store(cli.head, std::sync::atomic::Ordering::Relaxed);
+            cli
+        }
         Err(e) => {
             // --help and --version are not errors; everything else is usage (2).
             let code = if e.use_stderr() { 2 } else { 0 };

@@ -6,6 +6,7 @@ use crate::keyed::Noting;
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Plan, Report, Status};
+use agent_store::Append as _;
 use serde_json::{Value, json};
 
 /// The arguments of `agentctx run`.
@@ -80,13 +81,13 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         let mut noting = Noting::new(&mut stored, key)?;
         let report = plan.run_keyed(&mut noting, &activities, clock.as_ref(), Some(key));
         noting.report();
+        crate::input::print_head(stored.context());
         report
     } else if args.write {
-        plan.run(
-            &mut open_stored(&args.context, false, Reading::Views)?,
-            &activities,
-            clock.as_ref(),
-        )
+        let mut stored = open_stored(&args.context, false, Reading::Views)?;
+        let report = plan.run(&mut stored, &activities, clock.as_ref());
+        crate::input::print_head(stored.context());
+        report
     } else {
         plan.run(
             &mut load_context(&args.context, Reading::Views)?,

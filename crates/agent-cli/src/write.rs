@@ -33,6 +33,7 @@ pub(crate) fn append(
             noting.report();
         }
     }
+    crate::input::print_head(stored.context());
     Ok(String::new())
 }
 
@@ -49,7 +50,10 @@ pub(crate) fn assign(context: &str, inputs: &str, write: bool) -> Result<String,
         }
     };
     let (_, messages) = if write {
-        agent_instancing::assign_inputs(&mut open_stored(context, true, Reading::Views)?, inputs)
+        let mut stored = open_stored(context, true, Reading::Views)?;
+        let assigned = agent_instancing::assign_inputs(&mut stored, inputs);
+        crate::input::print_head(stored.context());
+        assigned
     } else {
         agent_instancing::assign_inputs(&mut load_context(context, Reading::Views)?, inputs)
     }

@@ -151,3 +151,38 @@ fn r34e_verify_finds_a_message_changed_under_the_snapshot() {
     assert_eq!(finding["finding"], "snapshotChain", "{finding}");
     assert!(finding["summarises"].as_u64().unwrap() > 5);
 }
+
+#[test]
+fn r34e_every_write_can_print_the_head_that_verify_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let path = path.to_str().unwrap();
+    let one = json!({"type": "state", "data": {"n": 1}}).to_string();
+    let appended = agentctx(&["append", path, &one, "--head"]);
+    assert_eq!(appended.code, 0, "{}", appended.stderr);
+    let applied = agentctx(&[
+        "apply",
+        path,
+        r#"{"_tool":"t","_outputPath":"†state.m"}"#,
+        "--result",
+        "2",
+        "--write",
+        "--head",
+    ]);
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    let line = applied.stderr.trim_end();
+    let (head, count) = line
+        .strip_prefix("head: ")
+        .and_then(|rest| rest.split_once(' '))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(count, "(2 messages)");
+    assert!(
+        appended.stderr.ends_with("(1 messages)\n"),
+        "{}",
+        appended.stderr
+    );
+    // The head a write printed is the one verify recomputes.
+    assert_eq!(agentctx(&["verify", path, "--expect", head]).code, 0);
+    // Without --head, a write says nothing more than before.
+    assert_eq!(agentctx(&["append", path, &one]).stderr, "");
+}
