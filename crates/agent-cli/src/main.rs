@@ -28,7 +28,7 @@ use std::process::ExitCode;
 #[command(name = "agentctx", version)]
 struct Cli {
     /// After a write, print the context's head on stderr — `head: HEX (N
-    /// messages)`, the digest of its chain (R34e) — to keep where its
+    /// messages)`, the digest of its chain — to keep where its
     /// writers cannot reach and check later with `verify --expect HEX`.
     #[arg(long, global = true)]
     head: bool,
