@@ -288,3 +288,41 @@ fn r34e_a_hard_link_planted_as_a_record_keys_or_checkpoints_is_never_written_thr
     assert!(keyed.is_err(), "keys cannot be kept through a planted link");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
 }
+
+#[test]
+fn r34e_a_writer_catching_up_from_nothing_keeps_a_record_the_log_contradicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    written(&path, 10);
+    let record = std::fs::read_to_string(dir.path().join(".c.jsonl.head")).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen(r#"{"n":3}"#, r#"{"n":4}"#, 1)).unwrap();
+    // A writer that never loads: it catches up from an empty context.
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = Context::new();
+    let more = Message::from_value(json!({"type": "state", "data": {"n": 10}})).unwrap();
+    store.commit(&mut context, &more).unwrap();
+    assert!(
+        store.take_warnings().iter().any(|w| w
+            .to_string()
+            .contains("it changed since agentctx last wrote it")),
+        "warned"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".c.jsonl.head")).unwrap(),
+        record,
+        "the evidence is kept"
+    );
+    let findings = FileStore::open(&path).unwrap().verify().unwrap().findings;
+    assert!(
+        findings.iter().any(|f| matches!(
+            f,
+            Finding::RecordChain {
+                messages: 10,
+                log: Some(_),
+                ..
+            }
+        )),
+        "{findings:?}"
+    );
+}

@@ -143,28 +143,39 @@ impl FileStore {
     /// warned about) rather than written over. Removing the record once the
     /// change is understood lets opens go through the snapshot again.
     pub(super) fn record_whole_read(&mut self, file: &LockedFile, context: &Context) {
+        if self.judge_record(file, context) {
+            self.write_record(file);
+        }
+    }
+
+    /// Whether the record beside the file agrees with `context`, the whole
+    /// log: none there, or one whose messages and digest are a prefix of
+    /// its chain. One that disagrees is warned about, and this handle never
+    /// writes over it.
+    pub(super) fn judge_record(&mut self, file: &LockedFile, context: &Context) -> bool {
         let Ok(meta) = file.metadata() else {
-            return;
+            return false;
         };
         let mut ignored = Vec::new();
         let found = record::read(file.target(), &Log::of(&meta), &mut ignored);
         self.note(ignored);
-        if let Some(found) = found
-            && !crate::verify::check_record(context, found.messages, found.digest).is_empty()
-        {
-            self.record_disagrees = true;
-            let path = crate::recovery::sidecar(file.target(), "head");
-            self.note(vec![trust::ignored(
-                &path,
-                format!(
-                    "it says the log held {} messages ending at digest {}, and the log differs \
-                     before that: it changed since agentctx last wrote it (agentctx verify \
-                     says where; remove the record once that is understood)",
-                    found.messages, found.digest
-                ),
-            )]);
-            return;
+        let Some(found) = found else {
+            return true;
+        };
+        if crate::verify::check_record(context, found.messages, found.digest).is_empty() {
+            return true;
         }
-        self.write_record(file);
+        self.record_disagrees = true;
+        let path = crate::recovery::sidecar(file.target(), "head");
+        self.note(vec![trust::ignored(
+            &path,
+            format!(
+                "it says the log held {} messages ending at digest {}, and the log differs \
+                 before that: it changed since agentctx last wrote it (agentctx verify says \
+                 where; remove the record once that is understood)",
+                found.messages, found.digest
+            ),
+        )]);
+        false
     }
 }

@@ -616,7 +616,17 @@ impl Store for FileStore {
                 ),
             });
         }
-        match self.with_lock(false, |store, file| store.read_tail(file, context)) {
+        // Read from the start: the whole log is known, so a record it
+        // contradicts is found before this handle writes one over it.
+        let whole = self.seen.file.is_none() && self.format == Format::Jsonl;
+        let read = |store: &mut Self, file: &mut LockedFile| {
+            store.read_tail(file, context)?;
+            if whole && context.is_complete() {
+                store.judge_record(file, context);
+            }
+            Ok(())
+        };
+        match self.with_lock(false, read) {
             // Nothing to catch up with yet: the first append creates it.
             Err(Error::Io { source, .. })
                 if source.kind() == io::ErrorKind::NotFound && self.seen.file.is_none() =>
