@@ -50,6 +50,12 @@ impl Digest {
     pub fn from_bytes(bytes: [u8; 32]) -> Digest {
         Digest(bytes)
     }
+
+    /// From a slice of exactly 32 bytes (a stored digest); `None` for any
+    /// other length.
+    pub fn from_slice(bytes: &[u8]) -> Option<Digest> {
+        <[u8; 32]>::try_from(bytes).ok().map(Digest)
+    }
 }
 
 impl std::fmt::Display for Digest {

@@ -143,6 +143,24 @@ pub(crate) fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result
     Ok(file)
 }
 
+/// Opens the sidecar `path` with `options` to write it in place, when it
+/// is this user's own: never through a symlink, never waiting on a FIFO,
+/// a regular file with one link (a hard link planted at the name, to
+/// another file of this user's, is never written through), owned by this
+/// user: with the file, its `fstat`, for the caller's own checks. `None`
+/// for anything else; an error when it cannot be opened at all.
+pub(crate) fn open_own(
+    path: &Path,
+    options: &mut OpenOptions,
+) -> io::Result<Option<(File, Metadata)>> {
+    let file = options
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let own = meta.is_file() && meta.nlink() == 1 && meta.uid() == me();
+    Ok(own.then_some((file, meta)))
+}
+
 /// Looks for the sidecar `path` of `log` and decides whether it may be
 /// believed. A sidecar of ours whose mode is wider than the log's is
 /// tightened to the log's; one of another user's is ignored instead.

@@ -47,23 +47,17 @@ pub(crate) fn append(file: &LockedFile, points: &[(usize, Digest)]) {
         return;
     };
     let log = Log::of(&meta);
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let Ok(mut out) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(log.sidecar_mode())
-        .custom_flags(flags.bits() as i32)
-        .open(sidecar(file.target(), "chain"))
-    else {
+    let own = trust::open_own(
+        &sidecar(file.target(), "chain"),
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(log.sidecar_mode()),
+    );
+    let Ok(Some((mut out, meta))) = own else {
         return;
     };
-    let ours = out.metadata().is_ok_and(|m| {
-        m.is_file()
-            && m.nlink() == 1
-            && m.uid() == trust::me()
-            && m.mode() & 0o7777 & !log.sidecar_mode() == 0
-    });
-    if !ours {
+    if meta.mode() & 0o7777 & !log.sidecar_mode() != 0 {
         return;
     }
     let text: String = points.iter().map(|(m, d)| format!("{m} {d}\n")).collect();

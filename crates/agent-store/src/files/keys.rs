@@ -19,7 +19,7 @@ use crate::trust::{self, Found, Log};
 use crate::{AppendKey, Error, KEY_DAYS, Once, Result, Store};
 use agent_data::{Context, Format, Message, Prepared};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 
 /// Size past which expired entries are dropped (rewriting the file).
 const PRUNE_AT: u64 = 1 << 20;
@@ -247,22 +247,20 @@ impl FileStore {
                 .and_then(|dir| dir.sync_all())
                 .map_err(&io)?;
         }
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        let mut keys = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(log.sidecar_mode())
-            .custom_flags(flags.bits() as i32)
-            .open(&path)
-            .map_err(&io)?;
-        let meta = keys.metadata().map_err(&io)?;
-        // One link: a hard link planted at the name is never appended to.
-        if !meta.is_file() || meta.uid() != trust::me() || meta.nlink() != 1 {
+        let own = trust::open_own(
+            &path,
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(log.sidecar_mode()),
+        )
+        .map_err(&io)?;
+        let Some((mut keys, meta)) = own else {
             return Err(Error::Malformed {
                 name: self.name.clone(),
                 reason: format!("cannot keep append keys: {} is not ours", path.display()),
             });
-        }
+        };
         let created = meta.len() == 0;
         if created {
             log.dress(&keys).map_err(&io)?;

@@ -17,7 +17,7 @@ use crate::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// What the first word of a record says.
@@ -188,22 +188,12 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// The record at `path` opened for writing in place, when it is ours: a
-/// regular file (never through a symlink, never waiting on a FIFO) with one
-/// link, owned by this user and no wider than the log.
+/// The record at `path` opened for writing in place, when it is ours
+/// ([`trust::open_own`]) and no wider than the log.
 fn ours(path: &Path, log: &Log) -> Option<File> {
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
+    let (file, meta) = trust::open_own(path, std::fs::OpenOptions::new().write(true)).ok()??;
     let fits = meta.mode() & 0o7777 & !log.sidecar_mode() == 0;
-    // One link: a hard link planted at the record's name (to another file
-    // of this user's) is never written through.
-    let single = meta.nlink() == 1;
-    (meta.is_file() && meta.uid() == trust::me() && fits && single).then_some(file)
+    fits.then_some(file)
 }
 
 #[cfg(test)]

@@ -5,19 +5,12 @@
 
 use super::PgStore;
 use super::client::RowIter;
-use super::sql::BACKFILL;
+use super::sql::{BACKFILL, BACKFILL_ROWS};
 use crate::Result;
 use agent_data::Digest;
 
 /// Rows digested and stored per round trip.
 const BATCH: i64 = 10_000;
-
-/// The rows of context `$1` from `$2` on, up to `$3` of them.
-const ROWS: &str = "SELECT seq, line::text FROM agentctx_messages \
-     WHERE context = $1 AND seq >= $2 ORDER BY seq LIMIT $3";
-
-/// The digest stored with row `$2`.
-const DIGEST_AT: &str = "SELECT digest FROM agentctx_messages WHERE context = $1 AND seq = $2";
 
 impl PgStore {
     /// Gives the rows of context `id` from `chained` on their digests;
@@ -28,15 +21,8 @@ impl PgStore {
         let mut head = if from == 0 {
             Digest::GENESIS
         } else {
-            let (client, _) = self.session()?;
-            let stored: Option<Vec<u8>> = client
-                .query_opt(DIGEST_AT, &[&id, &(from - 1)])
-                .inspect(|_| self.trips += 2)
-                .and_then(|row| row.map(|row| row.try_get(0)).transpose())
-                .map_err(|e| self.database("backfill the chain of", &e))?
-                .flatten();
-            match stored.and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()) {
-                Some(bytes) => Digest::from_bytes(bytes),
+            match self.stored_digest(id, from - 1, "backfill the chain of")? {
+                Some(digest) => digest,
                 // Its chained rows lost their digests: leave it to reads
                 // and `verify`, which say so.
                 None => return Ok(chained),
@@ -46,7 +32,7 @@ impl PgStore {
             let (client, _) = self.session()?;
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&id, &from, &BATCH];
             let rows = client
-                .query_raw(ROWS, params)
+                .query_raw(BACKFILL_ROWS, params)
                 .and_then(|rows| collect(rows, &mut head))
                 .map_err(|e| self.database("backfill the chain of", &e))?;
             self.trips += 2;

@@ -4,6 +4,7 @@
 
 use super::PgStore;
 use super::rows::{Lines, ReadFailure, Start};
+use super::sql::DIGEST;
 use crate::snapshot::Since;
 use crate::{Error, Result};
 use agent_data::{Context, Digest, Loaded, Position};
@@ -69,6 +70,25 @@ impl PgStore {
                 self.counted
             ),
         })
+    }
+
+    /// The digest stored with row `seq` of context `id`: `None` when the
+    /// row is not there or carries none (or not 32 bytes). A failure names
+    /// `action`.
+    pub(super) fn stored_digest(
+        &mut self,
+        id: i64,
+        seq: i64,
+        action: &'static str,
+    ) -> Result<Option<Digest>> {
+        let (client, _) = self.session()?;
+        let stored: Option<Vec<u8>> = client
+            .query_opt(DIGEST, &[&id, &seq])
+            .inspect(|_| self.trips += 2)
+            .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+            .map_err(|e| self.database(action, &e))?
+            .flatten();
+        Ok(stored.as_deref().and_then(Digest::from_slice))
     }
 
     /// Forgets what this handle read: the next read starts from nothing.

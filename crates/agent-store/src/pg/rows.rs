@@ -127,9 +127,9 @@ impl<'c> Lines<'c> {
                 ),
             });
         }
-        let stored = match stored.map(<[u8; 32]>::try_from) {
-            Some(Ok(bytes)) => Some(Digest::from_bytes(bytes)),
-            Some(Err(_)) => {
+        let stored = match stored.map(Digest::from_slice) {
+            Some(Some(digest)) => Some(digest),
+            Some(None) => {
                 return Err(ReadFailure::Chain {
                     position,
                     what: "its digest is not 32 bytes".into(),

@@ -5,10 +5,10 @@
 //! is read. The rows after it are checked against the chain from there.
 
 use super::PgStore;
-use super::sql::{DIGEST, SAVE_SNAPSHOT, SNAPSHOT};
+use super::sql::{SAVE_SNAPSHOT, SNAPSHOT};
 use crate::snapshot::{self, Since};
 use crate::{Error, Result};
-use agent_data::{Context, Digest, Loaded, Position};
+use agent_data::{Context, Loaded, Position};
 
 impl PgStore {
     /// Opens the context `id` from its snapshot and the rows after it;
@@ -40,15 +40,8 @@ impl PgStore {
         }
         // The digest stored with the last row it summarises, then the tail
         // checked against the chain from there.
-        let (client, _) = self.session()?;
-        let stored: Option<Vec<u8>> = client
-            .query_opt(DIGEST, &[&id, &(rows - 1)])
-            .inspect(|_| self.trips += 2)
-            .and_then(|row| row.map(|row| row.try_get(0)).transpose())
-            .map_err(|e| self.read_error(&e))?
-            .flatten();
-        let stored = stored.and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
-        if stored.map(Digest::from_bytes) != Some(context.head()) {
+        let stored = self.stored_digest(id, rows - 1, "read")?;
+        if stored != Some(context.head()) {
             return Ok(None);
         }
         let mut after = Vec::new();

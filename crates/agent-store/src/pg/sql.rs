@@ -57,6 +57,11 @@ pub(super) const BACKEND: &str =
 pub(super) const TAIL: &str = "SELECT seq, line::text, digest FROM agentctx_messages \
      WHERE context = $1 AND seq >= $2 ORDER BY seq";
 
+/// The rows of context `$1` from `$2` on, up to `$3` of them, to backfill
+/// their digests (`backfill.rs`).
+pub(super) const BACKFILL_ROWS: &str = "SELECT seq, line::text FROM agentctx_messages \
+     WHERE context = $1 AND seq >= $2 ORDER BY seq LIMIT $3";
+
 /// Sets the digests of rows `$2` (positions) to `$3` (schema version 6),
 /// then marks the context chained up to `$4` — only from `$5`, where the
 /// backfill started, so two clients backfilling at once agree.

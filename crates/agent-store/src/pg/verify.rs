@@ -71,9 +71,7 @@ impl PgStore {
                 rows.push(Row {
                     seq: to_u64(row.try_get(0)?),
                     line: row.try_get(1)?,
-                    digest: digest
-                        .and_then(|d| <[u8; 32]>::try_from(d).ok())
-                        .map(Digest::from_bytes),
+                    digest: digest.as_deref().and_then(Digest::from_slice),
                 });
             }
             Ok::<_, tokio_postgres::Error>((rows, to_u64(length), to_u64(chained)))
