@@ -14,27 +14,18 @@ fn r34d_call_tests_need_the_postgres_feature() {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod calls {
     use agent_data::Message;
     use agent_store::{CallState, Claim, Error, PgCalls, PgStore, Stored};
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     fn fresh(name: &str) -> String {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let base = std::env::var("AGENTCTX_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned());
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let sep = if base.contains('?') { '&' } else { '?' };
-        format!(
-            "{base}{sep}context=test-calls-{name}-{}-{nanos}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
+        crate::pg::fresh(&format!("calls-{name}"))
     }
 
     fn store(url: &str) -> PgStore {

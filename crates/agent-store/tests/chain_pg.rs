@@ -12,33 +12,21 @@ fn chain_tests_need_the_postgres_feature() {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod chain_pg {
+    use crate::pg::{fresh_name, open, raw, with_context};
     use agent_data::{Context, Message};
     use agent_store::{Error, Finding, PgStore, Store};
     use proptest::prelude::*;
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    fn database() -> String {
-        std::env::var("AGENTCTX_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-    }
 
     /// A fresh context's URL and its name.
     fn fresh(name: &str) -> (String, String) {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let context = format!(
-            "test-chain-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let base = database();
-        let sep = if base.contains('?') { '&' } else { '?' };
-        (format!("{base}{sep}context={context}"), context)
-    }
-
-    fn raw() -> postgres::Client {
-        postgres::Client::connect(&database(), postgres::NoTls).unwrap()
+        let context = fresh_name(&format!("chain-{name}"));
+        (with_context(&context), context)
     }
 
     /// A context of `n` messages, appended through the store one by one.
@@ -49,9 +37,7 @@ mod chain_pg {
     /// A context of `n` messages `{"n": from}`, `{"n": from + 1}`, ….
     fn written_from(name: &str, n: usize, from: usize) -> (String, String) {
         let (url, context) = fresh(name);
-        let mut store = PgStore::open(&url).unwrap_or_else(|e| {
-            panic!("{e}\nthese tests need PostgreSQL: set AGENTCTX_TEST_DATABASE_URL")
-        });
+        let mut store = open(&url);
         let mut ctx = Context::new();
         for i in from..from + n {
             let m = Message::from_value(json!({"type": "state", "data": {"n": i}})).unwrap();

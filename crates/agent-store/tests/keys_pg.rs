@@ -8,48 +8,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 #[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod keys {
+    use crate::pg::{database, fresh, fresh_name, open, raw};
     use agent_data::{Context, Message};
-    use agent_store::{AppendKey, Error, Once, PgStore, Store};
+    use agent_store::{AppendKey, Error, Once, Store};
     use serde_json::json;
     use std::io::{Read, Write};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
     use std::sync::{Arc, Barrier, Mutex};
-
-    fn database() -> String {
-        std::env::var("AGENTCTX_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-    }
-
-    /// A context name no other test (or earlier run) uses.
-    fn fresh_name(name: &str) -> String {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        format!(
-            "test-keys-{name}-{}-{nanos}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
-    }
-
-    fn fresh(name: &str) -> String {
-        let base = database();
-        let sep = if base.contains('?') { '&' } else { '?' };
-        format!("{base}{sep}context={}", fresh_name(name))
-    }
-
-    fn open(url: &str) -> PgStore {
-        PgStore::open(url).unwrap_or_else(|e| {
-            panic!("{e}\nthese tests need PostgreSQL: set AGENTCTX_TEST_DATABASE_URL")
-        })
-    }
-
-    fn raw() -> postgres::Client {
-        postgres::Client::connect(&database(), postgres::NoTls).unwrap()
-    }
 
     fn push(tag: &str) -> Vec<Message> {
         Message::from_value(json!({"type": "state", "data": {"log": tag},

@@ -12,7 +12,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 #[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod timeouts {
+    use crate::pg::database;
     use agent_data::{Context, Message};
     use agent_store::{Error, PgStore, Store};
     use serde_json::json;
@@ -21,11 +26,6 @@ mod timeouts {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
-
-    fn database() -> String {
-        std::env::var("AGENTCTX_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-    }
 
     /// `host:port` of the test server, from its URL.
     fn upstream() -> String {

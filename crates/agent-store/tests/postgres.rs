@@ -18,10 +18,15 @@ fn postgres_tests_need_the_postgres_feature() {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "support/pg.rs"]
+mod pg;
+
+#[cfg(feature = "postgres")]
 mod support;
 
 #[cfg(feature = "postgres")]
 mod postgres_store {
+    use crate::pg::{database, fresh, open, raw};
 
     use crate::support::{assert_linearizable, log_of, plans, push, race};
     use agent_data::{Context, Format, Message};
@@ -29,40 +34,7 @@ mod postgres_store {
     use proptest::prelude::*;
     use serde_json::{Value, json};
     use std::sync::Barrier;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
-
-    /// The test server's URL, without a `context` parameter.
-    fn database() -> String {
-        std::env::var("AGENTCTX_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
-    }
-
-    /// A URL for a context no other test (or earlier run) uses.
-    fn fresh(name: &str) -> String {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let base = database();
-        let sep = if base.contains('?') { '&' } else { '?' };
-        format!(
-            "{base}{sep}context=test-{name}-{}-{nanos}-{n}",
-            std::process::id()
-        )
-    }
-
-    fn open(url: &str) -> PgStore {
-        PgStore::open(url).unwrap_or_else(|e| {
-        panic!(
-            "{e}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
-             set AGENTCTX_TEST_DATABASE_URL to a server's URL (default \
-             postgres://root@127.0.0.1:5432/test)"
-        )
-    })
-    }
 
     /// Drops a test's schema when the test ends, also when it fails.
     struct DropSchema(String);
@@ -73,11 +45,6 @@ mod postgres_store {
                 let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.0));
             }
         }
-    }
-
-    /// A raw connection to the test database, for arranging and inspecting.
-    fn raw() -> postgres::Client {
-        postgres::Client::connect(&database(), postgres::NoTls).unwrap()
     }
 
     #[test]

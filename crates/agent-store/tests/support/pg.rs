@@ -1,0 +1,58 @@
+//! The real PostgreSQL server the store's tests run against, shared by
+//! every test file that needs one: its URL, fresh contexts on it, a raw
+//! connection for arranging and inspecting.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)] // each file uses a part
+
+use agent_store::PgStore;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The test server's URL, without a `context` parameter:
+/// `AGENTCTX_TEST_DATABASE_URL`, else the one `cargo xtask ci` provides.
+pub fn database() -> String {
+    std::env::var("AGENTCTX_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+}
+
+/// A context name no other test (or earlier run) uses.
+pub fn fresh_name(name: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "test-{name}-{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The URL of the context `context` on the test server.
+pub fn with_context(context: &str) -> String {
+    let base = database();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}context={context}")
+}
+
+/// A URL for a context no other test (or earlier run) uses.
+pub fn fresh(name: &str) -> String {
+    with_context(&fresh_name(name))
+}
+
+/// The store at `url`; fails saying how to provide a server when none
+/// answers.
+pub fn open(url: &str) -> PgStore {
+    PgStore::open(url).unwrap_or_else(|e| {
+        panic!(
+            "{e}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
+             set AGENTCTX_TEST_DATABASE_URL to a server's URL (default \
+             postgres://root@127.0.0.1:5432/test)"
+        )
+    })
+}
+
+/// A raw connection to the test database, for arranging and inspecting.
+pub fn raw() -> postgres::Client {
+    postgres::Client::connect(&database(), postgres::NoTls).unwrap()
+}
