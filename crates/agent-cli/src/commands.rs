@@ -1,7 +1,9 @@
 //! One function per subcommand; each returns what to print on stdout.
 
 use crate::Failure;
-use crate::input::{Reading, json_arg, load_context, missing_list, print_value, syntax_failure};
+use crate::input::{
+    Reading, json_arg, load_context, missing_list, print_value, stream_value, syntax_failure,
+};
 use agent_core::{Instance, Kind};
 use agent_data::{CheckMode, Context};
 use serde_json::Value;
@@ -49,7 +51,7 @@ pub(crate) fn view(
         )));
     }
     match ctx.view(&kind, instance.as_ref()) {
-        Some(view) => Ok(print_value(view, pretty)),
+        Some(view) => Ok(stream_value(view, pretty)),
         None => Err(Failure::unresolved(format!(
             "{label}: the view is absent (every write was skipped; run `agentctx check`)"
         ))),
@@ -124,8 +126,17 @@ pub(crate) fn render(
 /// `agentctx instances CONTEXT`.
 pub(crate) fn instances(context: &str) -> Result<String, Failure> {
     let ctx = load_context(context, Reading::Views)?;
-    let ids = ctx.instances().map(|x| Value::from(x.as_str())).collect();
-    Ok(print_value(&Value::Array(ids), false))
+    let ids = Ids(&ctx);
+    Ok(stream_value(&ids, false))
+}
+
+/// A context's instance ids as a JSON array, serialised from the context.
+struct Ids<'a>(&'a Context);
+
+impl serde::Serialize for Ids<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.instances().map(|x| x.as_str()))
+    }
 }
 
 /// `agentctx check CONTEXT [--complete]`: exit 1 when any problem exists.

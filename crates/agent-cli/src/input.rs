@@ -100,6 +100,25 @@ pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
     text.unwrap_or_default() + "\n"
 }
 
+/// Writes `value` to stdout as [`print_value`] formats it, as it is
+/// serialised: a view of millions of items is never held a second time
+/// as text. Returns the empty output left to print.
+pub(crate) fn stream_value(value: &impl serde::Serialize, pretty: bool) -> String {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = if pretty {
+        serde_json::to_writer_pretty(&mut out, value)
+    } else {
+        serde_json::to_writer(&mut out, value)
+    };
+    // As `stdout` in main: a closed pipe ends the output, not the command.
+    let _ = written
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    String::new()
+}
+
 /// A JSON argument (spec §10): inline JSON, or `@path` to read a file.
 pub(crate) fn json_arg(what: &str, arg: &str) -> Result<Value, Failure> {
     let text = match arg.strip_prefix('@') {

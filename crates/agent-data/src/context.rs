@@ -225,8 +225,18 @@ impl Context {
         };
         let log = &self.log;
         let copies: Vec<_> = batch
-            .values()
-            .map(|layer| layer.copies(layer.refolds(log)))
+            .values_mut()
+            .map(|layer| {
+                // A view made by one write is laid out as it was parsed,
+                // together: a copy would gain nothing and, for a message
+                // of millions of items, double what loading holds.
+                let refolds = layer.refolds(log);
+                if !refolds && layer.len() == 1 {
+                    layer.copies_layered()
+                } else {
+                    layer.copies(refolds)
+                }
+            })
             .collect();
         for (layer, copy) in batch.values_mut().zip(copies) {
             layer.compact(copy);

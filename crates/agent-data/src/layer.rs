@@ -171,6 +171,42 @@ impl Layer {
         }
     }
 
+    /// Adds message `index` to a layer restored from a snapshot whose
+    /// views were not written (they are the fold of the held messages,
+    /// folded on first read): its schema and description, when it has
+    /// them, become the layer's (R24). Nothing is folded now.
+    pub(crate) fn hold(
+        &mut self,
+        index: usize,
+        schema: Option<Arc<Compiled>>,
+        description: Option<String>,
+    ) {
+        if self.first == NONE && schema.is_none() && description.is_none() {
+            self.first = index;
+            return;
+        }
+        if self.more.get().is_none() {
+            self.more = OnceLock::from(Box::default());
+        }
+        let Some(more) = self.more.get_mut() else {
+            return;
+        };
+        match (self.first, more.messages.is_empty()) {
+            (NONE, _) => self.first = index,
+            (first, true) => more.messages = vec![first, index],
+            (_, false) => more.messages.push(index),
+        }
+        if schema.is_some() || description.is_some() {
+            let rare = more.rare();
+            if let Some(compiled) = schema {
+                rare.schema = Some(compiled);
+            }
+            if let Some(description) = description {
+                rare.description = Some(description);
+            }
+        }
+    }
+
     /// Context indexes of the layer's held messages, in order: all of them
     /// unless the context was opened from a snapshot.
     pub(crate) fn messages(&self) -> &[usize] {
@@ -337,6 +373,15 @@ impl Layer {
         } else {
             more.own.get().cloned()
         };
+        (own, more.layered.get().cloned())
+    }
+
+    /// [`Layer::copies`] keeping the own view as it is, uncopied.
+    pub(crate) fn copies_layered(&mut self) -> (Option<Option<Value>>, Option<Option<Value>>) {
+        let Some(more) = self.more.get_mut() else {
+            return (None, None);
+        };
+        let own = more.own.take();
         (own, more.layered.get().cloned())
     }
 

@@ -50,34 +50,43 @@ impl Log {
         self.base + self.ends.len() - self.kept.len()
     }
 
-    /// A log that starts after `base` messages summarised elsewhere (a
-    /// snapshot); [`Log::keep`] adds the ones still held.
-    pub(crate) fn after(base: usize, head: Digest) -> Log {
-        Log {
-            base,
-            head,
-            ..Log::default()
-        }
-    }
-
     /// The chain's digest after the last message.
     pub(crate) fn head(&self) -> Digest {
         self.head
     }
 
-    /// Holds message `index` (before `base`, after every kept one) as
-    /// `line`, its compact JSON, with its layer. False, holding nothing,
-    /// when `index` is out of order or the line is not one line.
-    pub(crate) fn keep(&mut self, index: usize, line: &str, layer: Option<usize>) -> bool {
-        let in_order = index < self.base && self.kept.last().is_none_or(|&last| last < index);
-        if !in_order || self.ends.len() != self.kept.len() || line.contains('\n') {
-            return false;
+    /// A log that starts after `base` messages summarised elsewhere (a
+    /// snapshot) and holds some of them: `jsonl`, one compact message per
+    /// line, each ending in `\n`, is message `kept[i]` of layer
+    /// `layers[i]`. `None` unless the lines are as many as `kept`, `kept`
+    /// ascends below `base`, and `jsonl` is UTF-8 ending in a newline.
+    pub(crate) fn restored(
+        base: usize,
+        head: Digest,
+        jsonl: Vec<u8>,
+        kept: Vec<usize>,
+        layers: &[usize],
+    ) -> Option<Log> {
+        let ends: Vec<usize> = memchr::memchr_iter(b'\n', &jsonl)
+            .map(|at| at + 1)
+            .collect();
+        let ascending = kept.windows(2).all(|pair| pair[0] < pair[1]);
+        let fits = ends.len() == kept.len()
+            && layers.len() == kept.len()
+            && ends.last().copied().unwrap_or(0) == jsonl.len()
+            && ascending
+            && kept.last().is_none_or(|&last| last < base);
+        if !fits || std::str::from_utf8(&jsonl).is_err() {
+            return None;
         }
-        self.jsonl.extend_from_slice(line.as_bytes());
-        self.jsonl.push(b'\n');
-        self.kept.push(index);
-        self.push_entry(layer);
-        true
+        Some(Log {
+            jsonl,
+            ends,
+            layers: layers.iter().map(|&at| layer_code(Some(at))).collect(),
+            kept,
+            base,
+            head,
+        })
     }
 
     /// Adds the entry of the line that ends `jsonl`.

@@ -1,19 +1,30 @@
 //! Snapshots: a context's folded state at a known length, so a store can
 //! open a long context by reading the snapshot and the messages after it
-//! instead of folding the whole log again (decision D37).
+//! instead of folding the whole log again (decisions D37, D48).
 //!
-//! A snapshot is a cache, never a replacement for the log: it holds what
-//! reads and appends need — every layer's view, skipped writes (R12),
-//! newest schema and description (R24), the instances in order (R2) — and
-//! the messages of instance layers, whose writes are folded again whenever
-//! the global view under them changes (R5, decision D4). Global layers'
-//! messages, text messages and opaque messages are not in it: a context
-//! opened from a snapshot holds them only from the snapshot on
-//! ([`Context::is_complete`]). The store that writes one adds an *anchor*,
-//! its own record of where in the log the snapshot was taken, kept here
-//! verbatim.
+//! A snapshot is a cache, never a replacement for the log. It is one line
+//! of JSON, the *header*, followed by the *held* messages, one per line as
+//! the log holds them:
+//!
+//! - the header holds what reads and appends need of the global layers —
+//!   each one's view, skipped writes (R12), newest schema and description
+//!   (R24) and its position among the layers — and which messages follow
+//!   it, as runs of indexes;
+//! - the held messages are those of instance layers, whose writes are
+//!   folded again whenever the global view under them changes (R5,
+//!   decision D4). Everything else about an instance layer (its identity,
+//!   its place in the instance list, its schema and description, its view)
+//!   is read from them: a message body is never written twice, and a
+//!   snapshot of a context of many instances is about the size of their
+//!   messages.
+//!
+//! Global layers' messages, text messages and opaque messages are not in
+//! it: a context opened from a snapshot holds them only from the snapshot
+//! on ([`Context::is_complete`]). The store that writes one adds an
+//! *anchor*, its own record of where in the log the snapshot was taken,
+//! kept here verbatim.
 
-use crate::identity::Identity;
+use crate::identity::{Identity, IdentityRef};
 use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
@@ -22,23 +33,23 @@ use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::io::Write;
 
 /// What the first field of every snapshot says.
 const FORMAT: &str = "agentctx-snapshot";
 
 /// The version of the layout below; another is refused (and the store
 /// reads the whole log instead).
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
-/// Levels a snapshot adds around a view: the object, `layers`, the layer.
+/// Levels the header adds around a view: the object, `globals`, the layer.
 const WRAPPING: usize = 3;
 
-/// A snapshot as [`Context::from_snapshot`] reads it.
+/// The header as [`Context::from_snapshot`] reads it.
 #[derive(Deserialize)]
-struct Snapshot<'a> {
-    format: &'a str,
+struct Header {
+    format: String,
     version: u32,
     /// The store's record of where the snapshot was taken.
     anchor: Value,
@@ -47,85 +58,78 @@ struct Snapshot<'a> {
     /// The chain's digest after the last message summarised: a tail read
     /// after the snapshot continues the chain from it.
     head: Digest,
-    /// Instance ids in order of first appearance.
-    #[serde(borrow)]
-    instances: Vec<Cow<'a, str>>,
-    #[serde(borrow)]
-    layers: Vec<LayerState<'a>>,
-    /// Held messages, ascending by index: `[index, layer position, message]`.
-    #[serde(borrow)]
-    held: Vec<(usize, usize, &'a RawValue)>,
+    /// How many layers the context has, global and instance.
+    layers: usize,
+    /// The global layers, by position.
+    globals: Vec<GlobalState>,
+    /// The indexes of the held messages that follow the header, as
+    /// ascending runs `[first, count]`.
+    held: Vec<(usize, usize)>,
 }
 
 #[derive(Deserialize)]
-struct LayerState<'a> {
-    #[serde(borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    instance: Option<Cow<'a, str>>,
-    /// Messages of the layer that are not held.
+struct GlobalState {
+    /// The layer's position among all layers (order of first message).
+    at: usize,
+    kind: String,
+    /// Messages of the layer, none of them held.
     summarised: usize,
-    /// The fold of the layer's own writes; absent when it has none (a
-    /// `null` here is a view that is null).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// The fold of the layer's writes; absent when it has none (a `null`
+    /// here is a view that is null).
+    #[serde(default, deserialize_with = "present")]
     view: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present")]
     schema: Option<Value>,
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    description: Option<Cow<'a, str>>,
+    #[serde(default)]
+    description: Option<String>,
     /// Skipped writes (R12): `[index, path, reason]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     skipped: Vec<(usize, String, String)>,
 }
 
-/// A [`Snapshot`] as [`Context::snapshot`] writes it, borrowing.
+/// What restoring reads of a held message: its identity, schema and
+/// description. The rest (its write) is folded when a read needs it.
+#[derive(Deserialize)]
+struct HeldFields<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Cow<'a, str>,
+    #[serde(default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(rename = "_instance", default, borrow)]
+    instance: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<Value>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+}
+
+/// The header as [`Context::snapshot`] writes it, borrowing.
 #[derive(Serialize)]
-struct Written<'a> {
+struct HeaderOut<'a> {
     format: &'a str,
     version: u32,
     anchor: &'a Value,
     messages: usize,
     head: Digest,
-    instances: Instances<'a>,
-    layers: Layers<'a>,
-    held: Held<'a>,
+    layers: usize,
+    globals: Globals<'a>,
+    held: &'a [(usize, usize)],
 }
 
-/// The context's instance ids, in order.
-struct Instances<'a>(&'a Context);
+/// The context's global layers, each a [`GlobalState`] as [`GlobalOut`].
+struct Globals<'a>(&'a Context);
 
-impl Serialize for Instances<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.instances().map(Instance::as_str))
-    }
-}
-
-/// The context's layers, each a [`LayerState`] as [`LayerOut`].
-struct Layers<'a>(&'a Context);
-
-impl Serialize for Layers<'_> {
+impl Serialize for Globals<'_> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
         let context = self.0;
-        let mut seq = serializer.serialize_seq(Some(context.layers.len()))?;
-        for (identity, layer) in &context.layers {
-            let summarised = match identity.instance {
-                None => layer.len(),
-                Some(_) => layer.summarised(),
-            };
+        let mut seq = serializer.serialize_seq(None)?;
+        for (at, (identity, layer)) in context.layers.iter().enumerate() {
+            if identity.instance.is_some() {
+                continue;
+            }
             let skipped = layer
                 .diagnostics()
                 .iter()
@@ -143,10 +147,10 @@ impl Serialize for Layers<'_> {
                 Cow::Borrowed(view) => view.as_ref().map(Cow::Borrowed),
                 Cow::Owned(view) => view.map(Cow::Owned),
             };
-            seq.serialize_element(&LayerOut {
+            seq.serialize_element(&GlobalOut {
+                at,
                 kind: identity.kind.as_str(),
-                instance: identity.instance.as_ref().map(Instance::as_str),
-                summarised,
+                summarised: layer.len(),
                 view,
                 schema: layer.schema().map(|s| s.schema()),
                 description: layer.description(),
@@ -157,12 +161,11 @@ impl Serialize for Layers<'_> {
     }
 }
 
-/// A [`LayerState`] as written, borrowing.
+/// A [`GlobalState`] as written, borrowing.
 #[derive(Serialize)]
-struct LayerOut<'a> {
+struct GlobalOut<'a> {
+    at: usize,
     kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    instance: Option<&'a str>,
     summarised: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     view: Option<Cow<'a, Value>>,
@@ -174,41 +177,56 @@ struct LayerOut<'a> {
     skipped: Vec<(usize, String, &'a str)>,
 }
 
-/// The messages of instance layers, ascending, each written as `[index,
-/// layer position, message]` with the message's text verbatim.
-struct Held<'a>(&'a Context);
+impl Context {
+    /// The context's folded state as a snapshot, with the store's `anchor`
+    /// kept verbatim; [`Context::from_snapshot`] reads it back. Everything
+    /// but text, opaque and global-layer messages is in it.
+    pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.snapshot_to(anchor, &mut out)?;
+        Ok(out)
+    }
 
-impl Serialize for Held<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        let context = self.0;
-        let mut seq = serializer.serialize_seq(None)?;
-        for (index, layer) in context.log.held() {
-            let Some(position) = layer else { continue };
-            let instance = context
-                .layers
-                .get_index(position)
-                .map(|(id, _)| &id.instance);
-            if let Some(Some(_)) = instance {
-                let line = context.log.json(index).unwrap_or_default();
-                let message: &RawValue = serde_json::from_str(line).map_err(S::Error::custom)?;
-                seq.serialize_element(&(index, position, message))?;
+    /// [`Context::snapshot`] written to `out` as it is produced, borrowing
+    /// from the context: a snapshot is never held whole in memory. An
+    /// error of `out` is an [`Error::Snapshot`] naming it.
+    pub fn snapshot_to(&self, anchor: &Value, out: &mut dyn Write) -> Result<()> {
+        let held = self.held_runs()?;
+        let header = HeaderOut {
+            format: FORMAT,
+            version: VERSION,
+            anchor,
+            messages: self.len(),
+            head: self.head(),
+            layers: self.layers.len(),
+            globals: Globals(self),
+            held: &held,
+        };
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        serde_json::to_writer(&mut out, &header).map_err(|e| invalid(e.to_string()))?;
+        let write = |e: std::io::Error| invalid(format!("cannot write it: {e}"));
+        out.write_all(b"\n").map_err(write)?;
+        for (index, layer) in self.log.held() {
+            if self.is_instance_layer(layer) {
+                let line = self.log.json(index).unwrap_or_default();
+                out.write_all(line.as_bytes()).map_err(write)?;
+                out.write_all(b"\n").map_err(write)?;
             }
         }
-        seq.end()
+        out.flush().map_err(write)
     }
-}
 
-impl Context {
-    /// The context's folded state as a snapshot (JSON text), with the
-    /// store's `anchor` kept verbatim; [`Context::from_snapshot`] reads it
-    /// back. Everything but text, opaque and global-layer messages is in it.
-    pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
-        // Written as it is serialised, borrowing from the context: a context
-        // of many instances would otherwise be held a second time, as
-        // copies of its views and messages.
+    /// True when `layer` is the position of an instance layer.
+    fn is_instance_layer(&self, layer: Option<usize>) -> bool {
+        layer
+            .and_then(|at| self.layers.get_index(at))
+            .is_some_and(|(id, _)| id.instance.is_some())
+    }
+
+    /// The indexes of instance layers' messages, as runs; an error when
+    /// one is not held (the context was opened from a snapshot that did
+    /// not keep it, which [`Context::snapshot`] never writes).
+    fn held_runs(&self) -> Result<Vec<(usize, usize)>> {
         for (identity, layer) in &self.layers {
             if identity.instance.is_some()
                 && let Some(index) = layer
@@ -221,17 +239,17 @@ impl Context {
                 )));
             }
         }
-        let snapshot = Written {
-            format: FORMAT,
-            version: VERSION,
-            anchor,
-            messages: self.len(),
-            head: self.head(),
-            instances: Instances(self),
-            layers: Layers(self),
-            held: Held(self),
-        };
-        serde_json::to_vec(&snapshot).map_err(|e| invalid(e.to_string()))
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (index, layer) in self.log.held() {
+            if !self.is_instance_layer(layer) {
+                continue;
+            }
+            match runs.last_mut() {
+                Some((first, count)) if *first + *count == index => *count += 1,
+                _ => runs.push((index, 1)),
+            }
+        }
+        Ok(runs)
     }
 
     /// Reads a snapshot written by [`Context::snapshot`]: the context it
@@ -239,104 +257,215 @@ impl Context {
     /// anchor. A damaged snapshot, or one of another version, is an
     /// [`Error::Snapshot`].
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
-        // Views nest at most as deep as messages do.
-        if let Some(offset) = too_deep(bytes, MAX_DEPTH + WRAPPING) {
-            return Err(invalid(format!("nested too deep at byte {offset}")));
-        }
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        de.disable_recursion_limit();
-        let snapshot = Snapshot::deserialize(&mut de).map_err(|e| invalid(e.to_string()))?;
-        de.end().map_err(|e| invalid(e.to_string()))?;
-        if snapshot.format != FORMAT || snapshot.version != VERSION {
-            return Err(invalid(format!(
-                "{} version {} (this build reads {FORMAT} version {VERSION})",
-                snapshot.format, snapshot.version
-            )));
-        }
-        restore(snapshot)
+        let split = header_end(bytes)?;
+        let (header, held) = bytes.split_at(split);
+        restore(read_header(header)?, held.to_vec())
+    }
+
+    /// [`Context::from_snapshot`] taking the snapshot's bytes: the held
+    /// messages stay where they are and become the log, so opening holds
+    /// them once.
+    pub fn from_snapshot_bytes(mut bytes: Vec<u8>) -> Result<(Context, Value)> {
+        let split = header_end(&bytes)?;
+        let header = read_header(&bytes[..split])?;
+        bytes.drain(..split);
+        restore(header, bytes)
     }
 }
 
-/// Builds the context a parsed snapshot describes, checking that it is
-/// consistent (every count within the length, held messages in order).
-fn restore(snapshot: Snapshot<'_>) -> Result<(Context, Value)> {
-    let length = snapshot.messages;
-    let mut context = Context {
-        log: Log::after(length, snapshot.head),
-        ..Context::default()
-    };
-    let mut held: Vec<Vec<usize>> = vec![Vec::new(); snapshot.layers.len()];
-    for (index, position, message) in snapshot.held {
-        let layer = held
-            .get_mut(position)
-            .ok_or_else(|| invalid(format!("message {index} names no layer")))?;
-        if !context.log.keep(index, message.get(), Some(position)) {
-            return Err(invalid(format!("held message {index} out of order")));
-        }
-        layer.push(index);
+/// Where the header ends: after its newline.
+fn header_end(bytes: &[u8]) -> Result<usize> {
+    memchr::memchr(b'\n', bytes)
+        .map(|at| at + 1)
+        .ok_or_else(|| invalid("EOF while parsing its header".to_owned()))
+}
+
+/// Parses and checks the header line.
+fn read_header(bytes: &[u8]) -> Result<Header> {
+    // Views nest at most as deep as messages do.
+    if let Some(offset) = too_deep(bytes, MAX_DEPTH + WRAPPING) {
+        return Err(invalid(format!("nested too deep at byte {offset}")));
     }
-    let mut counted = 0usize;
-    for (state, messages) in snapshot.layers.into_iter().zip(held) {
-        let identity = Identity {
-            kind: Kind::new(state.kind.into_owned()).map_err(|e| invalid(e.to_string()))?,
-            instance: state
-                .instance
-                .map(|x| Instance::new(x.into_owned()))
-                .transpose()
-                .map_err(|e| invalid(e.to_string()))?,
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let header = Header::deserialize(&mut de).map_err(|e| invalid(e.to_string()))?;
+    de.end().map_err(|e| invalid(e.to_string()))?;
+    if header.format != FORMAT || header.version != VERSION {
+        return Err(invalid(format!(
+            "{} version {} (this build reads {FORMAT} version {VERSION})",
+            header.format, header.version
+        )));
+    }
+    Ok(header)
+}
+
+/// Builds the context a snapshot describes from its header and its held
+/// messages (`held`, JSONL), checking that they are consistent: runs
+/// ascending within the length, as many lines as they count, each line an
+/// instance layer's data message, layers where the header puts them.
+fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
+    let length = header.messages;
+    let lines = memchr::memchr_iter(b'\n', &held).count();
+    let mut indexes = Vec::with_capacity(lines);
+    for &(first, count) in &header.held {
+        let end = first.checked_add(count).filter(|&end| end <= length);
+        let after = indexes.last().is_none_or(|&last| last < first);
+        let (Some(end), true) = (end, after) else {
+            return Err(invalid(format!(
+                "held messages {first}+{count} out of order or past its length"
+            )));
         };
-        let schema = state
+        if indexes.len() + count > lines {
+            return Err(invalid(format!(
+                "it lists more held messages than the {lines} it holds"
+            )));
+        }
+        indexes.extend(first..end);
+    }
+    if indexes.len() != lines {
+        return Err(invalid(format!(
+            "it lists {} held messages and holds {lines}",
+            indexes.len()
+        )));
+    }
+    let mut context = Context::new();
+    let mut globals = header.globals.into_iter().peekable();
+    let mut positions = Vec::with_capacity(lines);
+    let mut start = 0;
+    for &index in &indexes {
+        let end = memchr::memchr(b'\n', &held[start..]).map_or(held.len(), |at| start + at);
+        let line = held.get(start..end).unwrap_or_default();
+        start = end + 1;
+        let at = |reason: String| invalid(format!("held message {index}: {reason}"));
+        let fields = read_held(line).map_err(at)?;
+        let kind = match fields.kind {
+            Some(kind) => Kind::new(kind.into_owned()).map_err(|e| at(e.to_string()))?,
+            None => Kind::data(),
+        };
+        let instance = Instance::new(
+            fields
+                .instance
+                .ok_or_else(|| at("not an instance layer's".to_owned()))?
+                .into_owned(),
+        )
+        .map_err(|e| at(e.to_string()))?;
+        let schema = fields
             .schema
             .map(|s| context.schemas.get(&s))
             .transpose()
-            .map_err(|e| invalid(format!("¶{identity}: {e}")))?;
-        let diagnostics = state
-            .skipped
-            .into_iter()
-            .map(|(index, at, reason)| {
-                let at = if at.is_empty() {
-                    Path::root()
-                } else {
-                    Path::parse(&at).map_err(|e| invalid(e.to_string()))?
-                };
-                Ok(Diagnostic {
-                    index,
-                    identity: identity.clone(),
-                    error: agent_core::Error::Type {
-                        at: DisplayPath(at),
-                        reason,
-                    },
-                })
-            })
-            .collect::<Result<_>>()?;
-        let layer = Layer::restored(
-            state.summarised,
-            messages,
-            state.view,
-            diagnostics,
-            schema,
-            state.description.map(Cow::into_owned),
-        );
-        counted = counted.saturating_add(layer.len());
-        let (_, added) = context.insert_layer(&identity.kind, identity.instance.as_ref(), layer);
-        if !added {
-            return Err(invalid(format!("layer ¶{identity} listed twice")));
+            .map_err(|e| at(e.to_string()))?;
+        let position = match context
+            .layers
+            .get_index_of(&IdentityRef::new(&kind, Some(&instance)))
+        {
+            Some(position) => position,
+            None => {
+                while globals.peek().is_some_and(|g| g.at == context.layers.len()) {
+                    if let Some(global) = globals.next() {
+                        insert_global(&mut context, global)?;
+                    }
+                }
+                context
+                    .insert_layer(&kind, Some(&instance), Layer::default())
+                    .0
+            }
+        };
+        if let Some((_, layer)) = context.layers.get_index_mut(position) {
+            layer.hold(index, schema, fields.description.map(Cow::into_owned));
         }
+        positions.push(position);
     }
-    // The instance list is the layers' instances in order of first
-    // appearance; the context finds it through them.
-    let listed = snapshot.instances.iter().map(|x| x.as_ref());
-    if !context.instances().map(Instance::as_str).eq(listed) {
-        return Err(invalid(
-            "its instances are not those of its layers in order".to_owned(),
-        ));
+    for global in globals {
+        insert_global(&mut context, global)?;
     }
+    if context.layers.len() != header.layers {
+        return Err(invalid(format!(
+            "it lists {} layers and describes {}",
+            header.layers,
+            context.layers.len()
+        )));
+    }
+    let counted = context
+        .layers
+        .values()
+        .fold(0usize, |sum, layer| sum.saturating_add(layer.len()));
     if counted > length {
         return Err(invalid(format!(
             "its layers hold {counted} messages, more than the {length} it summarises"
         )));
     }
-    Ok((context, snapshot.anchor))
+    context.log = Log::restored(length, header.head, held, indexes, &positions)
+        .ok_or_else(|| invalid("its held messages are not JSONL text".to_owned()))?;
+    Ok((context, header.anchor))
+}
+
+/// The identity, schema and description of a held message's line.
+fn read_held(line: &[u8]) -> std::result::Result<HeldFields<'_>, String> {
+    if let Some(offset) = too_deep(line, MAX_DEPTH) {
+        return Err(format!("nested too deep at byte {offset}"));
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    // Depth was bounded by `too_deep` first.
+    de.disable_recursion_limit();
+    let fields = HeldFields::deserialize(&mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    if fields.type_ != "data" {
+        return Err(format!("a {} message, not a data message", fields.type_));
+    }
+    Ok(fields)
+}
+
+/// Adds a global layer as the header describes it, at the position it
+/// names, which must be the next.
+fn insert_global(context: &mut Context, state: GlobalState) -> Result<()> {
+    let identity = Identity::global(Kind::new(state.kind).map_err(|e| invalid(e.to_string()))?);
+    if state.at != context.layers.len() {
+        return Err(invalid(format!(
+            "layer ¶{identity} is at position {}, not {}",
+            state.at,
+            context.layers.len()
+        )));
+    }
+    if state.summarised == 0 {
+        return Err(invalid(format!("layer ¶{identity} has no message")));
+    }
+    let schema = state
+        .schema
+        .map(|s| context.schemas.get(&s))
+        .transpose()
+        .map_err(|e| invalid(format!("¶{identity}: {e}")))?;
+    let diagnostics = state
+        .skipped
+        .into_iter()
+        .map(|(index, at, reason)| {
+            let at = if at.is_empty() {
+                Path::root()
+            } else {
+                Path::parse(&at).map_err(|e| invalid(e.to_string()))?
+            };
+            Ok(Diagnostic {
+                index,
+                identity: identity.clone(),
+                error: agent_core::Error::Type {
+                    at: DisplayPath(at),
+                    reason,
+                },
+            })
+        })
+        .collect::<Result<_>>()?;
+    let layer = Layer::restored(
+        state.summarised,
+        Vec::new(),
+        state.view,
+        diagnostics,
+        schema,
+        state.description,
+    );
+    let (_, added) = context.insert_layer(&identity.kind, None, layer);
+    if !added {
+        return Err(invalid(format!("layer ¶{identity} listed twice")));
+    }
+    Ok(())
 }
 
 /// A field that is there, even when it is `null` (serde reads a `null`

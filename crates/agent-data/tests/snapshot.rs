@@ -224,12 +224,12 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
         "{cut}"
     );
     let text = String::from_utf8(bytes).unwrap();
-    let other = text.replace("\"version\":2", "\"version\":99");
+    let other = text.replace("\"version\":3", "\"version\":99");
     assert_eq!(
         Context::from_snapshot(other.as_bytes())
             .unwrap_err()
             .to_string(),
-        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 2)"
+        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 3)"
     );
     let overfull = text.replace("\"messages\":1", "\"messages\":0");
     assert_eq!(
@@ -238,27 +238,110 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
             .to_string(),
         "invalid snapshot: its layers hold 1 messages, more than the 0 it summarises"
     );
-    // The instance list is the layers' instances in order of first
-    // appearance: the context keeps it through the layers, not as a copy.
+    // Instance layers are read from their messages, which follow the
+    // header one per line; what the header says about them must agree.
     let two = load(&jsonl(&[
         json!({"type": "data", "kind": "s", "data": 1, "_instance": "a"}),
+        json!({"type": "data", "kind": "g", "data": 0}),
         json!({"type": "data", "kind": "s", "data": 2, "_instance": "b"}),
     ]));
     let text = String::from_utf8(two.snapshot(&json!(null)).unwrap()).unwrap();
-    assert!(text.contains(r#""instances":["a","b"]"#), "{text}");
-    for listed in [
-        r#"["b","a"]"#,
-        r#"["a"]"#,
-        r#"["a","b","c"]"#,
-        r#"["a","a","b"]"#,
-    ] {
-        let other = text.replace(r#"["a","b"]"#, listed);
+    let (header, held) = text.split_once('\n').unwrap();
+    assert!(
+        header.contains(r#""layers":3,"globals":[{"at":1,"kind":"g""#),
+        "{header}"
+    );
+    assert!(header.ends_with(r#""held":[[0,1],[2,1]]}"#), "{header}");
+    assert_eq!(
+        held.lines().count(),
+        2,
+        "each instance message once: {held}"
+    );
+    let (resumed, _) = Context::from_snapshot(text.as_bytes()).unwrap();
+    assert_eq!(observed(&resumed), observed(&two));
+    let cases = [
+        (
+            text.replace(r#""layers":3"#, r#""layers":4"#),
+            "invalid snapshot: it lists 4 layers and describes 3",
+        ),
+        (
+            text.replace(r#"[[0,1],[2,1]]"#, r#"[[0,1]]"#),
+            "invalid snapshot: it lists 1 held messages and holds 2",
+        ),
+        (
+            text.replace(r#"[[0,1],[2,1]]"#, r#"[[0,1],[2,9]]"#),
+            "invalid snapshot: held messages 2+9 out of order or past its length",
+        ),
+        (
+            text.replace(r#"[[0,1],[2,1]]"#, r#"[[2,1],[0,1]]"#),
+            "invalid snapshot: held messages 0+1 out of order or past its length",
+        ),
+        (
+            text.replace(r#""at":1"#, r#""at":5"#),
+            "invalid snapshot: layer ¶g is at position 5, not 2",
+        ),
+        (
+            text.replace(r#","_instance":"b""#, ""),
+            "invalid snapshot: held message 2: not an instance layer's",
+        ),
+        (
+            text.replace(r#""_instance":"b""#, r#""_instance":"""#),
+            "invalid snapshot: held message 2: invalid instance id \"\": it is empty",
+        ),
+        (
+            text.replace(
+                r#"{"type":"data","kind":"s","data":2"#,
+                r#"{"type":"text","text":"x""#,
+            ),
+            "invalid snapshot: held message 2: a text message, not a data message",
+        ),
+    ];
+    for (planted, expected) in cases {
+        assert_ne!(planted, text, "{expected}");
         assert_eq!(
-            Context::from_snapshot(other.as_bytes())
+            Context::from_snapshot(planted.as_bytes())
                 .unwrap_err()
                 .to_string(),
-            "invalid snapshot: its instances are not those of its layers in order",
-            "{listed}"
+            expected
         );
     }
+}
+
+#[test]
+fn r34c_a_snapshot_holds_each_message_once_and_is_no_bigger_than_the_log() {
+    // Many instances of one write each: the shape whose snapshot used to
+    // hold every write twice (as a view and as a message).
+    let lines: String = (0..2000)
+        .map(|i| format!("{{\"type\":\"state\",\"v\":\"marker-{i}\",\"_instance\":\"i{i}\"}}\n"))
+        .collect();
+    let full = load(&lines);
+    let bytes = full.snapshot(&json!(null)).unwrap();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    for i in [0, 1, 999, 1999] {
+        assert_eq!(
+            text.matches(&format!("\"marker-{i}\"")).count(),
+            1,
+            "marker-{i}"
+        );
+    }
+    let ratio = bytes.len() as f64 / lines.len() as f64;
+    assert!(
+        ratio <= 1.5,
+        "snapshot {} bytes, log {}",
+        bytes.len(),
+        lines.len()
+    );
+    // Read in place or from a borrowed slice, the same context.
+    let (borrowed, _) = Context::from_snapshot(&bytes).unwrap();
+    let (owned, _) = Context::from_snapshot_bytes(bytes).unwrap();
+    assert_eq!(observed(&owned), observed(&full));
+    assert_eq!(observed(&borrowed), observed(&full));
+    assert_eq!(
+        owned
+            .instances()
+            .map(|x| x.as_str())
+            .take(3)
+            .collect::<Vec<_>>(),
+        ["i0", "i1", "i2"]
+    );
 }

@@ -12,6 +12,7 @@ use crate::recovery::{dir_of, sidecar, temp_prefix};
 use crate::trust::{self, Found, Log};
 use agent_data::Warning;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// A snapshot is due once this many messages followed the last one…
@@ -78,20 +79,92 @@ impl Since {
 /// A checksum of `bytes`, the same in every build: eight bytes at a time,
 /// so checking a snapshot costs little beside parsing it.
 pub(crate) fn checksum(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut hash = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        hash = (hash ^ u64::from_le_bytes(word))
-            .wrapping_mul(K)
-            .rotate_left(29);
+    let mut sum = Checksum::default();
+    sum.update(bytes);
+    sum.finish()
+}
+
+/// [`checksum`] of bytes given a piece at a time, so a snapshot can be
+/// sealed as it is written instead of held whole.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checksum {
+    hash: u64,
+    /// The start of a word whose end has not come yet.
+    pending: [u8; 8],
+    filled: usize,
+    len: u64,
+}
+
+impl Default for Checksum {
+    fn default() -> Self {
+        Checksum {
+            hash: 0xcbf2_9ce4_8422_2325,
+            pending: [0; 8],
+            filled: 0,
+            len: 0,
+        }
     }
-    for &b in chunks.remainder() {
-        hash = (hash ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+}
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn mix(hash: u64, word: u64) -> u64 {
+    (hash ^ word).wrapping_mul(K).rotate_left(29)
+}
+
+impl Checksum {
+    /// Adds the next bytes.
+    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
+        self.len = self.len.wrapping_add(bytes.len() as u64);
+        if self.filled > 0 {
+            let take = (8 - self.filled).min(bytes.len());
+            let (head, rest) = bytes.split_at(take);
+            self.pending[self.filled..self.filled + take].copy_from_slice(head);
+            self.filled += take;
+            bytes = rest;
+            if self.filled < 8 {
+                return;
+            }
+            self.hash = mix(self.hash, u64::from_le_bytes(self.pending));
+            self.filled = 0;
+        }
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.hash = mix(self.hash, u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.filled = rest.len();
     }
-    hash ^ (hash >> 32)
+
+    /// The checksum of everything added.
+    pub(crate) fn finish(&self) -> u64 {
+        let hash = self.pending[..self.filled]
+            .iter()
+            .fold(self.hash, |hash, &b| mix(hash, u64::from(b)));
+        let hash = mix(hash, self.len);
+        hash ^ (hash >> 32)
+    }
+}
+
+/// A writer that checksums what passes through it.
+struct Summing<W> {
+    inner: W,
+    sum: Checksum,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.sum.update(bytes.get(..written).unwrap_or_default());
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// What the first line of a sealed snapshot starts with.
@@ -100,10 +173,25 @@ const MAGIC: &str = "agentctx-snapshot";
 /// `body` behind a first line naming its checksum. The line is put in
 /// front of `body` in place (a snapshot of a large context is tens of MB;
 /// a copy would double what writing it holds).
+#[cfg(any(feature = "postgres", test))]
 pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
-    let head = format!("{MAGIC} {:016x}\n", checksum(&body));
+    let head = seal_line(checksum(&body));
     body.splice(0..0, head.into_bytes());
     body
+}
+
+/// The first line of a sealed snapshot whose body has checksum `sum`:
+/// always the same length, so it can be written last, over a placeholder.
+fn seal_line(sum: u64) -> String {
+    format!("{MAGIC} {sum:016x}\n")
+}
+
+/// The body of a sealed snapshot, taken out of `sealed` in place, if its
+/// checksum holds.
+pub(crate) fn unseal_owned(mut sealed: Vec<u8>) -> Option<Vec<u8>> {
+    let start = sealed.len() - unseal(&sealed)?.len();
+    sealed.drain(..start);
+    Some(sealed)
 }
 
 /// The body of a sealed snapshot, if its checksum holds.
@@ -138,23 +226,38 @@ pub(crate) fn read_beside(
     }
 }
 
-/// Replaces the snapshot beside `target` with `sealed`: a fresh file
+/// Replaces the snapshot beside `target` with the body `write` writes,
+/// sealed as it is written (it is never held whole): a fresh file
 /// (`O_EXCL`, random name) renamed into place, so a reader sees the old
 /// snapshot or the new one, and a planted symlink is replaced, never
 /// written through. It gets the log's group and read and write bits (never
 /// set-id bits): it holds the same data, so whoever may read the context
 /// may read its snapshot (and nobody else). No fsync: a snapshot lost in a
-/// crash is rebuilt.
-pub(crate) fn write_beside(target: &Path, log: &Log, sealed: &[u8]) -> io::Result<()> {
+/// crash is rebuilt. Returns the sealed snapshot's size.
+pub(crate) fn write_beside(
+    target: &Path,
+    log: &Log,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<u64> {
     let mut file = tempfile::Builder::new()
         .prefix(&temp_prefix(target, "snapshot."))
         .suffix(".tmp")
         .tempfile_in(dir_of(target))?;
     log.dress(file.as_file())?;
-    file.as_file_mut().write_all(sealed)?;
+    let placeholder = seal_line(0);
+    file.as_file_mut().write_all(placeholder.as_bytes())?;
+    let mut body = Summing {
+        inner: file.as_file_mut(),
+        sum: Checksum::default(),
+    };
+    write(&mut body)?;
+    let sum = body.sum;
+    let size = placeholder.len() as u64 + sum.len;
+    file.as_file()
+        .write_all_at(seal_line(sum.finish()).as_bytes(), 0)?;
     file.persist(sidecar(target, "snapshot"))
         .map_err(|e| e.error)?;
-    Ok(())
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -184,10 +287,31 @@ mod tests {
             std::fs::write(&target, "").unwrap();
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
             let log = Log::of(&std::fs::metadata(&target).unwrap());
-            write_beside(&target, &log, b"sealed").unwrap();
+            write_beside(&target, &log, |out| out.write_all(b"body")).unwrap();
+            let sealed = std::fs::read(sidecar(&target, "snapshot")).unwrap();
+            assert_eq!(unseal(&sealed), Some(&b"body"[..]));
             let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();
             assert_eq!(written.permissions().mode() & 0o777, mode);
         }
+    }
+
+    #[test]
+    fn r34c_a_checksum_taken_in_pieces_is_the_checksum_of_the_whole() {
+        let bytes: Vec<u8> = (0..100u8).map(|b| b.wrapping_mul(37)).collect();
+        for first in 0..bytes.len() {
+            for second in first..bytes.len().min(first + 11) {
+                let mut sum = Checksum::default();
+                sum.update(&bytes[..first]);
+                sum.update(&bytes[first..second]);
+                sum.update(&bytes[second..]);
+                assert_eq!(
+                    sum.finish(),
+                    checksum(&bytes),
+                    "cut at {first} and {second}"
+                );
+            }
+        }
+        assert_ne!(checksum(b"ab"), checksum(b"ab\0"), "the length counts");
     }
 
     #[test]

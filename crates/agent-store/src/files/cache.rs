@@ -12,6 +12,7 @@ use crate::Result;
 use crate::snapshot::{self, Since};
 use crate::trust::{self, Log};
 use agent_data::{Context, Format, Loaded};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 
 impl FileStore {
@@ -26,8 +27,9 @@ impl FileStore {
         let Some(sealed) = sealed else {
             return Ok(None);
         };
-        let Some((mut context, anchor)) = snapshot::unseal(&sealed)
-            .and_then(|body| Context::from_snapshot(body).ok())
+        let size = sealed.len();
+        let Some((mut context, anchor)) = snapshot::unseal_owned(sealed)
+            .and_then(|body| Context::from_snapshot_bytes(body).ok())
             .and_then(|(context, anchor)| Some((context, FileAnchor::read(&anchor)?)))
         else {
             return Ok(None);
@@ -44,7 +46,7 @@ impl FileStore {
             ..Seen::default()
         };
         self.remember_tail(file)?;
-        self.since = Since::taken(sealed.len());
+        self.since = Since::taken(size);
         let warnings = self.read_jsonl_tail(file, &mut context, identity, len)?;
         self.seen.messages = context.len();
         // The file exactly as an agentctx writer left it, and the chain
@@ -95,13 +97,12 @@ impl FileStore {
             end: self.seen.end,
             window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
         };
-        let body = context
-            .snapshot(&anchor.value())
-            .map_err(|e| self.load_error(e))?;
-        let sealed = snapshot::seal(body);
-        snapshot::write_beside(&target, &Log::of(&meta), &sealed)
-            .map_err(self.io("write a snapshot of"))?;
-        self.since = Since::taken(sealed.len());
+        let anchor = anchor.value();
+        let size = snapshot::write_beside(&target, &Log::of(&meta), |out| {
+            context.snapshot_to(&anchor, out).map_err(io::Error::other)
+        })
+        .map_err(self.io("write a snapshot of"))?;
+        self.since = Since::taken(usize::try_from(size).unwrap_or(usize::MAX));
         Ok(())
     }
 
