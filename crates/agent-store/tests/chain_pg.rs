@@ -170,7 +170,7 @@ mod chain_pg {
         let mut client = raw();
         let (id, other_id) = (id(&mut client, &context), id(&mut client, &other));
         for plant in [
-            "DELETE FROM agentctx_snapshot_chunks WHERE context = $1 AND $2 > 0",
+            "DELETE FROM agentctx_snapshot_chunks WHERE context = $1 AND context <> $2",
             "INSERT INTO agentctx_snapshot_chunks SELECT $1, slot, hash, body FROM agentctx_snapshot_chunks WHERE context = $2",
             "UPDATE agentctx_snapshots SET chunks = (SELECT chunks FROM agentctx_snapshots WHERE context = $2) WHERE context = $1",
         ] {
