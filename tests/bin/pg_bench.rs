@@ -498,28 +498,16 @@ fn bytes_run(
         }
         tables.insert(table, parts);
     }
-    // The snapshot's own bytes, as the store sealed them.
+    // The snapshot's own bytes, as the store sealed them: a whole body
+    // (schema versions 3 to 8) or its chunks (version 9).
     let live: i64 = raw
         .query_one(
-            "SELECT coalesce(sum(octet_length(body)), 0)::bigint FROM agentctx_snapshots",
+            "SELECT ((SELECT coalesce(sum(octet_length(body)), 0) FROM agentctx_snapshots) \
+             + (SELECT coalesce(sum(octet_length(body)), 0) FROM agentctx_snapshot_chunks))::bigint",
             &[],
         )
         .and_then(|row| row.try_get::<_, i64>(0))
-        .map_err(|e| pg(&e))?
-        + if snapshot_tables
-            .iter()
-            .any(|t| t == "agentctx_snapshot_chunks")
-        {
-            raw.query_one(
-                "SELECT coalesce(sum(octet_length(body)), 0)::bigint \
-                 FROM agentctx_snapshot_chunks",
-                &[],
-            )
-            .and_then(|row| row.try_get::<_, i64>(0))
-            .map_err(|e| pg(&e))?
-        } else {
-            0
-        };
+        .map_err(|e| pg(&e))?;
     let vacuums = raw
         .query_one(
             "SELECT coalesce(sum(autovacuum_count + vacuum_count), 0)::bigint \
