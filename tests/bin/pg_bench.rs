@@ -15,10 +15,13 @@
 //!   present afterwards.
 //! - `bytes` (S4-pg-bytes-per-write): `PG_S4_STEPS` (default 10,000) commits
 //!   of one small message onto a fresh context in a fresh schema, then the
-//!   size of `agentctx_messages` plus `agentctx_contexts`
-//!   (`pg_total_relation_size`: heap, indexes, TOAST, free space and
+//!   size of `agentctx_messages`, `agentctx_contexts` and the snapshot
+//!   tables (`pg_total_relation_size`: heap, indexes, TOAST, free space and
 //!   visibility maps) over the bytes of the message lines, as they are
-//!   (no `VACUUM`).
+//!   (no `VACUUM`); then the snapshot tables after `VACUUM FULL`, so the
+//!   dead bytes snapshots left are counted apart (`snapshots.dead_ratio`:
+//!   dead bytes over the live snapshot's). Twice: a `set` whose state stays
+//!   small, and (`growing`) a `push` whose state grows with every write.
 //! - `load` (PG-load-vs-file): a 100,000-message context (the W1 workload)
 //!   loaded from PostgreSQL (`PgStore::load`) against the same messages from
 //!   a JSONL file (`FileStore::load`), alternating, medians of
@@ -393,19 +396,52 @@ fn writers_run(
     }))
 }
 
-/// S4: bytes stored per byte of message line after many small writes.
+/// S4: bytes stored per byte of message line after many small writes,
+/// snapshots included (their dead versions too), for a context whose state
+/// stays small and for one whose state grows with every write.
 fn bytes(server: &Server) -> Outcome<Value> {
     let steps = setting("PG_S4_STEPS", 10_000);
-    let scratch = Scratch::create(server, "bytes")?;
+    let set = bytes_run(
+        server,
+        "bytes",
+        steps,
+        |n| json!({"type": "state", "data": {"n": n}, "_outputPath": "†state.n"}),
+    )?;
+    let growing = bytes_run(
+        server,
+        "growing",
+        steps,
+        |n| json!({"type": "state", "data": {"log": n}, "_outputPath": "†state.log", "_outputMethod": "push"}),
+    )?;
+    let mut row = set;
+    let dead_ratio = |v: &Value| v["snapshots"]["dead_ratio"].as_f64().unwrap_or_default();
+    let worst = dead_ratio(&row).max(dead_ratio(&growing));
+    row["workload"] = json!("S4-pg-bytes-per-write");
+    row["stored"] = json!(
+        "pg_total_relation_size of agentctx_messages + agentctx_contexts + the snapshot tables \
+         (dead versions included)"
+    );
+    row["snapshot_dead_ratio"] = json!(worst);
+    row["growing"] = growing;
+    Ok(row)
+}
+
+/// `steps` commits of `message(n)` onto a fresh context in a fresh schema,
+/// then what the tables hold: as written, and the snapshot tables again
+/// after `VACUUM FULL`, which keeps only their live rows — the difference
+/// is dead versions and the free space they left.
+fn bytes_run(
+    server: &Server,
+    part: &str,
+    steps: usize,
+    message: impl Fn(usize) -> Value,
+) -> Outcome<Value> {
+    let scratch = Scratch::create(server, part)?;
     let mut store = scratch.store(&format!("s4-{}", unique('-')))?;
     let mut context = Context::new();
     let started = Instant::now();
     for n in 0..steps {
-        commit(
-            &mut store,
-            &mut context,
-            json!({"type": "state", "data": {"n": n}, "_outputPath": "†state.n"}),
-        )?;
+        commit(&mut store, &mut context, message(n))?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let line_bytes: usize = (0..context.len())
@@ -431,32 +467,47 @@ fn bytes(server: &Server) -> Outcome<Value> {
             context.len()
         ));
     }
+    let snapshot_tables: Vec<String> = raw
+        .query(
+            "SELECT relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = 'r' AND relname LIKE 'agentctx_snapshot%' \
+             ORDER BY relname",
+            &[&scratch.schema],
+        )
+        .map_err(|e| pg(&e))?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()
+        .map_err(|e| pg(&e))?;
     let mut tables = serde_json::Map::new();
     let mut stored = 0i64;
-    for table in [
-        "agentctx_messages",
-        "agentctx_contexts",
-        "agentctx_migrations",
-    ] {
-        let row = raw
-            .query_one(
-                "SELECT pg_total_relation_size(c), pg_relation_size(c), \
-                 pg_table_size(c) - pg_relation_size(c), pg_indexes_size(c) \
-                 FROM (SELECT $1::text::regclass AS c) t",
-                &[&format!("{}.{table}", scratch.schema)],
-            )
-            .map_err(|e| pg(&e))?;
-        let size = |i: usize| row.try_get::<_, i64>(i).map_err(|e| pg(&e));
-        let total = size(0)?;
+    let mut snapshot_bytes = 0i64;
+    let counted = ["agentctx_messages", "agentctx_contexts"];
+    for table in counted
+        .iter()
+        .map(|t| t.to_string())
+        .chain(snapshot_tables.iter().cloned())
+        .chain(["agentctx_migrations".to_owned()])
+    {
+        let (total, parts) = relation_size(&mut raw, &scratch.schema, &table)?;
         if table != "agentctx_migrations" {
             stored += total;
         }
-        tables.insert(
-            table.into(),
-            json!({"total": total, "heap": size(1)?, "toast_fsm_vm": size(2)?,
-                   "indexes": size(3)?}),
-        );
+        if table.starts_with("agentctx_snapshot") {
+            snapshot_bytes += total;
+        }
+        tables.insert(table, parts);
     }
+    // The snapshot's own bytes, as the store sealed them: a whole body
+    // (schema versions 3 to 8) or its chunks (version 9).
+    let live: i64 = raw
+        .query_one(
+            "SELECT ((SELECT coalesce(sum(octet_length(body)), 0) FROM agentctx_snapshots) \
+             + (SELECT coalesce(sum(octet_length(body)), 0) FROM agentctx_snapshot_chunks))::bigint",
+            &[],
+        )
+        .and_then(|row| row.try_get::<_, i64>(0))
+        .map_err(|e| pg(&e))?;
     let vacuums = raw
         .query_one(
             "SELECT coalesce(sum(autovacuum_count + vacuum_count), 0)::bigint \
@@ -465,18 +516,51 @@ fn bytes(server: &Server) -> Outcome<Value> {
         )
         .and_then(|row| row.try_get::<_, i64>(0))
         .map_err(|e| pg(&e))?;
+    let mut compact = 0i64;
+    for table in &snapshot_tables {
+        raw.batch_execute(&format!("VACUUM FULL {}.{table}", scratch.schema))
+            .map_err(|e| pg(&e))?;
+        compact += relation_size(&mut raw, &scratch.schema, table)?.0;
+    }
+    let dead = snapshot_bytes - compact;
     Ok(json!({
-        "workload": "S4-pg-bytes-per-write",
+        "workload": format!("S4-pg-bytes-per-write ({part})"),
         "steps": steps,
         "messages": context.len(),
         "line_bytes": line_bytes,
         "stored_bytes": stored,
-        "stored": "pg_total_relation_size of agentctx_messages + agentctx_contexts",
         "ratio": stored as f64 / line_bytes as f64,
         "tables": tables,
+        "snapshots": {
+            "tables": snapshot_tables,
+            "on_disk": snapshot_bytes,
+            "live_bytes": live,
+            "after_vacuum_full": compact,
+            "dead_bytes": dead,
+            "dead_ratio": dead as f64 / live.max(1) as f64,
+            "dead": "on_disk - after_vacuum_full: dead versions and the space they left",
+        },
         "vacuums_seen": vacuums,
         "seconds": seconds,
     }))
+}
+
+/// `pg_total_relation_size` of `schema.table`, and its parts.
+fn relation_size(raw: &mut Client, schema: &str, table: &str) -> Outcome<(i64, Value)> {
+    let row = raw
+        .query_one(
+            "SELECT pg_total_relation_size(c), pg_relation_size(c), \
+             pg_table_size(c) - pg_relation_size(c), pg_indexes_size(c) \
+             FROM (SELECT $1::text::regclass AS c) t",
+            &[&format!("{schema}.{table}")],
+        )
+        .map_err(|e| pg(&e))?;
+    let size = |i: usize| row.try_get::<_, i64>(i).map_err(|e| pg(&e));
+    let total = size(0)?;
+    Ok((
+        total,
+        json!({"total": total, "heap": size(1)?, "toast_fsm_vm": size(2)?, "indexes": size(3)?}),
+    ))
 }
 
 /// Load: 100,000 messages from PostgreSQL against the same from a file.

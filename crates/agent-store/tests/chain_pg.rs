@@ -169,12 +169,13 @@ mod chain_pg {
         // The other context's snapshot, which also summarises 6 rows, planted.
         let mut client = raw();
         let (id, other_id) = (id(&mut client, &context), id(&mut client, &other));
-        client
-            .execute(
-                "UPDATE agentctx_snapshots SET body = (SELECT body FROM agentctx_snapshots WHERE context = $2) WHERE context = $1",
-                &[&id, &other_id],
-            )
-            .unwrap();
+        for plant in [
+            "DELETE FROM agentctx_snapshot_chunks WHERE context = $1 AND context <> $2",
+            "INSERT INTO agentctx_snapshot_chunks SELECT $1, slot, hash, body FROM agentctx_snapshot_chunks WHERE context = $2",
+            "UPDATE agentctx_snapshots SET chunks = (SELECT chunks FROM agentctx_snapshots WHERE context = $2) WHERE context = $1",
+        ] {
+            client.execute(plant, &[&id, &other_id]).unwrap();
+        }
         let mut store = PgStore::open(&url).unwrap();
         let resumed = store.load_tail().unwrap().context;
         let full = PgStore::open(&url).unwrap().load().unwrap().context;

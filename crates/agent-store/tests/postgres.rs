@@ -658,7 +658,8 @@ mod postgres_store {
             every_view(&open(&url).load().unwrap().context)
         );
 
-        // A damaged snapshot, or one that names other rows, is ignored.
+        // A damaged snapshot, or one that names other rows, is ignored (as a
+        // body in its row, the way schema versions 3 to 8 kept one).
         let name = url.rsplit("context=").next().unwrap().to_owned();
         let mut admin = raw();
         let id: i64 = admin
@@ -667,7 +668,7 @@ mod postgres_store {
             .get(0);
         let (rows, body): (i64, Vec<u8>) = admin
             .query_one(
-                "SELECT rows, body FROM agentctx_snapshots WHERE context = $1",
+                "SELECT s.rows, string_agg(c.body, ''::bytea ORDER BY c.slot) FROM agentctx_snapshots s JOIN agentctx_snapshot_chunks c ON c.context = s.context WHERE s.context = $1 GROUP BY s.rows",
                 &[&id],
             )
             .map(|r| (r.get(0), r.get(1)))
@@ -678,7 +679,7 @@ mod postgres_store {
         for (rows, body) in [(rows, damaged), (rows - 1, body)] {
             admin
                 .execute(
-                    "UPDATE agentctx_snapshots SET rows = $2, body = $3 WHERE context = $1",
+                    "UPDATE agentctx_snapshots SET rows = $2, body = $3, chunks = 0 WHERE context = $1",
                     &[&id, &rows, &body],
                 )
                 .unwrap();

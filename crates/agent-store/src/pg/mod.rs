@@ -23,7 +23,8 @@
 //! - `sql.rs`: the text of every statement sent, with why it is written so;
 //! - `load.rs`: reading — the context's id, the whole log, catching up
 //!   with the rows after a length (`rows.rs` streams them);
-//! - `snapshot.rs`: resuming from the newest snapshot, writing one;
+//! - `snapshot.rs`: resuming from the newest snapshot, writing one — in
+//!   content-defined chunks, only those that changed (schema version 9);
 //! - `append.rs`: compare-and-append, and the commit — optimistic first,
 //!   then under the context's row lock, retried on conflict
 //!   (`crate::retry`); an append with a key, which `agentctx_append` checks
@@ -111,6 +112,9 @@ pub struct PgStore {
     messages: usize,
     /// The rows read or appended since the newest snapshot.
     since: Since,
+    /// The hashes of the snapshot's chunks as this handle last read or
+    /// wrote them (schema version 9): a rewrite sends only the others.
+    chunks: Vec<Digest>,
     /// The chain digest after the rows read or appended through this
     /// handle (R34e): the next rows' digests follow from it.
     head: Digest,
@@ -148,6 +152,7 @@ impl PgStore {
             rows: 0,
             messages: 0,
             since: Since::default(),
+            chunks: Vec::new(),
             head: Digest::GENESIS,
             chained: 0,
             counted: 0,

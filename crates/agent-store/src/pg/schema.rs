@@ -7,13 +7,13 @@ use super::client::Client;
 use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 8] = [
+const MIGRATIONS: [(i32, &str, &str); 9] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -37,6 +37,11 @@ const MIGRATIONS: [(i32, &str, &str); 8] = [
         8,
         "the server refuses a row whose digest does not chain",
         V8,
+    ),
+    (
+        9,
+        "snapshots in content-defined chunks, rewritten in place where they changed",
+        V9,
     ),
 ];
 
@@ -516,6 +521,65 @@ END
 $body$;
 CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
     FOR EACH ROW EXECUTE PROCEDURE agentctx_chain_check();
+"#;
+
+/// Version 9: a snapshot's bytes are content-defined chunks, one row each
+/// in `agentctx_snapshot_chunks` by position (decision D49), so a rewrite
+/// writes only the chunks that changed. Their rows never reach TOAST
+/// (`STORAGE PLAIN`, at most 2,048 bytes a chunk: `snapshot::CHUNK_MAX`), and a page is
+/// filled only half by inserts: a changed chunk is updated in its page
+/// (HOT), where the next access of the page prunes the old version without
+/// waiting for a vacuum. `agentctx_snapshots` keeps the anchor's row count
+/// and how many chunks make the snapshot; a row of an earlier version keeps
+/// its `body` and is read as before until the next snapshot replaces it.
+/// `agentctx_save_snapshot` writes one under the snapshot row's lock,
+/// only if it is longer than the one there; a chunk sent without its bytes
+/// (the writer believes it unchanged) must be stored with that hash, else
+/// nothing is written and it answers `stale` (the stored bytes are hashed
+/// again, so a chunk edited under its old hash is repaired, not kept).
+const V9: &str = r#"
+ALTER TABLE agentctx_snapshots ALTER COLUMN body DROP NOT NULL;
+ALTER TABLE agentctx_snapshots ADD COLUMN chunks integer NOT NULL DEFAULT 0 CHECK (chunks >= 0);
+CREATE TABLE agentctx_snapshot_chunks (
+    context bigint NOT NULL REFERENCES agentctx_snapshots (context) ON DELETE CASCADE,
+    slot integer NOT NULL CHECK (slot >= 0),
+    hash bytea NOT NULL,
+    body bytea NOT NULL,
+    PRIMARY KEY (context, slot)
+) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.05);
+ALTER TABLE agentctx_snapshot_chunks ALTER COLUMN body SET STORAGE PLAIN;
+CREATE FUNCTION agentctx_save_snapshot(p_context bigint, p_rows bigint, p_hashes bytea[],
+                                       p_bodies bytea[])
+RETURNS text LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+DECLARE
+    v_rows bigint;
+    v_count integer := coalesce(cardinality(p_hashes), 0);
+BEGIN
+    INSERT INTO agentctx_snapshots (context, rows, body, chunks) VALUES (p_context, 0, NULL, 0)
+        ON CONFLICT (context) DO NOTHING;
+    SELECT s.rows INTO v_rows FROM agentctx_snapshots s WHERE s.context = p_context FOR UPDATE;
+    IF v_rows >= p_rows THEN
+        RETURN 'kept';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(p_hashes, p_bodies) WITH ORDINALITY AS n(hash, body, slot)
+               LEFT JOIN agentctx_snapshot_chunks c
+                   ON c.context = p_context AND c.slot = n.slot - 1
+               WHERE n.body IS NULL AND (c.hash IS DISTINCT FROM n.hash
+                   OR sha256(decode(repeat('00', 32), 'hex') || c.body) <> n.hash)) THEN
+        RETURN 'stale';
+    END IF;
+    INSERT INTO agentctx_snapshot_chunks AS c (context, slot, hash, body)
+        SELECT p_context, n.slot - 1, n.hash, n.body
+        FROM unnest(p_hashes, p_bodies) WITH ORDINALITY AS n(hash, body, slot)
+        WHERE n.body IS NOT NULL
+        ON CONFLICT (context, slot) DO UPDATE SET hash = EXCLUDED.hash, body = EXCLUDED.body
+        WHERE c.hash <> EXCLUDED.hash OR c.body <> EXCLUDED.body;
+    DELETE FROM agentctx_snapshot_chunks c WHERE c.context = p_context AND c.slot >= v_count;
+    UPDATE agentctx_snapshots SET rows = p_rows, body = NULL, chunks = v_count,
+        written_at = now() WHERE context = p_context;
+    RETURN 'saved';
+END
+$body$;
 "#;
 
 /// Why the schema cannot be used.

@@ -82,15 +82,21 @@ pub(super) const ALIVE: &str =
 
 // ---- Snapshots (`snapshot.rs`).
 
-/// A context's snapshot (schema version 3).
-pub(super) const SNAPSHOT: &str = "SELECT rows, body FROM agentctx_snapshots WHERE context = $1";
+/// A context's snapshot (schema version 9): the rows it summarises, the
+/// whole body when an earlier version wrote it, and its chunks in order,
+/// one result row each — one statement, so the chunks are those of the
+/// snapshot row it read even while another writer replaces them.
+pub(super) const SNAPSHOT: &str = "SELECT s.rows, s.body, s.chunks, c.slot, c.body \
+     FROM agentctx_snapshots s LEFT JOIN agentctx_snapshot_chunks c \
+       ON c.context = s.context AND c.slot < s.chunks \
+     WHERE s.context = $1 ORDER BY c.slot";
 
-/// Stores a snapshot unless one at least as long is there: snapshots are
-/// only a cache, so writers need no lock beyond the row's own.
-pub(super) const SAVE_SNAPSHOT: &str = "INSERT INTO agentctx_snapshots (context, rows, body) \
-     VALUES ($1, $2, $3) ON CONFLICT (context) DO UPDATE \
-     SET rows = EXCLUDED.rows, body = EXCLUDED.body, written_at = now() \
-     WHERE agentctx_snapshots.rows < EXCLUDED.rows";
+/// Stores a snapshot unless one at least as long is there (schema version
+/// 9): the rows it summarises, each chunk's hash, and each chunk's bytes
+/// or NULL where the writer believes the stored chunk is the same.
+/// Answers `saved`, `kept` (a longer one is there) or `stale` (a chunk
+/// sent without its bytes is not stored with that hash: send them all).
+pub(super) const SAVE_SNAPSHOT: &str = "SELECT agentctx_save_snapshot($1, $2, $3, $4)";
 
 /// One row's chain digest (the one a snapshot's anchor names).
 pub(super) const DIGEST: &str =

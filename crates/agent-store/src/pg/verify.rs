@@ -5,7 +5,6 @@
 
 use super::PgStore;
 use super::load::to_u64;
-use super::sql::SNAPSHOT;
 use crate::{Error, Finding, Result, Verified};
 use agent_data::{Context, Digest, Format};
 
@@ -46,15 +45,10 @@ impl PgStore {
             .context;
         let mut verified = Verified::of(&self.address.shown, &context);
         verified.findings = row_findings(&rows, length, chained);
-        let (client, _) = self.session()?;
-        let snapshot = client
-            .query_opt(SNAPSHOT, &[&id])
-            .and_then(|row| row.map(|row| row.try_get::<_, Vec<u8>>(1)).transpose())
-            .map_err(|e| self.read_error(&e))?;
-        if let Some(sealed) = snapshot {
+        if let Some(stored) = self.read_snapshot(id)? {
             verified
                 .findings
-                .extend(crate::verify::check_snapshot(&context, &sealed));
+                .extend(crate::verify::check_snapshot(&context, &stored.sealed));
         }
         Ok(verified)
     }
