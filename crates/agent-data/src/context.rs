@@ -9,7 +9,6 @@ use crate::log::{Log, Written};
 use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
 use agent_core::{Instance, Kind};
-use indexmap::IndexMap;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -51,12 +50,12 @@ const COMPACT_BATCH: usize = 1024;
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub(crate) log: Log,
-    pub(crate) layers: IndexMap<Identity, Layer>,
+    pub(crate) layers: crate::identity::LayerMap<Layer>,
     /// Instance ids in order of first appearance, found through the layers.
     pub(crate) instances: Instances,
     /// Every kind of a layer: layer keys share these, so a context of many
     /// instances holds each kind's text once.
-    pub(crate) kinds: HashSet<Kind>,
+    pub(crate) kinds: HashSet<Kind, crate::identity::Hasher>,
     pub(crate) schemas: SchemaCache,
 }
 

@@ -6,7 +6,7 @@
 use agent_core::{Instance, Kind};
 use indexmap::{Equivalent, IndexMap};
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 /// The identity of a data message: `(kind, instance)` (R4). `instance` is
 /// `None` for the global layer.
@@ -29,7 +29,7 @@ impl Identity {
 }
 
 impl Hash for Identity {
-    fn hash<H: Hasher>(&self, state: &mut H) {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // Must agree with `IdentityRef`, which finds layers without cloning.
         IdentityRef::new(&self.kind, self.instance.as_ref()).hash(state);
     }
@@ -75,10 +75,20 @@ impl fmt::Display for Identity {
     }
 }
 
+/// The hasher of the maps keyed by identities, kinds and instance ids:
+/// foldhash, seeded per map. Loading a context of many instances hashes
+/// every message's identity at least twice, and SipHash (std's default)
+/// was a tenth of that time; foldhash keeps a random seed, so keys chosen
+/// by an input still cannot be aimed at one bucket ahead of time.
+pub(crate) type Hasher = foldhash::fast::RandomState;
+
+/// A map keyed by layer identity, in order of insertion.
+pub(crate) type LayerMap<T> = IndexMap<Identity, T, Hasher>;
+
 /// The index of `(kind, instance)` in `map`, inserted with a default value
 /// if it is new; the identity is cloned only then.
 pub(crate) fn index_or_insert<T: Default>(
-    map: &mut IndexMap<Identity, T>,
+    map: &mut LayerMap<T>,
     kind: &Kind,
     instance: Option<&Instance>,
 ) -> usize {

@@ -3,15 +3,13 @@
 //! A context of many instances would otherwise hold every id twice, in the
 //! layer map and in the list.
 
-use crate::Identity;
 use crate::layer::Layer;
 use agent_core::Instance;
 use hashbrown::HashTable;
-use indexmap::IndexMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 
 /// The layer map the positions below point into.
-pub(crate) type Layers = IndexMap<Identity, Layer>;
+pub(crate) type Layers = crate::identity::LayerMap<Layer>;
 
 /// Instance ids in order of first appearance, as positions of layers.
 #[derive(Debug, Clone, Default)]
@@ -22,7 +20,7 @@ pub(crate) struct Instances {
     first: Vec<u32>,
     /// The same positions, found by the instance id.
     table: HashTable<u32>,
-    hasher: RandomState,
+    hasher: crate::identity::Hasher,
 }
 
 impl Instances {

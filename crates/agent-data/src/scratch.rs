@@ -13,7 +13,6 @@ use crate::log::{Line, serialise};
 use crate::schema::Compiled;
 use crate::{Context, DataMessage, Diagnostic, Error, Identity, Message, Result};
 use agent_core::{Instance, Kind, Method, Path, check_write, write};
-use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -101,7 +100,7 @@ pub(crate) struct Pending {
 /// Validation state for one batch (or, when staging, one instance's items).
 pub(crate) struct Scratch<'c, 'm> {
     context: &'c Context,
-    pub(crate) layers: IndexMap<Identity, Pending>,
+    pub(crate) layers: crate::identity::LayerMap<Pending>,
     pub(crate) entries: Vec<Entry<'m>>,
     /// Staging: layers of the context read, with their lengths then.
     pub(crate) reads: Option<Vec<(Identity, usize)>>,
@@ -111,7 +110,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     pub(crate) fn new(context: &'c Context, track_reads: bool) -> Self {
         Scratch {
             context,
-            layers: IndexMap::new(),
+            layers: Default::default(),
             entries: Vec::new(),
             reads: track_reads.then(Vec::new),
         }
