@@ -9,6 +9,11 @@
 //! and [`activity`] (activity closures that use `?` on any error).
 //!
 //! The layers stay usable alone; this crate adds no behaviour of its own.
+//! A [`StoredContext`] opens as the `agentctx` commands that read views
+//! do, in O(tail): the store's snapshot and the messages after it. What
+//! walks every message ([`StoredContext::render`],
+//! [`StoredContext::message`], [`StoredContext::whole`]) reads the whole
+//! log the first time it is asked, once (decision D50).
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 //!

@@ -26,12 +26,38 @@ use serde_json::Value;
 /// let call = json!({"_tool": "weather", "city": "†input.city", "_outputPath": "†state.forecast"});
 /// ctx.apply(call, Outcome::Success(json!("sunny")))?;
 ///
-/// let reopened = StoredContext::open(path.to_str().unwrap())?;
+/// let mut reopened = StoredContext::open(path.to_str().unwrap())?;
 /// assert_eq!(reopened.get("†state.forecast")?, json!("sunny"));
+/// let payload = reopened.render(Provider::OpenAi, RenderMode::Merged)?; // every message
+/// assert_eq!(payload["messages"][0]["role"], "user");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # Opening costs O(tail)
+///
+/// [`open`](Self::open) and [`open_existing`](Self::open_existing) read
+/// what reads and appends need, as the `agentctx` commands that read
+/// views do (decision D37): the store's newest snapshot that matches the
+/// log, and the messages after it ([`Store::load_tail`]); a context with
+/// no usable snapshot is read whole. Views, [`get`](Self::get), appends,
+/// [`apply`](Self::apply) and [`run`](Self::run) are the same either way.
+/// Such a handle holds every view but not every message
+/// ([`Context::is_complete`] is false, [`Context::held_from`] says from
+/// where it holds them all), so what walks the messages reads the whole
+/// log the first time it is asked, once (decision D50):
+/// [`render`](Self::render), [`message`](Self::message) of a message
+/// before the snapshot's end, and [`whole`](Self::whole), which hands out
+/// the complete context. That read goes through a store of its own, so a
+/// failure is returned as [`Error::Store`] and leaves this handle as it
+/// was; it reads the log as it is then, so the handle also catches up
+/// with other writers' appends, as [`refresh`](Self::refresh) would.
+/// [`context`](Self::context) never reads: through it, messages before
+/// [`Context::held_from`] are `None` until the whole log was read.
 pub struct StoredContext {
     stored: Stored<Box<dyn Store + Send>>,
+    /// The address as given (a PostgreSQL URL with its password, which
+    /// the store's name leaves out), to open a store for a whole read.
+    address: String,
     clock: Box<dyn Clock + Send + Sync>,
 }
 
@@ -40,6 +66,7 @@ impl std::fmt::Debug for StoredContext {
         f.debug_struct("StoredContext")
             .field("name", &self.name())
             .field("messages", &self.context().len())
+            .field("held_from", &self.context().held_from())
             .finish()
     }
 }
@@ -47,21 +74,28 @@ impl std::fmt::Debug for StoredContext {
 impl StoredContext {
     /// Opens the context at `address` — a file path or a PostgreSQL URL —
     /// or starts it empty when it does not exist yet: the first write
-    /// creates it.
+    /// creates it. Reads its snapshot and the messages after it, in
+    /// O(tail) ([`Stored::open_or_create_tail`]); see [the type's
+    /// docs](Self#opening-costs-otail) for what then reads the whole log.
     pub fn open(address: &str) -> Result<Self> {
         let store = agent_store::open(address)?;
-        Ok(Self::from_stored(Stored::open_or_create(store)?))
+        Ok(Self::from_stored(
+            address,
+            Stored::open_or_create_tail(store)?,
+        ))
     }
 
-    /// Opens the context at `address`, which must exist.
+    /// Opens the context at `address`, which must exist, in O(tail) as
+    /// [`open`](Self::open) does ([`Stored::open_tail`]).
     pub fn open_existing(address: &str) -> Result<Self> {
         let store = agent_store::open(address)?;
-        Ok(Self::from_stored(Stored::open(store)?))
+        Ok(Self::from_stored(address, Stored::open_tail(store)?))
     }
 
-    fn from_stored(stored: Stored<Box<dyn Store + Send>>) -> Self {
+    fn from_stored(address: &str, stored: Stored<Box<dyn Store + Send>>) -> Self {
         StoredContext {
             stored,
+            address: address.to_owned(),
             clock: Box::new(SystemClock),
         }
     }
@@ -78,9 +112,42 @@ impl StoredContext {
         self.stored.store().name()
     }
 
-    /// The context as last read or written by this handle.
+    /// The context as last read or written by this handle. Its views are
+    /// complete; its messages may not be: opened from a snapshot, it holds
+    /// those from [`Context::held_from`] on (and [`Context::message`] is
+    /// `None` before), until [`whole`](Self::whole), [`render`](Self::render)
+    /// or [`message`](Self::message) read the whole log. Never reads.
     pub fn context(&self) -> &Context {
         self.stored.context()
+    }
+
+    /// The context with every message ([`Context::is_complete`]): as held,
+    /// when it is; else the whole log, read once through a store of its
+    /// own and held from then on (with what other writers appended since
+    /// this handle last read). A failed read is [`Error::Store`] and
+    /// changes nothing.
+    pub fn whole(&mut self) -> Result<&Context> {
+        if !self.stored.context().is_complete() {
+            // A store of its own: a read that fails half way leaves this
+            // handle's store where it was, in step with the context it
+            // holds, so appends go on as before.
+            let store = agent_store::open(&self.address)?;
+            self.stored = Stored::open(store)?;
+        }
+        Ok(self.stored.context())
+    }
+
+    /// Message `index` of the context as this handle holds it, normalised;
+    /// `None` past its end. One from before [`Context::held_from`] reads
+    /// the whole log first (once, as [`whole`](Self::whole) does).
+    pub fn message(&mut self, index: usize) -> Result<Option<Message>> {
+        if index >= self.context().len() {
+            return Ok(None);
+        }
+        if let Some(message) = self.context().message(index) {
+            return Ok(Some(message));
+        }
+        Ok(self.whole()?.message(index))
     }
 
     /// What loading warned about (a torn last line, R34).
@@ -145,8 +212,11 @@ impl StoredContext {
         Ok(plan.run(&mut self.stored, activities, self.clock.as_ref()))
     }
 
-    /// What the model sees: [`crate::render()`] of this context.
-    pub fn render(&self, provider: Provider, mode: RenderMode) -> Result<Value> {
-        crate::render(self.context(), provider, mode)
+    /// What the model sees: [`crate::render()`] of this context, with
+    /// every message — read whole first when this handle holds only the
+    /// tail ([`whole`](Self::whole)), so it renders exactly what a handle
+    /// that read the whole log would.
+    pub fn render(&mut self, provider: Provider, mode: RenderMode) -> Result<Value> {
+        crate::render(self.whole()?, provider, mode)
     }
 }
