@@ -25,6 +25,10 @@
 //! ([`crate::bench_workers`]): 1, 2, 4 and 8 `agentctx worker` processes on
 //! one 60-instance plan, and writes `target/bench-summary-workers.json`.
 //!
+//! `cargo xtask bench wide` runs only the wide and deep contexts
+//! ([`crate::bench_wide`]: peak resident memory and time of whole
+//! `agentctx` processes), and writes `target/bench-summary-wide.json`.
+//!
 //! `cargo xtask bench chain` runs only the chain check `verify` makes over
 //! a 1 GiB log against `sha256sum` of the file (`tests/bin/chain_check.rs`),
 //! and writes `target/bench-summary-chain.json`.
@@ -43,13 +47,15 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
 /// The ratio each workload with a target should stay at or under: above
 /// it, a path costs more than its baseline explains.
-const TARGETS: [(&str, f64); 14] = [
+const TARGETS: [(&str, f64); 16] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-inplace", 3.0),
     ("W3-render-vs-serde", 2.0),
     ("W4-load-vs-serde", 1.5),
     ("S1-file-append-vs-raw", 1.3),
+    ("WIDE-instances-first", 1.5),
+    ("WIDE-instances-snapshot", 1.5),
     ("C1-chain-vs-sha256", 2.0),
     ("C2-verify-chain-vs-sha256sum", 2.0),
     ("S2-pg-append-vs-insert", 1.5),
@@ -68,6 +74,7 @@ enum Parts {
     Cli,
     Workers,
     Chain,
+    Wide,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -77,14 +84,15 @@ pub(crate) fn run() -> Result<(), String> {
         Some("cli") => Parts::Cli,
         Some("workers") => Parts::Workers,
         Some("chain") => Parts::Chain,
+        Some("wide") => Parts::Wide,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|chain]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|chain|wide]"
             ));
         }
     };
     // Asked first, so a missing server fails the run before the long suite.
-    if parts != Parts::Chain {
+    if !matches!(parts, Parts::Chain | Parts::Wide) {
         let server = crate::probe("pg-bench", &["server".as_ref()])?;
         eprintln!(
             "xtask: PostgreSQL for the bench: {} ({}; fsync {}, synchronous_commit {})",
@@ -115,6 +123,9 @@ pub(crate) fn run() -> Result<(), String> {
         eprintln!("xtask: chain-check (writes a 1 GiB log under target/ once)");
         summary.push(crate::probe("chain-check", &[])?);
     }
+    if matches!(parts, Parts::All | Parts::Wide) {
+        summary.extend(crate::bench_wide::run(&target)?);
+    }
     let unjudged: Vec<String> = summary
         .iter_mut()
         .filter_map(crate::spread::annotate)
@@ -126,6 +137,7 @@ pub(crate) fn run() -> Result<(), String> {
         Parts::Cli => "bench-summary-cli.json",
         Parts::Workers => "bench-summary-workers.json",
         Parts::Chain => "bench-summary-chain.json",
+        Parts::Wide => "bench-summary-wide.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
@@ -299,6 +311,9 @@ fn print_table(summary: &[Value]) {
                 row["writers"]
             );
             continue;
+        }
+        if row["rss_limit_bytes"].is_f64() {
+            crate::bench_wide::print(row);
         }
         match row["ours_ns"].as_f64() {
             Some(ours) => println!(

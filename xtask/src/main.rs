@@ -16,6 +16,7 @@
 
 mod bench;
 mod bench_cli;
+mod bench_wide;
 mod bench_workers;
 mod database;
 mod layers;
