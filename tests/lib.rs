@@ -4,7 +4,9 @@
 //! under `tests/fixtures/`, golden renders under `tests/golden/`); the
 //! [`workloads`] are the generated inputs of the benchmark suite
 //! (`cargo xtask bench`), built from a fixed seed so every run measures the
-//! same thing.
+//! same thing; [`interleave`] runs a workload and its baseline in turns,
+//! for ratios a busy machine cannot skew.
 #![forbid(unsafe_code)]
 
+pub mod interleave;
 pub mod workloads;

@@ -232,11 +232,13 @@ pub fn w5_jsonl(messages: usize) -> String {
 /// Writes the W5 context of `messages` messages to the JSONL file `path`
 /// as a long-lived context leaves it: all but the last [`W5_TAIL`]
 /// messages, a snapshot of them beside the file (`store.snapshot(&context,
-/// true)` after a full load), then the last [`W5_TAIL`] lines appended
-/// after it. Returns the snapshot's size in bytes.
+/// true)` after a full load), then the last [`W5_TAIL`] messages committed
+/// after it, through the store, so the records kept beside the log follow
+/// it (an open trusts the snapshot only when they do). Returns the
+/// snapshot's size in bytes.
 pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
+    use agent_data::Message;
     use agent_store::{FileStore, Store};
-    use std::io::Write;
     let jsonl = w5_jsonl(messages);
     let cut = jsonl
         .match_indices('\n')
@@ -244,19 +246,22 @@ pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
         .map_or(0, |(at, _)| at + 1);
     std::fs::write(path, &jsonl[..cut]).map_err(|e| e.to_string())?;
     let mut store = FileStore::open(path).map_err(|e| e.to_string())?;
-    let context = store.load().map_err(|e| e.to_string())?.context;
+    let mut context = store.load().map_err(|e| e.to_string())?.context;
     store.snapshot(&context, true).map_err(|e| e.to_string())?;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    file.write_all(&jsonl.as_bytes()[cut..])
-        .map_err(|e| e.to_string())?;
     let snapshot = path.with_file_name(format!(
         ".{}.snapshot",
         path.file_name().unwrap_or_default().to_string_lossy()
     ));
-    std::fs::metadata(snapshot)
+    let snapshot_bytes = std::fs::metadata(&snapshot)
         .map(|m| m.len())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    let mut tail = Vec::new();
+    for line in jsonl[cut..].lines() {
+        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        tail.extend(Message::from_value(value).map_err(|e| e.to_string())?);
+    }
+    store
+        .commit(&mut context, &tail)
+        .map_err(|e| e.to_string())?;
+    Ok(snapshot_bytes)
 }

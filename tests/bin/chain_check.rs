@@ -2,8 +2,9 @@
 //! (the digest of every message, each following the one before, R34e)
 //! against `sha256sum` of the same file, run by run in turns, in one
 //! process; prints one JSON object. The fold `verify` also makes is not
-//! in it (W4 and W6 measure loading). Knobs: `CHAIN_BYTES` (1 GiB),
-//! `CHAIN_ROUNDS` (3). The log is written once under `target/`.
+//! in it (W4 and W6 measure loading). Prints the per-round ratios too.
+//! Knobs: `CHAIN_BYTES` (1 GiB), `CHAIN_ROUNDS` (5; fewer leave no spread
+//! to judge). The log is written once under `target/`.
 
 use agent_data::Digest;
 use serde_json::json;
@@ -57,7 +58,7 @@ fn chain(path: &Path) -> std::io::Result<(Digest, u64)> {
 
 fn main() -> Result<(), String> {
     let bytes = knob("CHAIN_BYTES", 1 << 30);
-    let rounds = knob("CHAIN_ROUNDS", 3).max(1);
+    let rounds = knob("CHAIN_ROUNDS", 5).max(1);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/chain-check");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let path = dir.join("log.jsonl");
@@ -85,6 +86,11 @@ fn main() -> Result<(), String> {
             ours.push(chained);
         }
     }
+    let ratios: Vec<f64> = ours
+        .iter()
+        .zip(&theirs)
+        .map(|(&o, &t)| o as f64 / t as f64)
+        .collect();
     ours.sort_unstable();
     theirs.sort_unstable();
     let (o, t) = (ours[ours.len() / 2] as f64, theirs[theirs.len() / 2] as f64);
@@ -96,6 +102,7 @@ fn main() -> Result<(), String> {
             "baseline": format!("sha256sum of the same {size}-byte, {messages}-message JSONL file, in turns"),
             "baseline_ns": t,
             "ratio": o / t,
+            "ratios": ratios,
             "rounds": rounds,
         })
     );

@@ -25,7 +25,10 @@
 //! - `load` (PG-load-vs-file): a 100,000-message context (the W1 workload)
 //!   loaded from PostgreSQL (`PgStore::load`) against the same messages from
 //!   a JSONL file (`FileStore::load`), alternating, medians of
-//!   `PG_LOAD_ROUNDS` (default 5) rounds.
+//!   `PG_LOAD_ROUNDS` (default 7) rounds.
+//!
+//! The timed parts also print `ratios`, one per round (S2: per 50 pairs),
+//! from which `cargo xtask bench` takes the median and its spread.
 //!
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test`; when it does not answer, every
@@ -36,7 +39,7 @@
 
 use agent_data::{Context, Message};
 use agent_store::{FileStore, PgStore, Store};
-use agentctx_tests::workloads;
+use agentctx_tests::{interleave, workloads};
 use postgres::{Client, NoTls};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -265,7 +268,10 @@ fn append(server: &Server) -> Outcome<Value> {
             context.len()
         ));
     }
-    let (ours_ns, baseline_ns) = (median(ours), median(baseline));
+    let (ours_ns, baseline_ns) = (median(ours.clone()), median(baseline.clone()));
+    // Rounds of 50 pairs (a fraction of a second), one ratio each.
+    let (a, b) = interleave::rounds_of_pairs(&ours, &baseline, 50);
+    let ratios = interleave::ratios(&a, &b);
     Ok(json!({
         "workload": "S2-pg-append-vs-insert",
         "ours_ns": ours_ns,
@@ -275,6 +281,7 @@ fn append(server: &Server) -> Outcome<Value> {
         "baseline_ns": baseline_ns,
         "baseline_us": baseline_ns / 1e3,
         "ratio": ours_ns / baseline_ns,
+        "ratios": ratios,
         "round_trip_us": median(trip) / 1e3,
         "steps_us": {
             "catch_up": catch_up / 1e3,
@@ -566,7 +573,7 @@ fn relation_size(raw: &mut Client, schema: &str, table: &str) -> Outcome<(i64, V
 /// Load: 100,000 messages from PostgreSQL against the same from a file.
 fn load(server: &Server) -> Outcome<Value> {
     let messages = setting("PG_LOAD_MESSAGES", 100_000);
-    let rounds = setting("PG_LOAD_ROUNDS", 5);
+    let rounds = setting("PG_LOAD_ROUNDS", 7);
     let jsonl = workloads::w1_jsonl(messages);
     let dir = tempfile::tempdir_in(".").map_err(|e| e.to_string())?;
     let path = dir.path().join("load.jsonl");
@@ -609,9 +616,15 @@ fn load(server: &Server) -> Outcome<Value> {
             }
         }
     }
+    let ratios: Vec<f64> = ours
+        .iter()
+        .zip(&baseline)
+        .map(|(&o, &b)| o as f64 / b as f64)
+        .collect();
     let (ours_ns, baseline_ns) = (median(ours), median(baseline));
     Ok(json!({
         "workload": "PG-load-vs-file",
+        "ratios": ratios,
         "messages": copied,
         "jsonl_bytes": jsonl.len(),
         "ours_ns": ours_ns,

@@ -4,18 +4,22 @@
 //! the last 32 messages after the snapshot).
 //!
 //! - `CLI-apply-100k-vs-100`: `agentctx apply FILE CALL --result 7 --write`.
-//!   Each run appends a line, so before every run the file is cut back to
-//!   its length and its snapshot put back: every run opens the same
-//!   snapshot and 32-line tail (a snapshot written by the run itself, due
-//!   once 64 messages followed the last, is thereby never timed).
+//!   Each run appends a line, and the next run reads it in the tail: the
+//!   file is not cut back, since the head record kept beside it holds the
+//!   file's change time, which no restore can put back, and an open that
+//!   finds the record contradicted reads the whole log (D44). From a
+//!   32-line tail, 31 runs (30 rounds and the warm-up) stay under the 64
+//!   messages after which a commit writes a new snapshot; with more rounds
+//!   one run writes it, and the median shrugs it off.
 //! - `CLI-view-100k-vs-100`: `agentctx view FILE state` (reads only).
 //! - `CLI-pg-apply-100k-vs-100`: the same `apply --write` on the context
 //!   copied into PostgreSQL (`agentctx copy FILE URL`, in a schema of this
 //!   run's own, dropped at its end); at 100 messages every run gets a fresh
 //!   copy (not timed), at 100,000 one copy takes the few runs' appends.
 //!
-//! The two sizes alternate run by run, so drift on these shared machines
-//! hits both alike; each row has the medians. Knobs: `CLI_ROUNDS` (30),
+//! The two sizes alternate run by run (which goes first turning every
+//! round), so drift on these shared machines hits both alike; each row has
+//! the medians and the per-round ratios. Knobs: `CLI_ROUNDS` (30),
 //! `CLI_PG_ROUNDS` (10).
 
 use serde_json::{Value, json};
@@ -30,6 +34,8 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     crate::cargo(&["build", "--release", "-p", "agent-cli"], &[])?;
     let bin = target.join("release").join("agentctx");
     let dir = target.join("bench-cli");
+    // Fresh files: nothing a past run left beside them.
+    let _ = std::fs::remove_dir_all(&dir);
     let sizes: Vec<String> = SIZES.iter().map(ToString::to_string).collect();
     let mut args: Vec<&std::ffi::OsStr> = vec!["files".as_ref(), dir.as_os_str()];
     args.extend(sizes.iter().map(|s| s.as_ref() as &std::ffi::OsStr));
@@ -39,8 +45,10 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
-        .map(|f| Fixture::keep(PathBuf::from(f["path"].as_str().unwrap_or_default())))
-        .collect::<Result<_, _>>()?;
+        .map(|f| Fixture {
+            path: PathBuf::from(f["path"].as_str().unwrap_or_default()),
+        })
+        .collect();
     let [small, big] = files.as_slice() else {
         return Err(format!("w5 files made {} files, not 2", files.len()));
     };
@@ -50,17 +58,13 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
 
     eprintln!("xtask: cli apply --write, files, {rounds} rounds");
     let apply = |fixture: &Fixture| -> Result<u128, String> {
-        fixture.restore()?;
         let context = fixture.path.display().to_string();
         time(&bin, &["apply", &context, CALL, "--result", "7", "--write"])
     };
-    let (ours, base) = alternate(rounds, || apply(big), || apply(small))?;
-    small.restore()?;
-    big.restore()?;
+    let timed = alternate(rounds, || apply(big), || apply(small))?;
     rows.push(row(
         "CLI-apply-100k-vs-100",
-        ours,
-        base,
+        timed,
         "the same `agentctx apply FILE CALL --result 7 --write` process at 100 messages",
         rounds,
     ));
@@ -72,11 +76,10 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
             &["view", &fixture.path.display().to_string(), "state"],
         )
     };
-    let (ours, base) = alternate(rounds, || view(big), || view(small))?;
+    let timed = alternate(rounds, || view(big), || view(small))?;
     rows.push(row(
         "CLI-view-100k-vs-100",
-        ours,
-        base,
+        timed,
         "the same `agentctx view FILE state` process at 100 messages",
         rounds,
     ));
@@ -88,7 +91,7 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     run_ok(&bin, &["copy", &big.path.display().to_string(), &big_url])?;
     let copy_seconds = started.elapsed().as_secs_f64();
     let mut fresh = 0;
-    let (ours, base) = alternate(
+    let timed = alternate(
         pg_rounds,
         || time(&bin, &["apply", &big_url, CALL, "--result", "7", "--write"]),
         || {
@@ -100,8 +103,7 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     )?;
     let mut pg = row(
         "CLI-pg-apply-100k-vs-100",
-        ours,
-        base,
+        timed,
         "the same `agentctx apply URL CALL --result 7 --write` process at 100 messages \
          (PostgreSQL)",
         pg_rounds,
@@ -111,57 +113,50 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     Ok(rows)
 }
 
-/// A W5 file and its snapshot as written, to put back before a run.
+/// A W5 file, as `w5 files` wrote it: its last messages committed after
+/// its snapshot through the store, so the head record beside it matches
+/// and an open goes through the snapshot.
 struct Fixture {
     path: PathBuf,
-    len: u64,
-    snapshot_path: PathBuf,
-    snapshot: Vec<u8>,
-}
-
-impl Fixture {
-    fn keep(path: PathBuf) -> Result<Fixture, String> {
-        let len = std::fs::metadata(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .len();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let snapshot_path = path.with_file_name(format!(".{name}.snapshot"));
-        let snapshot = std::fs::read(&snapshot_path)
-            .map_err(|e| format!("{}: {e}", snapshot_path.display()))?;
-        Ok(Fixture {
-            path,
-            len,
-            snapshot_path,
-            snapshot,
-        })
-    }
-
-    /// Cuts the file back to its length and puts its snapshot back.
-    fn restore(&self) -> Result<(), String> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
-        file.set_len(self.len).map_err(|e| e.to_string())?;
-        std::fs::write(&self.snapshot_path, &self.snapshot).map_err(|e| e.to_string())
-    }
 }
 
 /// Runs `ours` and `base` alternately `rounds` times (after one warm-up
-/// each) and returns their median times in ns.
+/// each; which goes first turns every round) and returns their median
+/// times in ns and the per-round ratios.
 fn alternate(
     rounds: usize,
     mut ours: impl FnMut() -> Result<u128, String>,
     mut base: impl FnMut() -> Result<u128, String>,
-) -> Result<(f64, f64), String> {
+) -> Result<Timed, String> {
     ours()?;
     base()?;
     let (mut a, mut b) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
-    for _ in 0..rounds {
-        a.push(ours()?);
-        b.push(base()?);
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            a.push(ours()?);
+            b.push(base()?);
+        } else {
+            b.push(base()?);
+            a.push(ours()?);
+        }
     }
-    Ok((median(a), median(b)))
+    let ratios = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| x as f64 / y as f64)
+        .collect();
+    Ok(Timed {
+        ours: median(a),
+        base: median(b),
+        ratios,
+    })
+}
+
+/// Medians of both sides (ns) and the per-round ratios.
+struct Timed {
+    ours: f64,
+    base: f64,
+    ratios: Vec<f64>,
 }
 
 fn median(mut samples: Vec<u128>) -> f64 {
@@ -193,13 +188,14 @@ fn run_ok(bin: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn row(workload: &str, ours: f64, base: f64, baseline: &str, rounds: usize) -> Value {
+fn row(workload: &str, timed: Timed, baseline: &str, rounds: usize) -> Value {
     json!({
         "workload": workload,
-        "ours_ns": ours,
+        "ours_ns": timed.ours,
         "baseline": baseline,
-        "baseline_ns": base,
-        "ratio": ours / base,
+        "baseline_ns": timed.base,
+        "ratio": timed.ours / timed.base,
+        "ratios": timed.ratios,
         "rounds": rounds,
     })
 }

@@ -15,8 +15,8 @@
 //! With `WORKERS_BASELINE_BIN` (another build of `agentctx`, say the one
 //! before a change), every pool also runs with that binary, interleaved
 //! with ours run by run, and a row `WORKERS-N-vs-baseline-bin` gives the
-//! median of the per-run ratios (ours over theirs) with its lowest and
-//! highest: a change is within noise when that spread holds 1.
+//! per-run ratios (ours over theirs), whose median and spread `cargo xtask
+//! bench` reports: a change is within noise when the spread holds 1.
 
 use crate::bench_cli::{Scratch, knob};
 use serde_json::{Value, json};
@@ -71,6 +71,12 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     let mut rows = Vec::new();
     for (at, &pool) in POOLS.iter().enumerate() {
         let ours = median(times[at].clone());
+        // Each round's pool against that round's one worker.
+        let ratios: Vec<f64> = times[at]
+            .iter()
+            .zip(&times[0])
+            .map(|(&n, &one)| n as f64 / one as f64)
+            .collect();
         let mut per_call = trips[at].clone();
         per_call.sort_by(f64::total_cmp);
         rows.push(json!({
@@ -82,22 +88,21 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
             ),
             "baseline_ns": base,
             "ratio": ours / base,
+            "ratios": ratios,
             "rounds": rounds,
             "round_trips_per_call": per_call.get(per_call.len() / 2).copied().unwrap_or_default(),
         }));
     }
     for (at, &pool) in POOLS.iter().enumerate() {
-        let mut ratios = std::mem::take(&mut against[at]);
+        let ratios = std::mem::take(&mut against[at]);
         if ratios.is_empty() {
             continue;
         }
-        ratios.sort_by(f64::total_cmp);
+        // `cargo xtask bench` takes the median and the spread.
         rows.push(json!({
             "workload": format!("WORKERS-{pool}-vs-baseline-bin"),
             "baseline": format!("{pool} workers of WORKERS_BASELINE_BIN, run by run between ours"),
-            "ratio": ratios[ratios.len() / 2],
-            "ratio_min": ratios[0],
-            "ratio_max": ratios[ratios.len() - 1],
+            "ratios": ratios,
             "rounds": rounds,
         }));
     }

@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask ci`: formatting, clippy, tests, docs and the layering
 //!   check, exactly what CI runs.
-//! - `cargo xtask bench`: the benchmark suite, summarised as ratios in
+//! - `cargo xtask bench`: the benchmark suite, summarised as ratios from
+//!   interleaved runs (medians and their spread) in
 //!   `target/bench-summary.json` (not part of CI, which only compiles it).
 //! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
@@ -15,10 +16,12 @@
 
 mod bench;
 mod bench_cli;
+mod bench_wide;
 mod bench_workers;
 mod database;
 mod layers;
 mod loop_demo;
+mod spread;
 mod stress;
 mod tidy;
 

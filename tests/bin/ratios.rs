@@ -1,0 +1,318 @@
+//! The suite's ratios, interleaved (`agentctx_tests::interleave`): each
+//! workload of `tests/benches/suite.rs` and its baseline in turns, short
+//! batches, round after round, one ratio per round. Prints
+//! `{"rows":[{"workload","ours_ns","baseline","baseline_ns","ratio",
+//! "ratios",…}]}`; `cargo xtask bench` judges the spread.
+//!
+//! `ratios [NAME…]` runs only the workloads whose name contains one of the
+//! NAMEs. Knobs: `RATIO_ROUNDS` (15), `RATIO_HEAVY_ROUNDS` (9, for the
+//! workloads of a second or more a round: W4, W6). The workloads are the
+//! suite's (same generators, same seeds); criterion still gives absolute
+//! times with confidence intervals (`cargo bench -p agentctx-tests
+//! --bench suite`), but its ratios divide numbers taken seconds apart.
+#![forbid(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a bench binary: a failed set-up is a bug to see at once
+
+use agent_core::{Method, Path, write};
+use agent_data::{Context, DataMessage, Message};
+use agent_render::{RenderMode, Renderer};
+use agent_store::{FileStore, Store};
+use agentctx_tests::interleave::{interleave, row, timed, timed_before_drop};
+use agentctx_tests::workloads::{self, kind};
+use serde_json::{Value, json};
+use std::hint::black_box;
+
+const MESSAGES: usize = 100_000;
+const READS: usize = 10_000;
+/// Reads the naive resolver makes per iteration: all 10,000 take it 10 s,
+/// too long for a round; ours reads the same subset.
+const NAIVE_READS: usize = 200;
+
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+fn main() {
+    let names: Vec<String> = std::env::args().skip(1).collect();
+    let wanted = |workload: &str| names.is_empty() || names.iter().any(|n| workload.contains(n));
+    let rounds = knob("RATIO_ROUNDS", 15);
+    let heavy = knob("RATIO_HEAVY_ROUNDS", 9);
+    let mut rows = Vec::new();
+    if wanted("W1") {
+        w1(rounds, &mut rows);
+    }
+    if wanted("W2") {
+        rows.push(w2(rounds));
+    }
+    if wanted("W3") {
+        w3(rounds, &mut rows);
+    }
+    if wanted("W4") {
+        rows.push(w4(heavy));
+    }
+    if wanted("W5") {
+        rows.push(w5(rounds));
+    }
+    if wanted("W6") {
+        rows.push(w6(heavy));
+    }
+    if wanted("C1") {
+        rows.push(c1(rounds));
+    }
+    println!("{}", json!({ "rows": rows }));
+}
+
+fn say(workload: &str) {
+    eprintln!("ratios: {workload}");
+}
+
+fn w1(rounds: usize, rows: &mut Vec<Value>) {
+    let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
+    let reads = workloads::w1_reads(&ctx, READS);
+    let materialized = ctx.view(&kind("state"), None).unwrap().clone();
+    let pointers: Vec<String> = reads.iter().map(workloads::pointer).collect();
+    let owned: Vec<Message> = ctx.messages().collect();
+    let log: Vec<&DataMessage> = owned.iter().filter_map(Message::as_data).collect();
+    for (r, p) in reads.iter().zip(&pointers) {
+        let ours = ctx.read(r, None);
+        assert_eq!(ours, materialized.pointer(p));
+    }
+    for r in &reads[..NAIVE_READS] {
+        assert_eq!(
+            ctx.read(r, None).cloned(),
+            workloads::naive_read(&log, &r.path)
+        );
+    }
+    let ours = |reads: &[agent_core::Reference]| {
+        timed(|| {
+            reads
+                .iter()
+                .filter(|r| ctx.read(black_box(r), None).is_some())
+                .count()
+        })
+    };
+    say("W1-read-vs-pointer");
+    let (a, b) = interleave(
+        rounds,
+        || ours(&reads),
+        || {
+            timed(|| {
+                pointers
+                    .iter()
+                    .filter(|p| black_box(&materialized).pointer(p).is_some())
+                    .count()
+            })
+        },
+    );
+    rows.push(row(
+        "W1-read-vs-pointer",
+        "serde_json::Value::pointer on the materialised view",
+        &a,
+        &b,
+    ));
+    say("W1-read-vs-naive");
+    let few = &reads[..NAIVE_READS];
+    let (a, b) = interleave(
+        rounds,
+        || ours(few),
+        || {
+            timed(|| {
+                few.iter()
+                    .filter(|r| workloads::naive_read(black_box(&log), &r.path).is_some())
+                    .count()
+            })
+        },
+    );
+    let mut naive = row(
+        "W1-read-vs-naive",
+        "naive newest-to-oldest resolver of R14 (both over the first 200 of the 10,000 reads)",
+        &a,
+        &b,
+    );
+    naive["reads"] = json!(NAIVE_READS);
+    rows.push(naive);
+}
+
+fn w2(rounds: usize) -> Value {
+    let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
+    let messages: Vec<Message> = ctx.messages().collect();
+    let ops: Vec<(Path, Method, Value)> = messages
+        .iter()
+        .filter_map(Message::as_data)
+        .map(|d| (d.destination().clone(), d.method(), d.value().clone()))
+        .collect();
+    say("W2-append-vs-inplace");
+    let (a, b) = interleave(
+        rounds,
+        || {
+            timed_before_drop(|| {
+                let mut ctx = Context::new();
+                for m in &messages {
+                    ctx.append(m).unwrap();
+                }
+                ctx
+            })
+        },
+        || {
+            // The writes consume their values: the copy is made untimed.
+            let ops = ops.clone();
+            timed_before_drop(|| {
+                let mut view = None;
+                for (path, method, value) in ops {
+                    write(&mut view, &path, method, value).unwrap();
+                }
+                view
+            })
+        },
+    );
+    row(
+        "W2-append-vs-inplace",
+        "agent_core::write on one Value in place",
+        &a,
+        &b,
+    )
+}
+
+fn w3(rounds: usize, rows: &mut Vec<Value>) {
+    let ctx = workloads::w3_context();
+    let views: Vec<Value> = ctx
+        .identities()
+        .map(|id| ctx.layer_view(id).unwrap().clone())
+        .collect();
+    let renderer = Renderer::new();
+    let ours = || timed(|| renderer.render(black_box(&ctx), RenderMode::Merged));
+    say("W3-render-vs-serde");
+    let (a, b) = interleave(rounds, ours, || {
+        timed(|| {
+            black_box(&views)
+                .iter()
+                .map(|v| serde_json::to_string_pretty(v).unwrap())
+                .collect::<Vec<String>>()
+        })
+    });
+    rows.push(row(
+        "W3-render-vs-serde",
+        "serde_json::to_string_pretty of cloned views",
+        &a,
+        &b,
+    ));
+    say("W3-render-vs-serde-in-context");
+    let (a, b) = interleave(rounds, ours, || {
+        timed(|| {
+            let ctx = black_box(&ctx);
+            ctx.identities()
+                .map(|id| serde_json::to_string_pretty(ctx.layer_view(id).unwrap()).unwrap())
+                .collect::<Vec<String>>()
+        })
+    });
+    rows.push(row(
+        "W3-render-vs-serde-in-context",
+        "serde_json::to_string_pretty of the context's own views",
+        &a,
+        &b,
+    ));
+}
+
+fn w4(rounds: usize) -> Value {
+    let jsonl = workloads::w1_jsonl(MESSAGES);
+    say("W4-load-vs-serde");
+    let (a, b) = interleave(
+        rounds,
+        || timed(|| workloads::load(black_box(&jsonl))),
+        || {
+            timed(|| {
+                black_box(&jsonl)
+                    .lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .collect::<Vec<Value>>()
+            })
+        },
+    );
+    row(
+        "W4-load-vs-serde",
+        "serde_json::from_str of each line",
+        &a,
+        &b,
+    )
+}
+
+fn w5(rounds: usize) -> Value {
+    let dir = tempfile::tempdir_in(".").unwrap();
+    let x: agent_core::Reference = "†state.x".parse().unwrap();
+    let mut paths = Vec::new();
+    for messages in [100_000, 100] {
+        let path = dir.path().join(format!("w5-{messages}.jsonl"));
+        workloads::w5_file(&path, messages).unwrap();
+        // It opens from the snapshot, and reads what the whole log folds to.
+        let tail = FileStore::open(&path).unwrap().load_tail().unwrap().context;
+        let full = FileStore::open(&path).unwrap().load().unwrap().context;
+        assert!(!tail.is_complete() && full.is_complete());
+        assert_eq!(tail.read(&x, None), full.read(&x, None));
+        paths.push(path);
+    }
+    let open = |path: &std::path::Path| {
+        timed(|| {
+            let context = FileStore::open(black_box(path))
+                .unwrap()
+                .load_tail()
+                .unwrap()
+                .context;
+            context.read(&x, None).cloned()
+        })
+    };
+    say("W5-open-100k-vs-100");
+    let (a, b) = interleave(rounds, || open(&paths[0]), || open(&paths[1]));
+    row(
+        "W5-open-100k-vs-100",
+        "the same load_tail and read at 100 messages of history",
+        &a,
+        &b,
+    )
+}
+
+fn w6(rounds: usize) -> Value {
+    let jsonl = workloads::w6_jsonl(1_000_000);
+    say("W6-load-instances-vs-parse");
+    let (a, b) = interleave(
+        rounds,
+        || timed(|| workloads::load(black_box(&jsonl))),
+        || {
+            timed(|| {
+                for line in black_box(&jsonl).lines() {
+                    black_box(serde_json::from_str::<Value>(line).unwrap());
+                }
+            })
+        },
+    );
+    row(
+        "W6-load-instances-vs-parse",
+        "serde_json::from_str of each line, dropped",
+        &a,
+        &b,
+    )
+}
+
+fn c1(rounds: usize) -> Value {
+    let jsonl = workloads::w1_jsonl(MESSAGES);
+    say("C1-chain-vs-sha256");
+    let (a, b) = interleave(
+        rounds,
+        || timed(|| agent_data::Digest::of(black_box(&jsonl).lines().map(str::as_bytes))),
+        || {
+            timed(|| {
+                use sha2::Digest as _;
+                sha2::Sha256::digest(black_box(jsonl.as_bytes()))
+            })
+        },
+    );
+    row(
+        "C1-chain-vs-sha256",
+        "SHA-256 of the same bytes in one pass (what sha256sum computes)",
+        &a,
+        &b,
+    )
+}
