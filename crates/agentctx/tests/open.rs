@@ -276,8 +276,9 @@ mod postgres {
         written(&other, 1000);
         sql(
             &url,
-            "UPDATE agentctx_snapshots SET body = overlay(body PLACING '\\x00'::bytea \
-             FROM length(body) / 2 FOR 1) WHERE context = $1",
+            "UPDATE agentctx_snapshot_chunks SET body = set_byte(body, 7, get_byte(body, 7) # 1) \
+             WHERE context = $1 AND slot = (SELECT chunks / 2 FROM agentctx_snapshots \
+             WHERE context = $1)",
         );
         reads_as_the_whole_log(&url, "damaged");
         // The store keeps the longer of two snapshots: the one the read
