@@ -18,6 +18,10 @@ use std::sync::Arc;
 /// twice.
 const COMPACT_BATCH: usize = 1024;
 
+/// Compaction copies a layer's view only when its held messages' text is
+/// at most this long in all (see [`Context::compact`]).
+const COPY_LIMIT: usize = 1 << 20;
+
 /// An append-only log of messages and the views it defines.
 ///
 /// Every read is the fold of the log (R12, R14); views are kept folded as
@@ -192,8 +196,10 @@ impl Context {
     /// compacted one reads and serialises markedly faster (rendering the W3
     /// benchmark context takes about half the time). The view of a layer
     /// whose messages and view are short is dropped instead, and folded
-    /// again from them on first read (D40). Loading compacts as it goes
-    /// and once at the end. Views and reads are unchanged.
+    /// again from them on first read (D40). A view made by one message, or
+    /// by more than a mebibyte of messages, is left where it is: copying
+    /// it would hold it twice (D48). Loading compacts as it goes and once
+    /// at the end. Views and reads are unchanged.
     pub fn compact(&mut self) {
         let mut start = 0;
         while start < self.layers.len() {
@@ -228,9 +234,13 @@ impl Context {
             .map(|layer| {
                 // A view made by one write is laid out as it was parsed,
                 // together: a copy would gain nothing and, for a message
-                // of millions of items, double what loading holds.
+                // of millions of items, double what loading holds. A view
+                // written by more than COPY_LIMIT bytes of messages is not
+                // copied either: a parsed view costs tens of times its
+                // text, and holding it twice costs more than scattered
+                // memory slows reads of it.
                 let refolds = layer.refolds(log);
-                if !refolds && layer.len() == 1 {
+                if !refolds && (layer.len() == 1 || layer.written_beyond(log, COPY_LIMIT)) {
                     layer.copies_layered()
                 } else {
                     layer.copies(refolds)

@@ -294,6 +294,20 @@ impl Layer {
             method,
             value,
         } = write_;
+        if self.first == NONE
+            && self.more.get().is_none()
+            && identity.instance.is_some()
+            && schema.is_none()
+            && description.is_none()
+        {
+            // A new instance layer: its view is the fold of this one
+            // message, which the log holds, so it is folded on first read
+            // (D40). A context of many instances of one write each builds
+            // no view at all while loading. (A global layer folds now: the
+            // fold's skipped writes are its diagnostics, R12.)
+            self.first = index;
+            return;
+        }
         // Before `index` joins the messages: a dropped view is their fold.
         let refolded = match self.more.get() {
             Some(more) if more.own.get().is_some() => None,
@@ -374,6 +388,16 @@ impl Layer {
             more.own.get().cloned()
         };
         (own, more.layered.get().cloned())
+    }
+
+    /// True when the held messages' JSON text is longer than `limit` in
+    /// all (counting stops there).
+    pub(crate) fn written_beyond(&self, log: &Log, limit: usize) -> bool {
+        let mut bytes = 0usize;
+        self.messages().iter().any(|&index| {
+            bytes = bytes.saturating_add(log.json(index).map_or(0, str::len));
+            bytes > limit
+        })
     }
 
     /// [`Layer::copies`] keeping the own view as it is, uncopied.
