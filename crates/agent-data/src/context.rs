@@ -61,6 +61,53 @@ pub struct Context {
     /// instances holds each kind's text once.
     pub(crate) kinds: HashSet<Kind, crate::identity::Hasher>,
     pub(crate) schemas: SchemaCache,
+    /// Positions of the instance layers whose layered view was built since
+    /// a global write of their kind last forgot it: what that write must
+    /// forget, found without visiting every layer.
+    pub(crate) layered: Built,
+}
+
+/// Positions of layers with a built layered view. Views are built by
+/// reads, which borrow the context, hence the lock.
+#[derive(Debug, Default)]
+pub(crate) struct Built(std::sync::Mutex<Vec<u32>>);
+
+impl Built {
+    /// Records that the layer at `position` built its layered view.
+    pub(crate) fn add(&self, position: usize) {
+        let mut built = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        built.push(u32::try_from(position).unwrap_or(u32::MAX));
+    }
+
+    /// Takes the recorded positions out.
+    fn take(&mut self) -> Vec<u32> {
+        let built = self
+            .0
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        std::mem::take(built)
+    }
+
+    /// Puts positions back.
+    fn put(&mut self, positions: Vec<u32>) {
+        *self
+            .0
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = positions;
+    }
+}
+
+impl Clone for Built {
+    fn clone(&self) -> Self {
+        let built = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Built(std::sync::Mutex::new(built.clone()))
+    }
 }
 
 impl Context {
@@ -157,12 +204,20 @@ impl Context {
         };
         let index = self.log.len();
         if data.instance().is_none() {
-            // Every layered view of this kind folded over the old global view.
-            for (id, layer) in self.layers.iter_mut() {
-                if &id.kind == data.kind() && id.instance.is_some() {
+            // Every layered view of this kind folded over the old global
+            // view: those built are forgotten, each once per build, so a
+            // log of many instances and many global writes loads in linear
+            // time.
+            let mut built = self.layered.take();
+            built.retain(|&at| match self.layers.get_index_mut(at as usize) {
+                Some((id, layer)) if &id.kind == data.kind() => {
                     layer.invalidate_layered();
+                    false
                 }
-            }
+                Some(_) => true,
+                None => false,
+            });
+            self.layered.put(built);
         }
         let at = self.layer_index(data.kind(), data.instance());
         self.log.seal(written, Some(at));

@@ -48,9 +48,13 @@ impl Context {
     /// the instance layer folded on top. `None` when absent.
     pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
         let global = self.layer(kind, None).and_then(|l| l.view(&self.log));
-        match instance.and_then(|x| self.layer(kind, Some(x))) {
+        let layer = instance.and_then(|x| self.layers.get_full(&IdentityRef::new(kind, Some(x))));
+        match layer {
             None => global,
-            Some(layer) => layer.layered(|| self.fold_instance(layer, global.cloned(), None)),
+            Some((at, _, layer)) => layer.layered(|| {
+                self.layered.add(at);
+                self.fold_instance(layer, global.cloned(), None)
+            }),
         }
     }
 

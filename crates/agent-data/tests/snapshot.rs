@@ -345,3 +345,28 @@ fn r34c_a_snapshot_holds_each_message_once_and_is_no_bigger_than_the_log() {
         ["i0", "i1", "i2"]
     );
 }
+
+#[test]
+fn r5_a_global_write_forgets_the_layered_views_read_before_it() {
+    // Layered views are cached by reads and must fold over the newest
+    // global view: each global write forgets those built before it.
+    let mut context = load(&jsonl(&[
+        json!({"type": "data", "kind": "s", "data": {"g": 0}}),
+        json!({"type": "data", "kind": "s", "data": {"i": 1}, "_instance": "a"}),
+        json!({"type": "data", "kind": "t", "data": {"i": 2}, "_instance": "a"}),
+    ]));
+    let s = agent_core::Kind::new("s").unwrap();
+    let t = agent_core::Kind::new("t").unwrap();
+    let a = agent_core::Instance::new("a").unwrap();
+    for round in 1..4 {
+        assert_eq!(context.view(&t, Some(&a)), Some(&json!({"i": 2})));
+        let before = context.view(&s, Some(&a)).cloned();
+        assert_eq!(before, Some(json!({"g": round - 1, "i": 1})));
+        let write = json!({"type": "data", "kind": "s", "data": {"g": round}});
+        context.append(&batch(&[write])[0]).unwrap();
+        assert_eq!(
+            context.view(&s, Some(&a)),
+            Some(&json!({"g": round, "i": 1}))
+        );
+    }
+}
