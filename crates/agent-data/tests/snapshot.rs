@@ -370,3 +370,43 @@ fn r5_a_global_write_forgets_the_layered_views_read_before_it() {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// A snapshot is a file anyone may have planted or damaged: whatever
+    /// its bytes, reading it is an error or a context whose every read,
+    /// append and snapshot works — never a panic.
+    #[test]
+    fn r34c_a_snapshot_with_any_bytes_changed_is_refused_or_read_without_panicking(
+        messages in prop::collection::vec(message(), 1..12),
+        // Bytes JSON is made of, so that many edits still parse.
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), prop::sample::select(b"0123456789aisx\"\\,:{}[]\n ".to_vec())),
+            1..3,
+        ),
+        cut in any::<prop::sample::Index>(),
+        truncate in any::<bool>(),
+    ) {
+        let full = load(&jsonl(&messages));
+        let mut bytes = full.snapshot(&json!(null)).unwrap();
+        for (at, byte) in edits {
+            let at = at.index(bytes.len());
+            bytes[at] = byte;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len() + 1));
+        }
+        for read in [Context::from_snapshot(&bytes), Context::from_snapshot_bytes(bytes.clone())] {
+            let Ok((mut context, _)) = read else { continue };
+            let _ = observed(&context);
+            for index in 0..context.len() {
+                let _ = context.message(index);
+            }
+            let _ = context.snapshot(&json!(null));
+            let _ = context.check(CheckMode::Normal);
+            let _ = appended(&context, &batch(&messages[..1]));
+            let _ = context.extend_jsonl(jsonl(&messages).as_bytes(), Position::default());
+        }
+    }
+}
