@@ -185,26 +185,36 @@ impl Layer {
             self.first = index;
             return;
         }
+        self.join(index, schema, description);
+    }
+
+    /// Makes message `index` the layer's newest, its schema and description
+    /// (when it has them) the layer's (R24); what it keeps beyond the
+    /// first index, created if need be. Folds nothing.
+    fn join(
+        &mut self,
+        index: usize,
+        schema: Option<Arc<Compiled>>,
+        description: Option<String>,
+    ) -> Option<&mut More> {
+        // Changed in place: setting a `OnceLock` goes through its `Once`,
+        // which costs as much as a small write (W2).
         if self.more.get().is_none() {
             self.more = OnceLock::from(Box::default());
         }
-        let Some(more) = self.more.get_mut() else {
-            return;
-        };
+        let more = self.more.get_mut()?;
         match (self.first, more.messages.is_empty()) {
             (NONE, _) => self.first = index,
             (first, true) => more.messages = vec![first, index],
             (_, false) => more.messages.push(index),
         }
-        if schema.is_some() || description.is_some() {
-            let rare = more.rare();
-            if let Some(compiled) = schema {
-                rare.schema = Some(compiled);
-            }
-            if let Some(description) = description {
-                rare.description = Some(description);
-            }
+        if let Some(compiled) = schema {
+            more.rare().schema = Some(compiled);
         }
+        if let Some(description) = description {
+            more.rare().description = Some(description);
+        }
+        Some(more)
     }
 
     /// Context indexes of the layer's held messages, in order: all of them
@@ -313,27 +323,11 @@ impl Layer {
             Some(more) if more.own.get().is_some() => None,
             _ => Some(refold(log, self.messages())),
         };
-        // Changed in place from here: setting a `OnceLock` goes through its
-        // `Once`, which costs as much as a small write (W2).
-        if self.more.get().is_none() {
-            self.more = OnceLock::from(Box::default());
-        }
-        let Some(more) = self.more.get_mut() else {
+        let Some(more) = self.join(index, schema, description.map(str::to_owned)) else {
             return;
         };
         if let Some(view) = refolded {
             more.own = OnceLock::from(view);
-        }
-        match (self.first, more.messages.is_empty()) {
-            (NONE, _) => self.first = index,
-            (first, true) => more.messages = vec![first, index],
-            (_, false) => more.messages.push(index),
-        }
-        if let Some(compiled) = schema {
-            more.rare().schema = Some(compiled);
-        }
-        if let Some(description) = description {
-            more.rare().description = Some(description.to_owned());
         }
         if let Some(layered) = more.layered.get_mut() {
             // Appending to the fold is applying on top; a type error is
@@ -367,11 +361,7 @@ impl Layer {
         if self.summarised() > 0 {
             return false;
         }
-        let mut bytes = 0;
-        let short = self.messages().iter().all(|&index| {
-            bytes += log.json(index).map_or(REFOLD_BYTES + 1, str::len);
-            bytes <= REFOLD_BYTES
-        });
+        let short = !self.written_beyond(log, REFOLD_BYTES);
         let own = self.more.get().and_then(|more| more.own.get());
         short && own.is_none_or(|view| view.as_ref().is_none_or(is_small))
     }
@@ -391,11 +381,13 @@ impl Layer {
     }
 
     /// True when the held messages' JSON text is longer than `limit` in
-    /// all (counting stops there).
+    /// all (counting stops there); a message the log does not hold counts
+    /// as longer.
     pub(crate) fn written_beyond(&self, log: &Log, limit: usize) -> bool {
         let mut bytes = 0usize;
         self.messages().iter().any(|&index| {
-            bytes = bytes.saturating_add(log.json(index).map_or(0, str::len));
+            let len = log.json(index).map_or(usize::MAX, str::len);
+            bytes = bytes.saturating_add(len);
             bytes > limit
         })
     }
