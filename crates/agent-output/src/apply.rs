@@ -13,7 +13,10 @@ use serde_json::{Map, Value};
 /// the input holds an integer. A `_`-key the schema does not declare in its
 /// `properties` is the engine's, not the tool's, and never trips
 /// `additionalProperties: false`. A parameter whose reference is missing
-/// cannot be judged: [`Error::ToolSchemaUnresolved`].
+/// cannot be judged: [`Error::ToolSchemaUnresolved`]. When `_outputPath`
+/// has several destinations (`&&`, `||`), a declared `pattern` is checked
+/// against each destination, written canonically, and the rest of its
+/// schema (`const`, `enum`) against the whole expression.
 ///
 /// ```
 /// use agent_data::Context;
@@ -41,14 +44,55 @@ pub fn check_tool_schema(call: &Call, context: &Context, tool_schema: &Value) ->
             });
         }
     };
-    let schema = Schema::compile(&admitting_meta_keys(tool_schema, &resolved))
-        .map_err(Error::BadToolSchema)?;
-    let violations = schema.violations(&resolved, CheckMode::Complete);
+    let mut whole = admitting_meta_keys(tool_schema, &resolved);
+    let destinations = call
+        .output_path()
+        .map(|path| path.outcomes().iter().flatten().collect::<Vec<_>>())
+        .unwrap_or_default();
+    // With more than one destination, a `pattern` constrains each one: the
+    // whole expression is checked against everything else (`const`,
+    // `enum`, `type`), so `"†state.x && †input.city"` cannot pass
+    // `"^†state\\."` on the strength of its first destination.
+    let each = match destinations.len() {
+        0 | 1 => None,
+        _ => take_pattern(&mut whole),
+    };
+    let schema = Schema::compile(&whole).map_err(Error::BadToolSchema)?;
+    let mut violations = schema.violations(&resolved, CheckMode::Complete);
+    if let Some(each) = each {
+        let schema = Schema::compile(&each).map_err(Error::BadToolSchema)?;
+        for destination in destinations {
+            let text = Value::String(destination.to_string());
+            for mut violation in schema.violations(&text, CheckMode::Complete) {
+                violation.instance_path = "/_outputPath".into();
+                violation.message = format!("destination {}", violation.message);
+                violations.push(violation);
+            }
+        }
+    }
     if violations.is_empty() {
         Ok(())
     } else {
         Err(Error::ToolSchema(violations))
     }
+}
+
+/// Moves `pattern` out of `properties._outputPath` of `schema` (an object
+/// schema after [`admitting_meta_keys`]), returning the schema each single
+/// destination must match: that pattern and whatever else `_outputPath`'s
+/// schema says of a string, but not `const` or `enum`, which name whole
+/// expressions. `None` when `_outputPath` declares no pattern.
+fn take_pattern(schema: &mut Value) -> Option<Value> {
+    let declared = schema
+        .get_mut("properties")?
+        .get_mut("_outputPath")?
+        .as_object_mut()?;
+    let pattern = declared.shift_remove("pattern")?;
+    let mut each = declared.clone();
+    each.shift_remove("const");
+    each.shift_remove("enum");
+    each.insert("pattern".into(), pattern);
+    Some(Value::Object(each))
 }
 
 /// `tool_schema` with every `_`-key of `call` it does not declare added to

@@ -405,6 +405,67 @@ fn r23_tool_schema_prescribes_or_constrains_output_path() {
 }
 
 #[test]
+fn r23_a_pattern_on_output_path_holds_for_every_destination_and_alternative() {
+    let ctx = Context::new();
+    let state_only =
+        json!({"properties": {"_outputPath": {"type": "string", "pattern": "^†state\\."}}});
+    for ok in [
+        "†state.x",
+        "†state.x && †state.y",
+        "†state.x || †state.error",
+    ] {
+        assert!(
+            check_tool_schema(&json!({"_outputPath": ok}), &ctx, &state_only).is_ok(),
+            "{ok}"
+        );
+    }
+    for (escape, destination) in [
+        ("†state.x && †input.city", "†input.city"),
+        ("†state.x || †input.city", "†input.city"),
+        ("†state.a && †state.b || †error", "†error"),
+    ] {
+        let err = check_tool_schema(&json!({"_outputPath": escape}), &ctx, &state_only)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("the call breaks its tool's schema: at /_outputPath: destination ")
+                && err.contains(&format!("{destination:?} does not match")),
+            "{escape}: {err}"
+        );
+    }
+    // A pattern anchored at both ends judges each destination, not the
+    // whole expression, which it could never match.
+    let exact = json!({"properties": {"_outputPath": {"pattern": "^†state\\.[a-z]+$"}}});
+    assert!(
+        check_tool_schema(
+            &json!({"_outputPath": "†state.a && †state.b"}),
+            &ctx,
+            &exact
+        )
+        .is_ok()
+    );
+    // `const` and `enum` still name the whole expression.
+    let fixed = json!({"properties": {"_outputPath": {
+        "enum": ["†state.a && †state.b"], "pattern": "^†state\\."}}});
+    assert!(
+        check_tool_schema(
+            &json!({"_outputPath": "†state.a && †state.b"}),
+            &ctx,
+            &fixed
+        )
+        .is_ok()
+    );
+    let err = check_tool_schema(
+        &json!({"_outputPath": "†state.a && †state.c"}),
+        &ctx,
+        &fixed,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("rule `enum`"), "{err}");
+}
+
+#[test]
 fn r23_parameters_are_judged_after_resolution_and_meta_keys_as_written() {
     let ctx = Context::from_json(
         r#"[{"type":"input","data":{"days":3,"name":"Ada"}},
