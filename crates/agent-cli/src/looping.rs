@@ -50,6 +50,14 @@ pub(crate) struct LoopArgs {
     /// Seconds to wait for one response.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// Calls run from one answer; the rest are refused with one error the
+    /// model sees.
+    #[arg(long, default_value_t = 10_000)]
+    max_calls: usize,
+    /// Let the model's calls name instances the context does not have yet
+    /// (by default a call may name only existing ones).
+    #[arg(long)]
+    new_instances: bool,
     /// Append each turn's messages to CONTEXT durably as they are written.
     #[arg(long)]
     write: bool,
@@ -75,6 +83,11 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     settings.max_turns = args.max_turns;
     settings.mode = render_mode(&args.mode)?;
     settings.max_tokens = args.max_tokens;
+    if args.max_calls == 0 {
+        return Err(Failure::usage("--max-calls must be at least 1"));
+    }
+    settings.max_calls = args.max_calls;
+    settings.new_instances = args.new_instances;
     if let Some(tools) = &args.tools {
         let Value::Array(tools) = json_arg("--tools", tools)? else {
             return Err(Failure::invalid(

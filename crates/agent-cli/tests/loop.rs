@@ -177,3 +177,42 @@ fn spec10_loop_reports_a_refused_request_and_bad_arguments() {
         "error: --tools tool 0: a tool's `properties._tool.const` must be its name, a string\n"
     );
 }
+
+#[test]
+fn spec10_loop_refuses_max_calls_0_and_passes_its_bounds_to_the_loop() {
+    let (_dir, context, _tools) = setup();
+    let zero = agentctx(&["loop", &context, "--model", "m", "--max-calls", "0"]);
+    assert_eq!(zero.code, 2);
+    assert_eq!(zero.stderr, "error: --max-calls must be at least 1\n");
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let calls: Vec<Value> = (0..3)
+        .map(|i| json!({"_tool": "note", "_output": "x", "_outputPath": format!("†state.n{i}"), "_instance": "i1"}))
+        .collect();
+    let server = server(&rt, &[json!({"calls": calls, "output": null})]);
+    let tools = json!([{"type": "object", "properties": {"_tool": {"const": "note"}, "_output": {"type": "string"}}}]).to_string();
+    let run = agentctx(&[
+        "loop",
+        &context,
+        "--model",
+        "m",
+        "--base-url",
+        &server.uri(),
+        "--tools",
+        &tools,
+        "--max-turns",
+        "1",
+        "--max-calls",
+        "2",
+        "--new-instances",
+        "--write",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("turn 1: 2 call(s) run, 1 error(s),"),
+        "{}",
+        run.stderr
+    );
+    let view = agentctx(&["view", &context, "state", "--instance", "i1"]);
+    assert_eq!(view.stdout.trim(), r#"{"n0":"x","n1":"x"}"#);
+}

@@ -10,19 +10,30 @@ fn reference_string() -> Value {
     json!({"type": "string", "pattern": "^†"})
 }
 
+/// The instances a model's call may name in `_instance` (R37, R39b).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallInstances<'a> {
+    /// One of these, the context's instances; none when it has none.
+    Existing(&'a [Instance]),
+    /// Any valid instance id: the application lets the model start new
+    /// instances (`agentctx loop --new-instances`).
+    Any,
+}
+
 /// The schema of the one JSON object a request asks for (R37):
 /// `{"calls": [CALL, …], "output": OUTPUT | null}`, each CALL one of the
 /// tools (`anyOf`).
 ///
 /// In each tool, every parameter also accepts a reference string;
 /// `_outputPath` is as the tool declares it, else an optional reference
-/// string; `_instance` is one of `instances` (any string when there are
-/// none); `_outputMethod` one of the five methods unless declared. An
+/// string; `_instance` is one of `instances` (offered only when there is
+/// one to name, or any string for [`CallInstances::Any`]); `_outputMethod` one of the five methods unless declared. An
 /// explicit tool (`explicit(name)`, R36) loses `_output`. OUTPUT is
 /// `output` (any JSON value when `None`).
 ///
 /// ```
-/// use agent_loop::{answer_schema, Tool, Tools};
+/// use agent_loop::{answer_schema, CallInstances, Tool, Tools};
 /// use serde_json::json;
 ///
 /// let mut tools = Tools::new();
@@ -30,7 +41,7 @@ fn reference_string() -> Value {
 ///     "properties": {"_tool": {"const": "weather"}, "city": {"type": "string"},
 ///                    "_output": {"type": "string"}},
 ///     "required": ["_tool", "city"]}), "example")?);
-/// let schema = answer_schema(&tools, |_| false, &[], None);
+/// let schema = answer_schema(&tools, |_| false, CallInstances::Existing(&[]), None);
 /// let weather = &schema["properties"]["calls"]["items"]["anyOf"][0];
 /// assert_eq!(weather["properties"]["city"]["anyOf"][0], json!({"type": "string"}));
 /// assert_eq!(weather["properties"]["_output"], json!({"type": "string"}));
@@ -39,7 +50,7 @@ fn reference_string() -> Value {
 pub fn answer_schema(
     tools: &Tools,
     explicit: impl Fn(&str) -> bool,
-    instances: &[Instance],
+    instances: CallInstances<'_>,
     output: Option<&Value>,
 ) -> Value {
     let variants: Vec<Value> = tools
@@ -69,7 +80,7 @@ pub fn answer_schema(
 }
 
 /// One tool's schema as a call in the answer.
-fn call_schema(mut schema: Map<String, Value>, instances: &[Instance]) -> Map<String, Value> {
+fn call_schema(mut schema: Map<String, Value>, instances: CallInstances<'_>) -> Map<String, Value> {
     schema
         .entry("type")
         .or_insert_with(|| Value::String("object".into()));
@@ -88,13 +99,17 @@ fn call_schema(mut schema: Map<String, Value>, instances: &[Instance]) -> Map<St
         properties
             .entry("_outputMethod")
             .or_insert_with(|| json!({"enum": ["set", "merge", "assign", "push", "concat"]}));
-        let instance = if instances.is_empty() {
-            json!({"type": "string"})
-        } else {
-            let ids: Vec<&str> = instances.iter().map(Instance::as_str).collect();
-            json!({"type": "string", "enum": ids})
+        let instance = match instances {
+            CallInstances::Any => Some(json!({"type": "string"})),
+            CallInstances::Existing([]) => None,
+            CallInstances::Existing(ids) => {
+                let ids: Vec<&str> = ids.iter().map(Instance::as_str).collect();
+                Some(json!({"type": "string", "enum": ids}))
+            }
         };
-        properties.entry("_instance").or_insert(instance);
+        if let Some(instance) = instance {
+            properties.entry("_instance").or_insert(instance);
+        }
     }
     schema
 }
@@ -156,11 +171,41 @@ impl Answer {
         Ok(Answer { calls, output })
     }
 
-    /// Reads an answer from its JSON text.
+    /// Reads an answer from its JSON text — also when the whole text is one
+    /// Markdown code fence around it (`` ```json `` … `` ``` ``), as local
+    /// servers and proxies often answer.
+    ///
+    /// ```
+    /// use agent_loop::Answer;
+    /// let fenced = "```json\n{\"calls\": [], \"output\": 7}\n```";
+    /// assert_eq!(Answer::from_text(fenced)?.output, Some(serde_json::json!(7)));
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn from_text(text: &str) -> Result<Answer, String> {
-        let value: Value = serde_json::from_str(text)
+        let value: Value = serde_json::from_str(unfenced(text))
             .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(text)))?;
         Answer::from_value(value)
+    }
+}
+
+/// The JSON inside `text` when `text` is one fenced code block whose info
+/// string is empty or `json`; else `text` itself. Only a fence around the
+/// whole text is taken: prose around JSON is not searched for an answer.
+fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else {
+        return text;
+    };
+    let Some((info, body)) = rest.split_once('\n') else {
+        return text;
+    };
+    let info = info.trim();
+    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
+        return text;
+    }
+    match body.trim_end().strip_suffix("```") {
+        Some(inner) if !inner.contains("```") => inner,
+        _ => text,
     }
 }
 

@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use agent_data::Context;
-//! use agent_loop::{answer_schema, Answer, Tools};
+//! use agent_loop::{answer_schema, Answer, CallInstances, Tools};
 //! use serde_json::json;
 //!
 //! let ctx = Context::from_json(r#"[
@@ -27,7 +27,7 @@
 //!   {"type": "input", "data": {"text": "A long text."}}
 //! ]"#)?;
 //! let tools = Tools::from_context(&ctx)?;
-//! let schema = answer_schema(&tools, |_| false, &[], None);
+//! let schema = answer_schema(&tools, |_| false, CallInstances::Existing(&[]), None);
 //! assert_eq!(schema["required"], json!(["calls", "output"]));
 //!
 //! let answer = Answer::from_text(r#"{"calls": [{"_tool": "summarize", "text": "†input.text",
@@ -43,6 +43,8 @@
 mod answer;
 mod anthropic;
 mod error;
+mod errors;
+mod guard;
 mod http;
 mod openai;
 mod provider;
@@ -51,7 +53,7 @@ mod system;
 mod tools;
 mod turn;
 
-pub use answer::{Answer, answer_schema};
+pub use answer::{Answer, CallInstances, answer_schema};
 pub use anthropic::Anthropic;
 pub use error::{Error, Result};
 pub use http::Retry;

@@ -1,9 +1,14 @@
 //! The loop (spec R39, R40): request, run the answer's calls, append what
 //! failed, until the model gives a valid final output or the turns run out.
 
-use crate::turn::{error_message, run_calls};
-use crate::{Error, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools, answer_schema};
-use agent_data::{CheckMode, Message, Schema};
+use crate::errors::error_messages;
+use crate::guard::Guard;
+use crate::turn::{Rules, run_calls};
+use crate::{
+    CallInstances, Error, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools, answer_schema,
+};
+use agent_core::Kind;
+use agent_data::{CheckMode, Context, Message, Schema};
 use agent_output::Clock;
 use agent_plan::Activities;
 use agent_render::{RenderMode, Renderer};
@@ -52,6 +57,12 @@ pub struct Loop {
     pub mode: RenderMode,
     /// The answer's token bound, where the provider needs one (default 4096).
     pub max_tokens: u32,
+    /// Calls run from one answer (default 10,000); the rest are refused
+    /// with one error (R39b).
+    pub max_calls: usize,
+    /// Whether a model's call may name an instance the context does not
+    /// have yet, starting it (default false: only existing ones, R39b).
+    pub new_instances: bool,
 }
 
 impl Loop {
@@ -64,6 +75,8 @@ impl Loop {
             max_turns: 10,
             mode: RenderMode::Merged,
             max_tokens: 4096,
+            max_calls: 10_000,
+            new_instances: false,
         }
     }
 
@@ -90,10 +103,15 @@ impl Loop {
                 tools.add(tool.clone());
             }
             let instances: Vec<_> = target.context().instances().cloned().collect();
+            let may_name = if self.new_instances {
+                CallInstances::Any
+            } else {
+                CallInstances::Existing(&instances)
+            };
             let schema = answer_schema(
                 &tools,
                 |name| activities.get(name).is_some(),
-                &instances,
+                may_name,
                 self.output_schema.as_ref(),
             );
             let chat = Renderer::new().render(target.context(), self.mode);
@@ -106,7 +124,12 @@ impl Loop {
             })?;
             let (ran, mut errors, output) = match reply.answer {
                 Ok(answer) => {
-                    let calls = run_calls(&answer, &tools, activities, target, clock)?;
+                    let rules = Rules {
+                        tools: &tools,
+                        guard: Guard::new(may_name),
+                        max_calls: self.max_calls,
+                    };
+                    let calls = run_calls(&answer, &rules, activities, target, clock)?;
                     (calls.ran, calls.errors, answer.output)
                 }
                 Err(error) => (0, vec![(Value::Null, error)], None),
@@ -121,10 +144,8 @@ impl Loop {
                     )),
                 }
             }
-            let mut messages = Vec::with_capacity(errors.len() + 1);
-            for (call, error) in &errors {
-                messages.push(error_message(call.clone(), error)?);
-            }
+            let failures = errors.len();
+            let mut messages = error_messages(errors, not_a_list(target.context()))?;
             if let Some(output) = &finished {
                 messages.push(output_message(output)?);
             }
@@ -134,7 +155,7 @@ impl Loop {
             progress(&TurnReport {
                 turn,
                 calls_run: ran,
-                errors: errors.len(),
+                errors: failures,
                 tokens_sent: match reply.usage.input {
                     0 => counted(&chat),
                     n => n,
@@ -148,6 +169,14 @@ impl Loop {
             turns: self.max_turns,
         })
     }
+}
+
+/// What the global `error` view holds when it is not a list (written by
+/// the application: a model's call cannot write it, R39b), so the loop's
+/// next error starts a new list instead of failing to push.
+fn not_a_list(context: &Context) -> Option<&'static str> {
+    let view = context.view(&Kind::new("error").ok()?, None)?;
+    (!view.is_array()).then(|| agent_core::json_type(view))
 }
 
 /// The o200k tokens of the system text and `chat`, for a provider that

@@ -1,12 +1,26 @@
 //! One turn (spec R39): the calls of one answer, run like a plan; every
 //! failure collected as an `error` message appended after the turn.
 
+use crate::errors::shortened;
+use crate::guard::Guard;
 use crate::{Answer, Error, Result, Tools};
-use agent_data::Message;
 use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
 use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
 use agent_store::Append;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+/// How many steps of a cycle an error names.
+const CYCLE_STEPS: usize = 5;
+
+/// What a turn checks each call of the answer against.
+pub(crate) struct Rules<'a> {
+    /// The tools a call may name.
+    pub tools: &'a Tools,
+    /// What a model's call may write and which instances it may name.
+    pub guard: Guard<'a>,
+    /// Calls run from one answer; the rest are refused with one error.
+    pub max_calls: usize,
+}
 
 /// What one turn did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,35 +32,55 @@ pub(crate) struct TurnCalls {
     pub errors: Vec<(Value, String)>,
 }
 
-/// Runs the calls of `answer` against `target` (R39): each call checked on
-/// its own (an object, a known tool, its meta keys), then all of them in
+/// Runs the calls of `answer` against `target` (R39): at most
+/// `rules.max_calls` of them, each checked on its own (an object, a known
+/// tool, its meta keys, what it may write, R39b), then all of them in
 /// dependency order; each ready call is checked against its tool's schema
 /// (R23), then a latent call writes its `_output` (or nothing) and an
 /// explicit one runs its activity; results go through agent-output's
 /// `apply`. A store that cannot be written ends the turn with an error.
 pub(crate) fn run_calls(
     answer: &Answer,
-    tools: &Tools,
+    rules: &Rules<'_>,
     activities: &Activities,
     target: &mut (impl Append + ?Sized),
     clock: &dyn Clock,
 ) -> Result<TurnCalls> {
+    let tools = rules.tools;
     let mut turn = TurnCalls::default();
+    let count = answer.calls.len();
+    if count > rules.max_calls {
+        turn.errors.push((
+            Value::Null,
+            format!(
+                "the answer has {count} calls; at most {} run from one answer, so calls[{}] to calls[{}] were not run",
+                rules.max_calls,
+                rules.max_calls,
+                count - 1
+            ),
+        ));
+    }
     // Calls that pass the checks that need no context, with their tool.
     let mut calls: Vec<Call> = Vec::new();
-    for written in &answer.calls {
-        match admit(written, tools) {
+    for written in answer.calls.iter().take(rules.max_calls) {
+        match admit(written, rules) {
             Ok(call) => calls.push(call),
             Err(error) => turn.errors.push((written.clone(), error)),
         }
     }
     let plan = match Plan::new(calls.iter().map(|c| c.as_value().clone()).collect()) {
         Ok(plan) => plan,
+        // None of them can run; one error says why, however many calls
+        // the cycle holds.
+        Err(agent_plan::Error::Cycle { calls: cycle }) => {
+            turn.errors.push((Value::Null, cycle_error(&cycle, &calls)));
+            return Ok(turn);
+        }
         Err(error) => {
-            // A cycle: none of them can run.
-            for call in calls {
-                turn.errors.push((call.into_value(), error.to_string()));
-            }
+            turn.errors.push((
+                Value::Null,
+                format!("none of the answer's {} calls ran: {error}", calls.len()),
+            ));
             return Ok(turn);
         }
     };
@@ -95,9 +129,42 @@ pub(crate) fn run_calls(
     Ok(turn)
 }
 
+/// The error of an answer whose calls read each other in a cycle: its
+/// first steps, each call by its tool and output path, and its length.
+fn cycle_error(cycle: &[usize], calls: &[Call]) -> String {
+    let step = |&c: &usize| {
+        let Some(call) = calls.get(c) else {
+            return format!("call {c}");
+        };
+        let path = call.output_path().map(ToString::to_string);
+        shortened(
+            &format!(
+                "{} → {}",
+                call.tool().unwrap_or("?"),
+                path.as_deref().unwrap_or("nothing")
+            ),
+            100,
+        )
+    };
+    let mut steps: Vec<String> = cycle.iter().take(CYCLE_STEPS).map(step).collect();
+    if cycle.len() > CYCLE_STEPS {
+        steps.push("…".into());
+    } else if let Some(first) = cycle.first() {
+        steps.push(step(first));
+    }
+    format!(
+        "none of the answer's {} calls ran: {} of them read each other's results in a cycle: {}",
+        calls.len(),
+        cycle.len(),
+        steps.join(", then ")
+    )
+}
+
 /// The checks a call passes before the turn orders it: an object, with a
-/// `_tool` naming a known tool and well-formed meta keys.
-fn admit(written: &Value, tools: &Tools) -> std::result::Result<Call, String> {
+/// `_tool` naming a known tool, well-formed meta keys, and nothing R39b
+/// forbids.
+fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String> {
+    let tools = rules.tools;
     let call = Call::parse(written.clone()).map_err(|e| e.to_string())?;
     let Some(name) = call.tool() else {
         return Err("the call has no \"_tool\"".into());
@@ -114,6 +181,7 @@ fn admit(written: &Value, tools: &Tools) -> std::result::Result<Call, String> {
             }
         ));
     }
+    rules.guard.check(&call)?;
     Ok(call)
 }
 
@@ -153,31 +221,4 @@ fn run_one(
         Written::StoreFailed(error) => Err(Error::Store(error)),
         Written::Refused(error) => Ok(Err(error.to_string())),
     }
-}
-
-/// The `error` message for a failed call (R39): `data` is `{"call": CALL,
-/// "error": TEXT}`, pushed onto the `error` view so every error stays
-/// visible in merged rendering (decision D32). A call too deep to record
-/// is replaced by `null` and the text says so.
-pub(crate) fn error_message(call: Value, error: &str) -> Result<Message> {
-    let build = |call: Value, error: String| {
-        Message::from_value(json!({
-            "type": "data",
-            "kind": "error",
-            "data": {"call": call, "error": error},
-            "_outputMethod": "push"
-        }))
-    };
-    let built = match build(call, error.to_owned()) {
-        Ok(built) => built,
-        Err(_) => build(
-            Value::Null,
-            format!("{error} (the call is too deep to record)"),
-        )
-        .map_err(Error::Record)?,
-    };
-    built
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::Request("an error message normalised to nothing".into()))
 }

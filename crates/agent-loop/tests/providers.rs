@@ -6,8 +6,8 @@
 
 use agent_data::Context;
 use agent_loop::{
-    Anthropic, Error, OpenAi, Provider, Reply, Request, Retry, SYSTEM_TEXT, Tool, Tools,
-    answer_schema,
+    Anthropic, CallInstances, Error, OpenAi, Provider, Reply, Request, Retry, SYSTEM_TEXT, Tool,
+    Tools, answer_schema,
 };
 use agent_render::{RenderMode, Renderer};
 use serde_json::{Value, json};
@@ -42,7 +42,7 @@ fn schema() -> Value {
         )
         .unwrap(),
     );
-    answer_schema(&tools, |_| true, &[], None)
+    answer_schema(&tools, |_| true, CallInstances::Existing(&[]), None)
 }
 
 /// The mock server's runtime. The providers' client is synchronous and

@@ -4,7 +4,7 @@
 
 use agent_core::Instance;
 use agent_data::Context;
-use agent_loop::{Answer, SYSTEM_TEXT, Tool, Tools, answer_schema};
+use agent_loop::{Answer, CallInstances, SYSTEM_TEXT, Tool, Tools, answer_schema};
 use serde_json::{Value, json};
 
 fn tool(name: &str, extra: Value) -> Value {
@@ -115,7 +115,12 @@ fn r37_the_answer_schema_has_one_variant_per_tool_and_parameters_accept_referenc
     tools.add(Tool::new(tool("note", json!({"text": {"type": "string"}})), "t").unwrap());
     let instances = [Instance::new("①").unwrap(), Instance::new("②").unwrap()];
     let output = json!({"type": "object", "required": ["done"]});
-    let schema = answer_schema(&tools, |name| name == "fetch", &instances, Some(&output));
+    let schema = answer_schema(
+        &tools,
+        |name| name == "fetch",
+        CallInstances::Existing(&instances),
+        Some(&output),
+    );
     let variants = schema["properties"]["calls"]["items"]["anyOf"]
         .as_array()
         .unwrap();
@@ -149,7 +154,7 @@ fn r37_the_answer_schema_has_one_variant_per_tool_and_parameters_accept_referenc
 
 #[test]
 fn r37_without_tools_no_call_is_accepted_and_any_output_is() {
-    let schema = answer_schema(&Tools::new(), |_| false, &[], None);
+    let schema = answer_schema(&Tools::new(), |_| false, CallInstances::Existing(&[]), None);
     assert_eq!(
         schema["properties"]["calls"],
         json!({"type": "array", "maxItems": 0})
@@ -171,7 +176,7 @@ fn r37_the_answer_schema_is_valid_json_schema_and_accepts_a_referencing_call() {
         )
         .unwrap(),
     );
-    let schema = answer_schema(&tools, |_| true, &[], None);
+    let schema = answer_schema(&tools, |_| true, CallInstances::Existing(&[]), None);
     let compiled = agent_data::Schema::compile(&schema).unwrap();
     let ok = json!({"calls": [{"_tool": "book", "days": "†input.days", "_outputPath": "†state.booking",
                               "_outputMethod": "push"}], "output": null});

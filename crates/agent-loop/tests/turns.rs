@@ -3,54 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+mod common;
+use common::{Script, clock};
+
 use agent_data::Context;
 use agent_loop::{
     Answer, Error, Finish, Loop, OpenAi, Provider, Reply, Request, Retry, Tool, TurnReport, Usage,
 };
-use agent_output::FixedClock;
 use agent_plan::Activities;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
-
-/// A provider that answers from a script and keeps what it was asked.
-struct Script {
-    answers: Mutex<VecDeque<Result<std::result::Result<Value, String>, Error>>>,
-    asked: Mutex<Vec<(Vec<String>, Value)>>,
-}
-
-impl Script {
-    fn new(answers: Vec<std::result::Result<Value, String>>) -> Script {
-        Script {
-            answers: Mutex::new(answers.into_iter().map(Ok).collect()),
-            asked: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl Provider for Script {
-    fn send(&self, request: &Request<'_>) -> Result<Reply, Error> {
-        let texts = request.chat.iter().map(|m| m.text().to_owned()).collect();
-        self.asked
-            .lock()
-            .unwrap()
-            .push((texts, request.answer_schema.clone()));
-        let next = self.answers.lock().unwrap().pop_front();
-        let answer = next.unwrap_or_else(|| Ok(Ok(json!({"calls": [], "output": null}))))?;
-        Ok(Reply {
-            answer: answer.and_then(Answer::from_value),
-            usage: Usage {
-                input: 100,
-                output: 10,
-            },
-        })
-    }
-}
-
-fn clock() -> FixedClock {
-    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
-}
 
 fn tools() -> Vec<Tool> {
     vec![

@@ -1,0 +1,72 @@
+//! What a call the model wrote may do (spec R39b). The model is untrusted
+//! input: its calls may not write what only the loop writes, nor name an
+//! instance the application did not start.
+
+use crate::CallInstances;
+use agent_core::{Instance, quoted};
+use agent_output::Call;
+use std::collections::HashSet;
+
+/// Kinds only the loop writes (R39, R40): a call writing `error` could
+/// forge the errors the model is shown or break their list; one writing
+/// `output` could end a run that never finished.
+pub(crate) const RESERVED_KINDS: [&str; 2] = ["error", "output"];
+
+/// How many instances an error names before it says how many more.
+const NAMED: usize = 10;
+
+/// The rules a turn applies to each call of the answer.
+pub(crate) struct Guard<'a> {
+    instances: CallInstances<'a>,
+    existing: HashSet<&'a str>,
+}
+
+impl<'a> Guard<'a> {
+    /// A guard for a context whose calls may name `instances`.
+    pub(crate) fn new(instances: CallInstances<'a>) -> Guard<'a> {
+        let existing = match instances {
+            CallInstances::Existing(ids) => ids.iter().map(Instance::as_str).collect(),
+            CallInstances::Any => HashSet::new(),
+        };
+        Guard {
+            instances,
+            existing,
+        }
+    }
+
+    /// `Err(text)` for the model when the call writes a reserved kind or
+    /// names an instance it may not.
+    pub(crate) fn check(&self, call: &Call) -> Result<(), String> {
+        let destinations = call.output_path().into_iter().flat_map(|p| p.outcomes());
+        for reference in destinations.flatten() {
+            if RESERVED_KINDS.contains(&reference.kind.as_str()) {
+                return Err(format!(
+                    "the call may not write {reference}: only the loop writes the \"error\" and \"output\" kinds (give the final result as the answer's \"output\")"
+                ));
+            }
+        }
+        let Some(instance) = call.instance() else {
+            return Ok(());
+        };
+        match self.instances {
+            CallInstances::Any => Ok(()),
+            CallInstances::Existing([]) => Err(format!(
+                "the call names instance {}, but the context has no instances and a call may not start one",
+                quoted(instance.as_str())
+            )),
+            CallInstances::Existing(ids) if !self.existing.contains(instance.as_str()) => {
+                let mut named: Vec<String> =
+                    ids.iter().take(NAMED).map(|x| quoted(x.as_str())).collect();
+                if ids.len() > NAMED {
+                    named.push(format!("and {} more", ids.len() - NAMED));
+                }
+                Err(format!(
+                    "unknown instance {}: a call may name only the context's instances, {}",
+                    quoted(instance.as_str()),
+                    named.join(", ")
+                ))
+            }
+            CallInstances::Existing(_) => Ok(()),
+        }
+    }
+}
