@@ -2,7 +2,10 @@
 
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored, print_value, render_mode};
-use agent_loop::{Anthropic, Finish, Loop, OpenAi, Provider, Retry, Tool, TurnReport};
+use agent_loop::{
+    Anthropic, Finish, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry, RetryNotice, Tool,
+    TurnReport,
+};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -47,7 +50,8 @@ pub(crate) struct LoopArgs {
     /// The answer's token bound (sent to Anthropic, which requires one).
     #[arg(long, default_value_t = 4096)]
     max_tokens: u32,
-    /// Seconds to wait for one response.
+    /// Seconds one request may take, its retries and their waits included
+    /// (at least 1).
     #[arg(long, default_value_t = 300)]
     timeout: u64,
     /// Calls run from one answer; the rest are refused with one error the
@@ -58,6 +62,10 @@ pub(crate) struct LoopArgs {
     /// (by default a call may name only existing ones).
     #[arg(long)]
     new_instances: bool,
+    /// The most bytes of a response read; a larger one ends the run with
+    /// an error, unread past the limit.
+    #[arg(long, default_value_t = MAX_ANSWER_BYTES)]
+    max_answer_bytes: u64,
     /// Append each turn's messages to CONTEXT durably as they are written.
     #[arg(long)]
     write: bool,
@@ -74,6 +82,14 @@ pub(crate) struct LoopArgs {
 pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     if args.max_turns == 0 {
         return Err(Failure::usage("--max-turns must be at least 1"));
+    }
+    if args.timeout == 0 {
+        return Err(Failure::usage(
+            "--timeout must be at least 1 (seconds for a request and its retries)",
+        ));
+    }
+    if args.max_answer_bytes == 0 {
+        return Err(Failure::usage("--max-answer-bytes must be at least 1"));
     }
     let activities = crate::activity::activities(
         &args.activities,
@@ -152,7 +168,9 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
                 timeout,
                 retry,
             )
-            .map_err(Failure::invalid)?,
+            .map_err(Failure::invalid)?
+            .max_answer_bytes(args.max_answer_bytes)
+            .on_retry(print_retry),
         ),
         "anthropic" => Box::new(
             Anthropic::new(
@@ -161,7 +179,9 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
                 timeout,
                 retry,
             )
-            .map_err(Failure::invalid)?,
+            .map_err(Failure::invalid)?
+            .max_answer_bytes(args.max_answer_bytes)
+            .on_retry(print_retry),
         ),
         other => {
             return Err(Failure::usage(format!(
@@ -170,4 +190,29 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
             )));
         }
     })
+}
+
+/// One line on stderr per retry, so a long wait is never silent. The
+/// error's text is the library's, with the server's words quoted and no
+/// secret in its URL.
+fn print_retry(notice: &RetryNotice<'_>) {
+    let wait = seconds(notice.wait);
+    let then = if notice.asked {
+        format!("the server asks to wait {wait} s (Retry-After)")
+    } else {
+        format!("trying again in {wait} s")
+    };
+    eprintln!(
+        "retry: attempt {} of {} failed ({}); {then}",
+        notice.attempt, notice.attempts, notice.error
+    );
+}
+
+/// `d` in seconds as printed: `3`, `0.25`.
+fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        return d.as_secs().to_string();
+    }
+    let text = format!("{:.3}", d.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }

@@ -1,8 +1,8 @@
 //! Anthropic Messages (spec R38): the answer schema as the input schema of
 //! one tool the model is made to use.
 
-use crate::http::{Http, Retry};
-use crate::provider::{Provider, Reply, Request, usage};
+use crate::http::{Endpoint, Http, Retry, RetryNotice};
+use crate::provider::{ANSWER_NAME, Provider, Reply, Request, native_answer, usage};
 use crate::{Answer, Error, Result};
 use agent_render::{Provider as Format, payload};
 use serde_json::{Value, json};
@@ -12,7 +12,7 @@ use std::time::Duration;
 /// header and one forced tool named `answer`.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    base: String,
+    endpoint: Endpoint,
     key: Option<String>,
     http: Http,
 }
@@ -23,10 +23,13 @@ impl Anthropic {
     /// The API version sent in `anthropic-version`.
     pub const VERSION: &'static str = "2023-06-01";
     /// The name of the tool that carries the answer.
-    pub const ANSWER_TOOL: &'static str = "answer";
+    pub const ANSWER_TOOL: &'static str = ANSWER_NAME;
 
     /// A client for the server at `base`. With `key`, requests carry
-    /// `x-api-key: KEY`; without, no key header at all.
+    /// `x-api-key: KEY`; without, no key header at all. Requests go to
+    /// `{base}/v1/messages`, a query of `base` kept after the path;
+    /// `timeout` bounds one request with its retries, and must be more
+    /// than zero. Redirects are not followed.
     pub fn new(
         base: &str,
         key: Option<String>,
@@ -34,10 +37,30 @@ impl Anthropic {
         retry: Retry,
     ) -> Result<Anthropic> {
         Ok(Anthropic {
-            base: base.trim_end_matches('/').to_owned(),
+            endpoint: Endpoint::new(base, "/v1/messages")?,
             key,
             http: Http::new(timeout, retry)?,
         })
+    }
+
+    /// Reads at most `bytes` of a response (default
+    /// [`crate::MAX_ANSWER_BYTES`]); a larger one fails with
+    /// [`Error::TooLarge`] without being read further.
+    #[must_use]
+    pub fn max_answer_bytes(mut self, bytes: u64) -> Anthropic {
+        self.http.set_max_answer_bytes(bytes);
+        self
+    }
+
+    /// Calls `observer` before each retry's wait (the library prints
+    /// nothing).
+    #[must_use]
+    pub fn on_retry(
+        mut self,
+        observer: impl Fn(&RetryNotice<'_>) + Send + Sync + 'static,
+    ) -> Anthropic {
+        self.http.set_observer(std::sync::Arc::new(observer));
+        self
     }
 
     /// The request body (R38). The context's own system texts follow the
@@ -71,25 +94,44 @@ impl Anthropic {
     }
 
     /// The reply in a response body: the `input` of the `tool_use` block
-    /// of the `answer` tool.
+    /// of the `answer` tool; else the only `tool_use` block, read as an
+    /// answer when its input has `calls`; else the text blocks, read as
+    /// the answer's JSON text (decision D53).
     pub fn reply(body: &Value) -> Result<Reply> {
         let Some(content) = body["content"].as_array() else {
             return Err(Error::BadReply {
                 reason: "no content array".into(),
             });
         };
-        let answer = content
+        let uses: Vec<&Value> = content
             .iter()
-            .find(|block| block["type"] == "tool_use" && block["name"] == Anthropic::ANSWER_TOOL)
-            .map_or_else(
-                || {
-                    Err(format!(
-                        "the reply does not use the {:?} tool",
-                        Anthropic::ANSWER_TOOL
-                    ))
-                },
-                |block| Answer::from_value(block["input"].clone()),
-            );
+            .filter(|block| block["type"] == "tool_use")
+            .collect();
+        let text: String = content
+            .iter()
+            .filter(|block| block["type"] == "text")
+            .filter_map(|block| block["text"].as_str())
+            .collect::<Vec<_>>()
+            .concat();
+        let answer = match uses
+            .iter()
+            .find(|block| block["name"] == Anthropic::ANSWER_TOOL)
+        {
+            Some(block) => Answer::from_value(block["input"].clone()),
+            None => match uses.as_slice() {
+                [only] => native_answer(only["name"].as_str().unwrap_or_default(), &only["input"]),
+                [] if !text.trim().is_empty() => Answer::from_text(&text),
+                [] => Err(format!(
+                    "the reply does not use the {} tool",
+                    agent_core::quoted(Anthropic::ANSWER_TOOL)
+                )),
+                _ => Err(format!(
+                    "the reply uses {} tools, none of them {}; use that one tool once",
+                    uses.len(),
+                    agent_core::quoted(Anthropic::ANSWER_TOOL)
+                )),
+            },
+        };
         Ok(Reply {
             answer,
             usage: usage(body, "input_tokens", "output_tokens"),
@@ -103,8 +145,9 @@ impl Provider for Anthropic {
         if let Some(key) = &self.key {
             headers.push(("x-api-key", key.clone()));
         }
-        let url = format!("{}/v1/messages", self.base);
-        let body = self.http.post(&url, &headers, &Anthropic::body(request)?)?;
+        let body = self
+            .http
+            .post(&self.endpoint, &headers, &Anthropic::body(request)?)?;
         Anthropic::reply(&body)
     }
 }

@@ -29,8 +29,44 @@ pub enum Error {
         url: String,
         /// The HTTP status.
         status: u16,
-        /// The provider's error message.
+        /// The provider's error message as it is printed: quoted as JSON
+        /// (R33) and shortened to 300 characters.
         message: String,
+    },
+    /// The server answered with a redirect, which model requests never
+    /// follow: the key and the whole context would go with them.
+    #[error(
+        "{url} answered {status}, a redirect to {to}; model requests do not follow redirects (the key and the context would go with them)"
+    )]
+    Redirect {
+        /// Where the request was sent.
+        url: String,
+        /// The HTTP status (3xx).
+        status: u16,
+        /// The origin the `Location` header names (scheme, host and port
+        /// only), or why there is none.
+        to: String,
+    },
+    /// The response body is larger than the client reads.
+    #[error("the answer from {url} is larger than {limit} bytes")]
+    TooLarge {
+        /// Where the request was sent.
+        url: String,
+        /// The most bytes read.
+        limit: u64,
+    },
+    /// The request and its retries took the whole timeout.
+    #[error(
+        "request to {url} timed out after {} s ({attempts} attempt(s))",
+        crate::http::seconds(*.timeout)
+    )]
+    TimedOut {
+        /// Where the request was sent.
+        url: String,
+        /// The time one request may take, its retries included.
+        timeout: std::time::Duration,
+        /// Attempts made.
+        attempts: u32,
     },
     /// Every attempt failed with a fault worth retrying (429, 5xx, no
     /// connection).
@@ -40,6 +76,30 @@ pub enum Error {
         attempts: u32,
         /// The last attempt's error.
         last: Box<Error>,
+    },
+    /// A fault worth retrying, but the wait before the next attempt would
+    /// end after the timeout.
+    #[error(
+        "gave up after {attempts} attempt(s): waiting {} s more would pass the {} s timeout; the last: {last}",
+        crate::http::seconds(*.wait),
+        crate::http::seconds(*.timeout)
+    )]
+    NoTimeToRetry {
+        /// Attempts made.
+        attempts: u32,
+        /// The wait the next attempt needed.
+        wait: std::time::Duration,
+        /// The time one request may take, its retries included.
+        timeout: std::time::Duration,
+        /// The last attempt's error.
+        last: Box<Error>,
+    },
+    /// The client cannot be set up: a base URL that is not an http(s) URL,
+    /// a zero timeout, no TLS configuration.
+    #[error("cannot set up the HTTP client: {reason}")]
+    Client {
+        /// What is wrong.
+        reason: String,
     },
     /// A successful response without an answer where the provider's format
     /// puts it.

@@ -1,13 +1,20 @@
-//! JSON over HTTP with bounded retries (spec R41).
+//! JSON over HTTP with bounded retries (spec R41), treating the server as
+//! untrusted: no redirect is followed, the answer is read up to a size
+//! limit, one deadline covers a request and its retries, and what the
+//! server says is quoted before anyone prints it (decision D53).
 
 use crate::{Error, Result};
+use reqwest::Url;
 use serde_json::Value;
-use std::time::Duration;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How failed requests are retried (R41): 429, 5xx and connection failures
 /// are tried again, up to `attempts` in all, waiting `base`, `2 × base`,
 /// `4 × base`, … (never more than `max`) — or what the server's
-/// `Retry-After` asks, when it says, up to `max`.
+/// `Retry-After` asks, when it says, up to `max`. No attempt starts and no
+/// wait ends after the request's timeout, which covers every attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry {
     /// Attempts in all, the first included (at least 1).
@@ -40,90 +47,347 @@ impl Retry {
     }
 }
 
-/// A blocking HTTP client that posts JSON and retries as [`Retry`] says.
+/// One retry about to happen, for an observer to show (the library prints
+/// nothing itself).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RetryNotice<'a> {
+    /// The attempt that failed (1 for the first).
+    pub attempt: u32,
+    /// Attempts allowed in all.
+    pub attempts: u32,
+    /// The wait before the next attempt.
+    pub wait: Duration,
+    /// Whether the server asked for this wait (`Retry-After`).
+    pub asked: bool,
+    /// Why the attempt failed; its text is safe to print (R33).
+    pub error: &'a Error,
+}
+
+/// What is told of each retry.
+pub(crate) type Observer = Arc<dyn Fn(&RetryNotice<'_>) + Send + Sync>;
+
+/// The default bound on a response body: 16 MiB, far beyond any answer a
+/// token limit allows.
+pub const MAX_ANSWER_BYTES: u64 = 16 << 20;
+
+/// How much of an error response is read: its message is printed
+/// shortened anyway.
+const ERROR_BODY_BYTES: u64 = 64 << 10;
+
+/// Characters of a provider's error message that are printed.
+const MESSAGE_CHARS: usize = 300;
+
+/// Where requests go: the URL sent to, and the URL as printed — without
+/// userinfo, and with the query's values hidden (they may hold a key).
 #[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    url: Url,
+    shown: String,
+}
+
+impl Endpoint {
+    /// `base` with `path` appended to its path; its query, if any, stays
+    /// after the whole path.
+    pub(crate) fn new(base: &str, path: &str) -> Result<Endpoint> {
+        let mut url = Url::parse(base.trim()).map_err(|e| Error::Client {
+            reason: format!("the base URL is not a URL ({e})"),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(Error::Client {
+                reason: "the base URL must be an http or https URL".into(),
+            });
+        }
+        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+        url.set_fragment(None);
+        let mut shown = url.clone();
+        // Neither fails on an http(s) URL, which always has a host.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        shown.set_query(None);
+        let mut shown = shown.to_string();
+        if let Some(query) = url.query() {
+            let keys: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) => format!("{key}=…"),
+                    None => pair.to_owned(),
+                })
+                .collect();
+            shown.push('?');
+            shown.push_str(&keys.join("&"));
+        }
+        Ok(Endpoint { url, shown })
+    }
+
+    /// The URL as printed.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// A blocking HTTP client that posts JSON and retries as [`Retry`] says.
+#[derive(Clone)]
 pub(crate) struct Http {
     client: reqwest::blocking::Client,
     retry: Retry,
+    timeout: Duration,
+    max_answer_bytes: u64,
+    observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("retry", &self.retry)
+            .field("timeout", &self.timeout)
+            .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How one attempt ended.
+enum Outcome {
+    /// The response's JSON.
+    Answer(Value),
+    /// A fault no retry can mend.
+    Fatal(Error),
+    /// A fault worth retrying, with the wait the server asked for.
+    Retry(Error, Option<Duration>),
+    /// No connection, or one lost: worth retrying unless time ran out.
+    Transport(Error, bool),
 }
 
 impl Http {
+    /// A client whose requests, retries included, end within `timeout`.
     pub(crate) fn new(timeout: Duration, retry: Retry) -> Result<Http> {
-        // reqwest is built without a default TLS backend; rustls uses ring.
-        // Installing twice (a second provider in one process) is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        if timeout.is_zero() {
+            return Err(Error::Client {
+                reason: "the timeout must be more than 0 s".into(),
+            });
+        }
         let client = reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls()?)
+            // The key and the whole context would follow a redirect to
+            // wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .build()
-            .map_err(|e| Error::Http {
-                url: String::new(),
-                reason: format!("cannot build the HTTP client: {e}"),
+            .map_err(|e| Error::Client {
+                reason: describe(&e),
             })?;
-        Ok(Http { client, retry })
+        Ok(Http {
+            client,
+            retry,
+            timeout,
+            max_answer_bytes: MAX_ANSWER_BYTES,
+            observer: None,
+        })
     }
 
-    /// Posts `body` to `url` with `headers` and returns the response's JSON.
-    /// Retries 429, 5xx and connection failures; any other status ends
-    /// with [`Error::Status`], naming the provider's message.
+    /// Reads at most `bytes` of a response body.
+    pub(crate) fn set_max_answer_bytes(&mut self, bytes: u64) {
+        self.max_answer_bytes = bytes;
+    }
+
+    /// Tells `observer` of each retry before its wait.
+    pub(crate) fn set_observer(&mut self, observer: Observer) {
+        self.observer = Some(observer);
+    }
+
+    /// Posts `body` to `endpoint` with `headers` and returns the response's
+    /// JSON. Retries 429, 5xx and connection failures while the timeout
+    /// allows; any other status ends with [`Error::Status`], naming the
+    /// provider's message, or [`Error::Redirect`].
     pub(crate) fn post(
         &self,
-        url: &str,
+        endpoint: &Endpoint,
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<Value> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::Request(e.to_string()))?;
+        let url = endpoint.shown();
+        let started = Instant::now();
         let attempts = self.retry.attempts.max(1);
+        let timed_out = |attempts| Error::TimedOut {
+            url: url.to_owned(),
+            timeout: self.timeout,
+            attempts,
+        };
         let mut attempt = 0;
         loop {
-            let mut request = self.client.post(url).json(body);
-            for (name, value) in headers {
-                request = request.header(*name, value);
+            let left = self.timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(timed_out(attempt));
             }
-            let (error, retry_after) = match request.send() {
-                Ok(response) => {
-                    let status = response.status();
-                    let retry_after = retry_after(response.headers());
-                    let text = response.text().map_err(|e| Error::Http {
-                        url: url.to_owned(),
-                        reason: format!("cannot read the response: {e}"),
-                    })?;
-                    if status.is_success() {
-                        return serde_json::from_str(&text).map_err(|e| Error::BadReply {
-                            reason: format!("the response is not JSON ({e})"),
-                        });
-                    }
-                    let error = Error::Status {
-                        url: url.to_owned(),
-                        status: status.as_u16(),
-                        message: provider_message(&text),
-                    };
-                    if status.as_u16() != 429 && !status.is_server_error() {
-                        return Err(error);
-                    }
-                    (error, retry_after)
-                }
-                Err(e) if e.is_timeout() || e.is_connect() || e.is_request() => (
-                    Error::Http {
-                        url: url.to_owned(),
-                        reason: describe(&e),
-                    },
-                    None,
-                ),
-                Err(e) => {
-                    return Err(Error::Http {
-                        url: url.to_owned(),
-                        reason: describe(&e),
-                    });
-                }
-            };
             attempt += 1;
+            let (error, retry_after) = match self.attempt(endpoint, headers, &bytes, left) {
+                Outcome::Answer(value) => return Ok(value),
+                Outcome::Fatal(error) => return Err(error),
+                Outcome::Transport(_, _) if started.elapsed() >= self.timeout => {
+                    return Err(timed_out(attempt));
+                }
+                Outcome::Transport(error, false) => return Err(error),
+                Outcome::Transport(error, true) => (error, None),
+                Outcome::Retry(error, retry_after) => (error, retry_after),
+            };
             if attempt >= attempts {
                 return Err(Error::GaveUp {
                     attempts,
                     last: Box::new(error),
                 });
             }
-            std::thread::sleep(self.retry.wait(attempt - 1, retry_after));
+            let wait = self.retry.wait(attempt - 1, retry_after);
+            if started.elapsed().saturating_add(wait) >= self.timeout {
+                return Err(Error::NoTimeToRetry {
+                    attempts: attempt,
+                    wait,
+                    timeout: self.timeout,
+                    last: Box::new(error),
+                });
+            }
+            if let Some(observer) = &self.observer {
+                observer(&RetryNotice {
+                    attempt,
+                    attempts,
+                    wait,
+                    asked: retry_after.is_some(),
+                    error: &error,
+                });
+            }
+            std::thread::sleep(wait);
         }
+    }
+
+    /// One attempt, given `left` of the timeout.
+    fn attempt(
+        &self,
+        endpoint: &Endpoint,
+        headers: &[(&str, String)],
+        body: &[u8],
+        left: Duration,
+    ) -> Outcome {
+        let url = endpoint.shown();
+        let transport = |reason: String| Error::Http {
+            url: url.to_owned(),
+            reason,
+        };
+        let mut request = self
+            .client
+            .post(endpoint.url.clone())
+            .timeout(left)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let mut response = match request.send() {
+            Ok(response) => response,
+            Err(e) => {
+                let retry = e.is_timeout() || e.is_connect() || e.is_request();
+                return Outcome::Transport(transport(describe(&e)), retry);
+            }
+        };
+        let status = response.status();
+        if status.is_redirection() {
+            return Outcome::Fatal(Error::Redirect {
+                url: url.to_owned(),
+                status: status.as_u16(),
+                to: redirect_target(&endpoint.url, response.headers()),
+            });
+        }
+        if status.is_success() {
+            let limit = self.max_answer_bytes;
+            let too_large = || {
+                Outcome::Fatal(Error::TooLarge {
+                    url: url.to_owned(),
+                    limit,
+                })
+            };
+            // A declared length over the limit is refused before reading.
+            if response.content_length().is_some_and(|n| n > limit) {
+                return too_large();
+            }
+            return match read_at_most(&mut response, limit) {
+                Ok((_, false)) => too_large(),
+                Ok((bytes, true)) => match serde_json::from_slice(&bytes) {
+                    Ok(value) => Outcome::Answer(value),
+                    Err(e) => Outcome::Fatal(Error::BadReply {
+                        reason: format!("the response is not JSON ({e})"),
+                    }),
+                },
+                Err(e) => Outcome::Transport(
+                    transport(format!("cannot read the response: {}", describe_io(&e))),
+                    true,
+                ),
+            };
+        }
+        let retry_after = retry_after(response.headers());
+        // A broken error body still leaves its status to report.
+        let (text, _) = read_at_most(&mut response, ERROR_BODY_BYTES).unwrap_or_default();
+        let error = Error::Status {
+            url: url.to_owned(),
+            status: status.as_u16(),
+            message: provider_message(&String::from_utf8_lossy(&text)),
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            Outcome::Retry(error, retry_after)
+        } else {
+            Outcome::Fatal(error)
+        }
+    }
+}
+
+/// The client's TLS: rustls with its own ring provider and the platform's
+/// verifier, so no process-wide default provider is installed.
+fn tls() -> Result<rustls::ClientConfig> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let fault = |e: rustls::Error| Error::Client {
+        reason: format!("cannot configure TLS: {e}"),
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(fault)?
+        .with_platform_verifier()
+        .map_err(fault)?
+        .with_no_client_auth();
+    // reqwest is built without HTTP/2.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Reads at most `limit` bytes of `response`; `true` when that was all.
+fn read_at_most(
+    response: &mut reqwest::blocking::Response,
+    limit: u64,
+) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut bytes = Vec::new();
+    response
+        .by_ref()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    let whole = u64::try_from(bytes.len()).is_ok_and(|n| n <= limit);
+    if !whole {
+        bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    Ok((bytes, whole))
+}
+
+/// Where a redirect points: its origin only (scheme, host, port), which
+/// holds no userinfo, path or query that could carry a secret.
+fn redirect_target(request: &Url, headers: &reqwest::header::HeaderMap) -> String {
+    let Some(location) = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return "(no Location header)".into();
+    };
+    match request.join(location) {
+        Ok(to) if matches!(to.scheme(), "http" | "https") => to.origin().ascii_serialization(),
+        _ => "(a Location that is not an http(s) URL)".into(),
     }
 }
 
@@ -138,36 +402,75 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
-/// The provider's error message: `error.message` in both providers' error
-/// bodies, else the body itself (shortened).
+/// The provider's error message as printed: `error.message` in both
+/// providers' error bodies, else the body itself; shortened to 300
+/// characters and quoted as JSON, so no escape sequence reaches a terminal
+/// (R33).
 fn provider_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
-    if let Some(message) = parsed
+    let message = parsed
         .as_ref()
         .and_then(|v| v.get("error"))
         .and_then(|e| e.get("message").or(Some(e)))
         .and_then(Value::as_str)
-    {
-        return message.to_owned();
-    }
-    let mut short: String = body.chars().take(300).collect();
-    if short.len() < body.len() {
+        .unwrap_or(body);
+    let mut short: String = message.chars().take(MESSAGE_CHARS).collect();
+    if short.len() < message.len() {
         short.push('…');
     }
-    short
+    agent_core::quoted(&short)
+}
+
+/// `d` in seconds as printed: `3`, `0.25`.
+pub(crate) fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        return d.as_secs().to_string();
+    }
+    let text = format!("{:.3}", d.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// A reqwest error with its causes ("error sending request: connection
-/// refused").
+/// refused"), without the URL, which may hold a password.
 fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+    let mut text = String::new();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = current {
+        let part = if let Some(e) = cause.downcast_ref::<reqwest::Error>() {
+            reqwest_text(e)
+        } else {
+            cause.to_string()
+        };
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+        current = cause.source();
     }
     text
+}
+
+/// A reqwest error's own text, its URL left out.
+fn reqwest_text(error: &reqwest::Error) -> String {
+    let text = error.to_string();
+    match error.url() {
+        Some(url) => {
+            let with = format!(" for url ({url})");
+            text.replace(&with, "")
+        }
+        None => text,
+    }
+}
+
+/// An I/O error from reading a body, with its causes.
+fn describe_io(error: &std::io::Error) -> String {
+    match error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<reqwest::Error>())
+    {
+        Some(e) => describe(e),
+        None => error.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -201,14 +504,97 @@ mod tests {
             provider_message(
                 r#"{"error": {"message": "Invalid model", "type": "invalid_request_error"}}"#
             ),
-            "Invalid model"
+            "\"Invalid model\""
         );
         assert_eq!(
             provider_message(
                 r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#
             ),
-            "Overloaded"
+            "\"Overloaded\""
         );
-        assert_eq!(provider_message("Bad Gateway"), "Bad Gateway");
+        assert_eq!(provider_message("Bad Gateway"), "\"Bad Gateway\"");
+    }
+
+    #[test]
+    fn r33_the_providers_message_is_quoted_and_shortened() {
+        let long = format!(
+            r#"{{"error": {{"message": "\u001b[31m{}"}}}}"#,
+            "x".repeat(1000)
+        );
+        let message = provider_message(&long);
+        assert!(message.starts_with("\"\\u001b[31mxxx"), "{message}");
+        assert!(message.ends_with("x…\""), "{message}");
+        // 300 characters, the quotes, `…`, and `\u001b` for ESC.
+        assert_eq!(message.chars().count(), MESSAGE_CHARS + 3 + 5);
+        assert!(!message.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn r41_seconds_are_printed_without_needless_digits() {
+        assert_eq!(seconds(Duration::from_secs(300)), "300");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5");
+    }
+
+    #[test]
+    fn r41_urls_are_printed_without_userinfo_or_query_values() {
+        let at =
+            Endpoint::new("http://user:pw@h:8080/v1/?key=sk-1&x", "/chat/completions").unwrap();
+        assert_eq!(
+            at.url.as_str(),
+            "http://user:pw@h:8080/v1/chat/completions?key=sk-1&x"
+        );
+        assert_eq!(at.shown(), "http://h:8080/v1/chat/completions?key=…&x");
+        let plain = Endpoint::new("https://api.anthropic.com", "/v1/messages").unwrap();
+        assert_eq!(plain.shown(), "https://api.anthropic.com/v1/messages");
+        for bad in ["ftp://h/v1", "not a url", "mailto:a@b"] {
+            let error = Endpoint::new(bad, "/x").unwrap_err().to_string();
+            assert!(
+                error.starts_with("cannot set up the HTTP client: "),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn r41_a_zero_timeout_is_refused() {
+        assert_eq!(
+            Http::new(Duration::ZERO, Retry::default())
+                .unwrap_err()
+                .to_string(),
+            "cannot set up the HTTP client: the timeout must be more than 0 s"
+        );
+    }
+
+    #[test]
+    fn r41_building_a_client_installs_no_process_wide_tls_provider() {
+        Http::new(Duration::from_secs(1), Retry::default()).unwrap();
+        assert!(rustls::crypto::CryptoProvider::get_default().is_none());
+        // An https request to a listener that is no TLS server fails as a
+        // request, without a provider installed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                use std::io::Write;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+            }
+        });
+        let http = Http::new(
+            Duration::from_secs(5),
+            Retry {
+                attempts: 1,
+                ..Retry::default()
+            },
+        )
+        .unwrap();
+        let endpoint = Endpoint::new(&format!("https://127.0.0.1:{port}"), "/x").unwrap();
+        let error = http.post(&endpoint, &[], &Value::Null).unwrap_err();
+        assert!(
+            matches!(error, Error::GaveUp { .. } | Error::Http { .. }),
+            "{error}"
+        );
+        server.join().unwrap();
+        assert!(rustls::crypto::CryptoProvider::get_default().is_none());
     }
 }

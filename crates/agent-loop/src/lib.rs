@@ -13,7 +13,11 @@
 //! - [`Provider`] (R38, R41): one [`Request`] in, one [`Reply`] out;
 //!   [`OpenAi`] (Chat Completions, also local OpenAI-compatible servers)
 //!   and [`Anthropic`] (Messages) over HTTP, retrying 429, 5xx and lost
-//!   connections as [`Retry`] says.
+//!   connections as [`Retry`] says, within one timeout per request; the
+//!   server is untrusted: no redirect is followed, a response is read up
+//!   to [`MAX_ANSWER_BYTES`] (or the provider's `max_answer_bytes`), its
+//!   error text is quoted, and [`RetryNotice`]s go to the caller's
+//!   observer rather than to the terminal (decision D53).
 //!
 //! ```
 //! use agent_data::Context;
@@ -56,7 +60,7 @@ mod turn;
 pub use answer::{Answer, CallInstances, answer_schema};
 pub use anthropic::Anthropic;
 pub use error::{Error, Result};
-pub use http::Retry;
+pub use http::{MAX_ANSWER_BYTES, Retry, RetryNotice};
 pub use openai::OpenAi;
 pub use provider::{Provider, Reply, Request, Usage};
 pub use run::{Finish, Loop, TurnReport};

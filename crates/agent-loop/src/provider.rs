@@ -58,3 +58,39 @@ pub(crate) fn usage(body: &Value, input: &str, output: &str) -> Usage {
         output: n(output),
     }
 }
+
+/// The name the answer goes by on the wire: OpenAI's `json_schema` and
+/// Anthropic's forced tool.
+pub(crate) const ANSWER_NAME: &str = "answer";
+
+/// A tool call the server gave natively instead of the answer where the
+/// format puts it (decision D53): read as the answer when it is named
+/// `answer`, or when its arguments are an object with `calls` — they are
+/// then checked like any answer; any other call is an error naming it.
+pub(crate) fn native_answer(name: &str, arguments: &Value) -> std::result::Result<Answer, String> {
+    let value = match arguments {
+        // OpenAI sends the arguments as JSON text.
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => value,
+            Err(_) if name == ANSWER_NAME => return Answer::from_text(text),
+            Err(_) => Value::Null,
+        },
+        other => other.clone(),
+    };
+    if name == ANSWER_NAME || value.get("calls").is_some() {
+        return Answer::from_value(value);
+    }
+    Err(format!(
+        "the reply calls the native tool {} instead of giving the answer {{\"calls\": [...], \"output\": ...}}",
+        agent_core::quoted(&short(name, 100))
+    ))
+}
+
+/// The first `chars` characters of `text`, with `…` when cut.
+pub(crate) fn short(text: &str, chars: usize) -> String {
+    let mut cut: String = text.chars().take(chars).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}

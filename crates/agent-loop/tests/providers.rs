@@ -290,7 +290,7 @@ Mock::given(method("POST"))
     assert_eq!(
         error.to_string(),
         format!(
-            "{}/v1/messages answered 400: max_tokens: Field required",
+            "{}/v1/messages answered 400: \"max_tokens: Field required\"",
             server.uri()
         )
     );
@@ -314,7 +314,7 @@ fn r41_retries_are_bounded() {
     assert_eq!(
         error.to_string(),
         format!(
-            "gave up after 3 attempts; the last: {}/chat/completions answered 500: The server had an error",
+            "gave up after 3 attempts; the last: {}/chat/completions answered 500: \"The server had an error\"",
             server.uri()
         )
     );

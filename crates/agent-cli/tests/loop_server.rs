@@ -1,0 +1,286 @@
+//! `agentctx loop` against a hostile server scripted over a loopback
+//! socket: what reaches the terminal, how long a run waits, and the context
+//! left as it was (spec R33, R41; decision D53).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Run, command};
+
+/// A loopback server that reads each request and lets a script answer.
+struct Scripted {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+fn serve(script: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> Scripted {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (count, seen) = (connections.clone(), requests.clone());
+    let script = Arc::new(script);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            count.fetch_add(1, Ordering::SeqCst);
+            let (seen, script) = (seen.clone(), script.clone());
+            std::thread::spawn(move || {
+                if let Some(request) = read_request(&mut stream) {
+                    seen.lock().unwrap().push(request);
+                    script(&mut stream);
+                }
+            });
+        }
+    });
+    Scripted {
+        port,
+        connections,
+        requests,
+    }
+}
+
+/// One request's head and body, as text.
+fn read_request(stream: &mut TcpStream) -> Option<String> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if bytes.len() >= end + 4 + length {
+                return Some(text);
+            }
+        }
+    }
+}
+
+fn respond(stream: &mut TcpStream, status: &str, headers: &str, body: &str) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A context file with one input, and its bytes.
+fn context() -> (tempfile::TempDir, String, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("task.jsonl");
+    std::fs::write(
+        &path,
+        "{\"type\":\"input\",\"data\":{\"city\":\"Austin\"}}\n",
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    (dir, path.to_str().unwrap().to_owned(), bytes)
+}
+
+/// `agentctx loop CONTEXT --write` in `provider`'s format against `base`,
+/// with a key in the environment.
+fn run_loop(context: &str, provider: &str, base: &str, more: &[&str]) -> Run {
+    let mut args = vec![
+        "loop",
+        context,
+        "--model",
+        "m",
+        "--provider",
+        provider,
+        "--base-url",
+        base,
+        "--write",
+    ];
+    args.extend_from_slice(more);
+    command(&args)
+        .env("OPENAI_API_KEY", "sk-openai-secret")
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret")
+        .output()
+        .unwrap()
+        .into()
+}
+
+const SECRETS: [&str; 4] = ["sk-openai-secret", "sk-ant-secret", "hunter2", "q-secret"];
+
+#[test]
+fn r41_loop_refuses_a_zero_timeout_and_a_zero_answer_limit() {
+    let (_dir, context, before) = context();
+    let run = run_loop(
+        &context,
+        "openai",
+        "http://127.0.0.1:9/v1",
+        &["--timeout", "0"],
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        "error: --timeout must be at least 1 (seconds for a request and its retries)\n"
+    );
+    let run = run_loop(
+        &context,
+        "openai",
+        "http://127.0.0.1:9/v1",
+        &["--max-answer-bytes", "0"],
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, "error: --max-answer-bytes must be at least 1\n");
+    assert_eq!(std::fs::read(&context).unwrap(), before);
+}
+
+#[test]
+fn r41_loop_with_a_silent_server_ends_within_twice_the_timeout() {
+    for provider in ["openai", "anthropic"] {
+        let server = serve(|_| std::thread::sleep(Duration::from_secs(60)));
+        let (_dir, context, before) = context();
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let started = Instant::now();
+        let run = run_loop(&context, provider, &base, &["--timeout", "1"]);
+        let took = started.elapsed();
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let path = if provider == "openai" {
+            "/chat/completions"
+        } else {
+            "/v1/messages"
+        };
+        assert_eq!(
+            run.stderr,
+            format!("error: request to {base}{path} timed out after 1 s (1 attempt(s))\n")
+        );
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert_eq!(std::fs::read(&context).unwrap(), before);
+    }
+}
+
+#[test]
+fn r41_loop_prints_one_line_per_retry() {
+    for provider in ["openai", "anthropic"] {
+        let server = serve(|s| {
+            respond(
+                s,
+                "429 Too Many Requests",
+                "Retry-After: 0\r\n",
+                r#"{"error": {"message": "slow down"}}"#,
+            );
+        });
+        let (_dir, context, before) = context();
+        let base = format!(
+            "http://user:hunter2@127.0.0.1:{}/?key=q-secret",
+            server.port
+        );
+        let run = run_loop(&context, provider, &base, &[]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 5, "{}", run.stderr);
+        let path = if provider == "openai" {
+            "/chat/completions"
+        } else {
+            "/v1/messages"
+        };
+        let url = format!("http://127.0.0.1:{}{path}?key=…", server.port);
+        for (i, line) in lines[..4].iter().enumerate() {
+            assert_eq!(
+                *line,
+                format!(
+                    "retry: attempt {} of 5 failed ({url} answered 429: \"slow down\"); the server asks to wait 0 s (Retry-After)",
+                    i + 1
+                )
+            );
+        }
+        assert_eq!(
+            lines[4],
+            format!("error: gave up after 5 attempts; the last: {url} answered 429: \"slow down\"")
+        );
+        for secret in SECRETS {
+            assert!(!run.stderr.contains(secret), "{}", run.stderr);
+        }
+        assert_eq!(server.requests.lock().unwrap().len(), 5);
+        assert_eq!(std::fs::read(&context).unwrap(), before);
+    }
+}
+
+#[test]
+fn r33_loop_prints_no_secret_no_escape_sequence_and_follows_no_redirect() {
+    for provider in ["openai", "anthropic"] {
+        // A redirect to another loopback listener, which must hear nothing.
+        let target = serve(|s| respond(s, "200 OK", "", "{}"));
+        let location = format!(
+            "Location: http://127.0.0.1:{}/steal?key=q-secret\r\n",
+            target.port
+        );
+        let server = serve(move |s| respond(s, "307 Temporary Redirect", &location, ""));
+        let (_dir, context, before) = context();
+        let base = format!("http://user:hunter2@127.0.0.1:{}/", server.port);
+        let run = run_loop(&context, provider, &base, &[]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "answered 307, a redirect to http://127.0.0.1:{}; model requests do not follow redirects",
+                target.port
+            )),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(target.connections.load(Ordering::SeqCst), 0);
+
+        // Escape sequences in the server's error text are printed escaped.
+        let server = serve(|s| {
+            respond(
+                s,
+                "401 Unauthorized",
+                "",
+                "{\"error\": {\"message\": \"\\u001b]0;pwned\\u0007\\u001b[2J bad key\"}}",
+            );
+        });
+        let base = format!("http://user:hunter2@127.0.0.1:{}/", server.port);
+        let run2 = run_loop(&context, provider, &base, &[]);
+        assert_eq!(run2.code, 1, "{}", run2.stderr);
+        assert!(
+            run2.stderr
+                .ends_with(" answered 401: \"\\u001b]0;pwned\\u0007\\u001b[2J bad key\"\n"),
+            "{}",
+            run2.stderr
+        );
+        for stderr in [&run.stderr, &run2.stderr] {
+            assert!(!stderr.contains('\u{1b}') && !stderr.contains('\u{7}'));
+            for secret in SECRETS {
+                assert!(!stderr.contains(secret), "{stderr}");
+            }
+        }
+        assert_eq!(std::fs::read(&context).unwrap(), before);
+    }
+}
+
+#[test]
+fn r41_loop_stops_at_the_answer_size_limit() {
+    for provider in ["openai", "anthropic"] {
+        let server = serve(|s| respond(s, "200 OK", "", &" ".repeat(5000)));
+        let (_dir, context, before) = context();
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let run = run_loop(&context, provider, &base, &["--max-answer-bytes", "1000"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.ends_with(" is larger than 1000 bytes\n"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(std::fs::read(&context).unwrap(), before);
+    }
+}
