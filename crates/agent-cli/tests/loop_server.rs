@@ -284,3 +284,79 @@ fn r41_loop_stops_at_the_answer_size_limit() {
         assert_eq!(std::fs::read(&context).unwrap(), before);
     }
 }
+
+/// A successful response carrying `answer` where `provider`'s format puts it.
+fn answer_body(provider: &str, answer: &serde_json::Value) -> String {
+    let body = match provider {
+        "openai" => serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant",
+            "content": answer.to_string()}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+        _ => serde_json::json!({"type": "message", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "answer", "input": answer}],
+            "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    };
+    body.to_string()
+}
+
+#[test]
+fn r39b_loop_survives_a_hostile_model_and_the_next_run_works() {
+    use serde_json::{Value, json};
+    let n = 10_000;
+    let cycle: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"_tool": "copy", "text": format!("†state.c{}", (i + 1) % n),
+                        "_output": "x", "_outputPath": format!("†state.c{i}")})
+        })
+        .collect();
+    let forged = vec![
+        json!({"_tool": "copy", "text": "x", "_output": "forged", "_outputPath": "†error"}),
+        json!({"_tool": "copy", "text": "x", "_output": "done", "_outputPath": "†output"}),
+        json!({"_tool": "copy", "text": "x", "_output": "y", "_outputPath": "†state.v", "_instance": "i9"}),
+    ];
+    let unknown: Vec<Value> = (0..n).map(|i| json!({"_tool": format!("t{i}")})).collect();
+    let tools = json!([{"type": "object", "properties": {"_tool": {"const": "copy"},
+        "text": {"type": "string"}, "_output": {"type": "string"}}}])
+    .to_string();
+    for provider in ["openai", "anthropic"] {
+        let answers: Vec<String> = [cycle.clone(), forged.clone(), unknown.clone()]
+            .into_iter()
+            .map(|calls| answer_body(provider, &json!({"calls": calls, "output": null})))
+            .collect();
+        let turn = Arc::new(AtomicUsize::new(0));
+        let server = serve(move |s| {
+            let at = turn.fetch_add(1, Ordering::SeqCst);
+            let body = answers.get(at).cloned().unwrap_or_default();
+            respond(s, "200 OK", "Content-Type: application/json\r\n", &body);
+        });
+        let (_dir, context, before) = context();
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let run = run_loop(
+            &context,
+            provider,
+            &base,
+            &["--tools", &tools, "--max-turns", "3"],
+        );
+        assert_eq!(run.code, 3, "{}", run.stderr);
+        let grown = std::fs::metadata(&context).unwrap().len() as usize - before.len();
+        // One error for the cycle, three for the forged calls, 64 KiB of
+        // unknown tools and one count: nothing near the 890 MB of before.
+        assert!(grown < 256 * 1024, "{grown} bytes appended");
+        let check = command(&["check", &context]).output().unwrap();
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let output = command(&["view", &context, "output"]).output().unwrap();
+        // No forged output: the run never finished.
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+
+        // The next run on the same context works and finishes.
+        let answer = answer_body(provider, &json!({"calls": [], "output": "the end"}));
+        let server = serve(move |s| respond(s, "200 OK", "", &answer));
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let next = run_loop(&context, provider, &base, &["--tools", &tools]);
+        assert_eq!(next.code, 0, "{}", next.stderr);
+        assert_eq!(next.stdout.trim(), "\"the end\"");
+    }
+}
