@@ -1,6 +1,6 @@
 //! What a call the model wrote may do (spec R39b). The model is untrusted
-//! input: its calls may not write what only the loop writes, nor name an
-//! instance the application did not start.
+//! input: its calls may not write what only the loop writes, nor approve
+//! anything, nor name an instance the application did not start.
 
 use crate::CallInstances;
 use agent_core::{Instance, quoted};
@@ -11,6 +11,12 @@ use std::collections::HashSet;
 /// forge the errors the model is shown or break their list; one writing
 /// `output` could end a run that never finished.
 pub(crate) const RESERVED_KINDS: [&str; 2] = ["error", "output"];
+
+/// Where approval gates live (the protocol's `†state.approvals`): a
+/// model's call may not write there, nor the whole `state` above it, which
+/// would replace or merge into the gates — a model must not approve its
+/// own calls.
+pub(crate) const GATES: (&str, &str) = ("state", "approvals");
 
 /// How many instances an error names before it says how many more.
 const NAMED: usize = 10;
@@ -35,13 +41,20 @@ impl<'a> Guard<'a> {
     }
 
     /// `Err(text)` for the model when the call writes a reserved kind or
-    /// names an instance it may not.
+    /// the approval gates, or names an instance it may not.
     pub(crate) fn check(&self, call: &Call) -> Result<(), String> {
         let destinations = call.output_path().into_iter().flat_map(|p| p.outcomes());
         for reference in destinations.flatten() {
             if RESERVED_KINDS.contains(&reference.kind.as_str()) {
                 return Err(format!(
                     "the call may not write {reference}: only the loop writes the \"error\" and \"output\" kinds (give the final result as the answer's \"output\")"
+                ));
+            }
+            let (kind, key) = GATES;
+            let first = reference.path.segments().first().map(|s| s.as_key());
+            if reference.kind.as_str() == kind && first.as_deref().is_none_or(|k| k == key) {
+                return Err(format!(
+                    "the call may not write {reference}: approvals under †{kind}.{key} are given by people, not by calls (write under another key of †{kind})"
                 ));
             }
         }

@@ -98,6 +98,39 @@ fn r39b_a_models_call_may_not_write_the_error_or_output_kinds() {
 }
 
 #[test]
+fn r39b_a_models_call_may_not_write_the_approval_gates_nor_the_whole_state() {
+    let mut ctx = task();
+    one_turn(
+        &mut ctx,
+        json!({"calls": [
+            {"_tool": "note", "_output": "yes", "_outputPath": "†state.approvals.send"},
+            {"_tool": "note", "_output": "yes", "_outputPath": "†state[\"approvals\"]"},
+            {"_tool": "note", "_output": "yes", "_outputPath": "†state", "_outputMethod": "merge"},
+            {"_tool": "note", "_output": "kept", "_outputPath": "†state.approved"},
+            {"_tool": "note", "_output": "kept", "_outputPath": "†data.approvals"}
+        ], "output": null}),
+        |_| {},
+    );
+    let refused = |path: &str| {
+        format!(
+            "the call may not write {path}: approvals under †state.approvals are given by people, not by calls (write under another key of †state)"
+        )
+    };
+    assert_eq!(
+        texts(&ctx),
+        [
+            refused("†state.approvals.send"),
+            refused("†state.approvals"),
+            refused("†state")
+        ]
+    );
+    assert_eq!(
+        ctx.read(&"†state".parse().unwrap(), None),
+        Some(&json!({"approved": "kept"}))
+    );
+}
+
+#[test]
 fn r39b_the_loop_starts_a_new_error_list_when_the_application_wrote_another_value() {
     let mut ctx = task();
     let forged = agent_data::Message::from_value(
