@@ -58,6 +58,10 @@ pub(crate) struct LoopArgs {
     /// model sees.
     #[arg(long, default_value_t = 10_000)]
     max_calls: usize,
+    /// Activities of one answer run at once (their results are written in
+    /// the answer's dependency order whatever order they finish in).
+    #[arg(long, default_value_t = 8)]
+    parallel: usize,
     /// Let the model's calls name instances the context does not have yet
     /// (by default a call may name only existing ones).
     #[arg(long)]
@@ -103,6 +107,10 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         return Err(Failure::usage("--max-calls must be at least 1"));
     }
     settings.max_calls = args.max_calls;
+    if args.parallel == 0 {
+        return Err(Failure::usage("--parallel must be at least 1"));
+    }
+    settings.parallel = args.parallel;
     settings.new_instances = args.new_instances;
     if let Some(tools) = &args.tools {
         let Value::Array(tools) = json_arg("--tools", tools)? else {

@@ -179,11 +179,14 @@ fn spec10_loop_reports_a_refused_request_and_bad_arguments() {
 }
 
 #[test]
-fn spec10_loop_refuses_max_calls_0_and_passes_its_bounds_to_the_loop() {
+fn spec10_loop_refuses_max_calls_and_parallel_0_and_passes_its_bounds_to_the_loop() {
     let (_dir, context, _tools) = setup();
     let zero = agentctx(&["loop", &context, "--model", "m", "--max-calls", "0"]);
     assert_eq!(zero.code, 2);
     assert_eq!(zero.stderr, "error: --max-calls must be at least 1\n");
+    let zero = agentctx(&["loop", &context, "--model", "m", "--parallel", "0"]);
+    assert_eq!(zero.code, 2);
+    assert_eq!(zero.stderr, "error: --parallel must be at least 1\n");
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let calls: Vec<Value> = (0..3)

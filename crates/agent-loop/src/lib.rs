@@ -53,6 +53,7 @@ mod http;
 mod openai;
 mod provider;
 mod run;
+mod schedule;
 mod system;
 mod tools;
 mod turn;

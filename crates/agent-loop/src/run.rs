@@ -63,6 +63,9 @@ pub struct Loop {
     /// Whether a model's call may name an instance the context does not
     /// have yet, starting it (default false: only existing ones, R39b).
     pub new_instances: bool,
+    /// Activities of one answer run at once (default 8, at least 1); their
+    /// results are written in write order whatever order they finish in.
+    pub parallel: usize,
 }
 
 impl Loop {
@@ -77,6 +80,7 @@ impl Loop {
             max_tokens: 4096,
             max_calls: 10_000,
             new_instances: false,
+            parallel: 8,
         }
     }
 
@@ -128,6 +132,7 @@ impl Loop {
                         tools: &tools,
                         guard: Guard::new(may_name),
                         max_calls: self.max_calls,
+                        parallel: self.parallel,
                     };
                     let calls = run_calls(&answer, &rules, activities, target, clock)?;
                     (calls.ran, calls.errors, answer.output)

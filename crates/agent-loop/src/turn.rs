@@ -3,9 +3,10 @@
 
 use crate::errors::shortened;
 use crate::guard::Guard;
+use crate::schedule::run_plan;
 use crate::{Answer, Error, Result, Tools};
-use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
-use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
+use agent_output::{Call, Clock};
+use agent_plan::{Activities, Plan};
 use agent_store::Append;
 use serde_json::Value;
 
@@ -20,6 +21,8 @@ pub(crate) struct Rules<'a> {
     pub guard: Guard<'a>,
     /// Calls run from one answer; the rest are refused with one error.
     pub max_calls: usize,
+    /// Activities run at once.
+    pub parallel: usize,
 }
 
 /// What one turn did.
@@ -84,47 +87,21 @@ pub(crate) fn run_calls(
             return Ok(turn);
         }
     };
-    // The readiness rule decides each call in write order, from what this
-    // turn recorded of the calls before it; every tool counts as present
-    // (a latent call needs no activity).
-    let mut standing: Vec<Option<Standing>> = vec![None; calls.len()];
-    for i in plan.write_order() {
-        let call = &calls[i];
-        let verdict = judge(
-            &plan,
-            i,
-            &|d| standing[d].clone(),
-            &[],
-            Known::Open,
-            target.context(),
-            &|_| true,
-        );
-        let error = match verdict {
-            Verdict::Ready(resolved) => {
-                run_one(call, resolved, tools, activities, target, clock)?.err()
-            }
-            Verdict::Blocked(Blocker::Dependency(dep)) => Some(format!(
-                "not run: it reads what another call of this answer writes ({}), and that call failed",
-                calls[dep].tool().unwrap_or("?")
-            )),
-            Verdict::Blocked(Blocker::Missing(names)) => Some(format!(
-                "still pending when nothing else could run: {} not present",
-                names.join(", ")
-            )),
-            // Calls run one at a time in write order, with every tool: no
-            // call is running or waits for another.
-            other => Some(format!("never became ready: {}", other.standing().name())),
-        };
-        standing[i] = Some(match error {
-            None => {
-                turn.ran += 1;
-                Standing::Done
-            }
-            Some(error) => {
-                turn.errors.push((call.as_value().clone(), error));
-                Standing::Failed
-            }
-        });
+    let ran = run_plan(
+        &plan,
+        &calls,
+        tools,
+        activities,
+        rules.parallel,
+        target,
+        clock,
+    )
+    .map_err(Error::Store)?;
+    turn.ran = ran.ran;
+    for (i, error) in ran.failed {
+        if let Some(call) = calls.get(i) {
+            turn.errors.push((call.as_value().clone(), error));
+        }
     }
     Ok(turn)
 }
@@ -183,42 +160,4 @@ fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String
     }
     rules.guard.check(&call)?;
     Ok(call)
-}
-
-/// Runs one ready call, resolved (or why it cannot be). `Ok(Err(text))` is the call's error, for the
-/// model; `Err` ends the turn (the store could not be written).
-fn run_one(
-    call: &Call,
-    resolved: std::result::Result<Value, String>,
-    tools: &Tools,
-    activities: &Activities,
-    target: &mut (impl Append + ?Sized),
-    clock: &dyn Clock,
-) -> Result<std::result::Result<(), String>> {
-    let Some(tool) = call.tool().and_then(|name| tools.get(name)) else {
-        return Ok(Err("unknown tool".into()));
-    };
-    let activity = activities.get(tool.name());
-    let resolved = match resolved {
-        Ok(resolved) => resolved,
-        Err(error) => return Ok(Err(error)),
-    };
-    let schema = Value::Object(tool.for_model(activity.is_some()));
-    if let Err(error) = check_tool_schema(call, target.context(), &schema) {
-        return Ok(Err(error.to_string()));
-    }
-    let outcome = match activity {
-        Some(activity) => activity.run(&resolved),
-        None => match call.as_value().get("_output") {
-            Some(output) => Outcome::Success(output.clone()),
-            // A latent call without `_output` writes nothing (R21).
-            None => return Ok(Ok(())),
-        },
-    };
-    match Written::of(apply(target, call, outcome, clock)) {
-        Written::Done(_) => Ok(Ok(())),
-        // The store failed: the turn ends (decision D42).
-        Written::StoreFailed(error) => Err(Error::Store(error)),
-        Written::Refused(error) => Ok(Err(error.to_string())),
-    }
 }

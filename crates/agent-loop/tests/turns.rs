@@ -350,3 +350,106 @@ fn r40_without_a_providers_count_the_turn_reports_the_tokens_it_sent() {
     assert!(sent > 100);
     assert_eq!(reports[0].tokens_sent, sent);
 }
+
+/// How many calls arrived at the meeting, and the names of those that
+/// left, in order; with the condition its members wait on.
+type Meeting = std::sync::Arc<(Mutex<(usize, Vec<String>)>, std::sync::Condvar)>;
+
+/// An activity for calls named `names` that succeeds only when all of
+/// them are inside it at once, waiting at most `patience` for the others
+/// to arrive; each finishes only after every call with a later name.
+fn meeting(names: &'static [&'static str], patience: Duration) -> (Activities, Meeting) {
+    let shared = std::sync::Arc::new((
+        Mutex::new((0, Vec::<String>::new())),
+        std::sync::Condvar::new(),
+    ));
+    let inside = shared.clone();
+    let mut activities = Activities::new();
+    activities.register("meet", move |call: &Value| {
+        let name = call["name"].as_str().unwrap().to_owned();
+        let (lock, changed) = &*inside;
+        let mut state = lock.lock().unwrap();
+        state.0 += 1;
+        changed.notify_all();
+        let (state, waited) = changed
+            .wait_timeout_while(state, patience, |s| s.0 < names.len())
+            .unwrap();
+        if waited.timed_out() {
+            return Err(json!("ran without the others"));
+        }
+        let later = names.iter().filter(|n| **n > name.as_str()).count();
+        let (mut state, _) = changed
+            .wait_timeout_while(state, patience, |s| {
+                s.1.iter().filter(|n| n.as_str() > name.as_str()).count() < later
+            })
+            .unwrap();
+        state.1.push(name.clone());
+        changed.notify_all();
+        Ok(json!(name))
+    });
+    (activities, shared)
+}
+
+fn meet_tool() -> Tool {
+    Tool::new(
+        json!({"type": "object", "properties": {"_tool": {"const": "meet"},
+            "name": {"type": "string"}}}),
+        "caller tool 2",
+    )
+    .unwrap()
+}
+
+#[test]
+fn r39_independent_explicit_calls_run_at_once_and_results_land_in_answer_order() {
+    let mut ctx = task();
+    let script = Script::new(vec![Ok(json!({"calls": [
+        {"_tool": "meet", "name": "a", "_outputPath": "†state.a"},
+        {"_tool": "meet", "name": "b", "_outputPath": "†state.b"},
+        {"_tool": "meet", "name": "c", "_outputPath": "†state.c"}
+    ], "output": null}))]);
+    let (activities, shared) = meeting(&["a", "b", "c"], Duration::from_secs(20));
+    let mut once = settings();
+    once.tools.push(meet_tool());
+    once.max_turns = 1;
+    once.run(&script, &activities, &mut ctx, &clock(), &mut |_| {})
+        .unwrap();
+    assert_eq!(ctx.read(&"†error".parse().unwrap(), None), None);
+    // They finished c, b, a; their results were written a, b, c.
+    assert_eq!(shared.0.lock().unwrap().1, ["c", "b", "a"]);
+    let written: Vec<Value> = ctx
+        .messages()
+        .skip(1)
+        .map(|m| m.to_value()["data"].clone())
+        .collect();
+    assert_eq!(
+        written,
+        [json!({"a": "a"}), json!({"b": "b"}), json!({"c": "c"})]
+    );
+}
+
+#[test]
+fn r39_parallel_bounds_the_activities_running_at_once() {
+    let mut ctx = task();
+    let script = Script::new(vec![Ok(json!({"calls": [
+        {"_tool": "meet", "name": "a", "_outputPath": "†state.a"},
+        {"_tool": "meet", "name": "b", "_outputPath": "†state.b"}
+    ], "output": null}))]);
+    let (activities, _) = meeting(&["a", "b"], Duration::from_millis(300));
+    let mut one = settings();
+    one.tools.push(meet_tool());
+    one.max_turns = 1;
+    one.parallel = 1;
+    one.run(&script, &activities, &mut ctx, &clock(), &mut |_| {})
+        .unwrap();
+    // "a" ran alone and gave up waiting; "b" found it had been there.
+    let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
+    assert_eq!(errors.as_array().unwrap().len(), 1, "{errors}");
+    assert_eq!(errors[0]["call"]["name"], "a");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("\"ran without the others\""),
+        "{errors}"
+    );
+}
