@@ -3,10 +3,10 @@
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored, print_value, render_mode};
 use agent_loop::{
-    Anthropic, Finish, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry, RetryNotice, Tool,
-    TurnReport,
+    Anthropic, Event, Finish, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry, RetryNotice, Tool,
 };
 use serde_json::Value;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 /// The arguments of `agentctx loop`.
@@ -129,15 +129,36 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     }
     let provider = provider(&args)?;
     let clock = crate::input::clock(args.date.as_deref())?;
-    let mut progress = |turn: &TurnReport| {
-        eprintln!(
-            "turn {}: {} call(s) run, {} error(s), {} tokens sent",
-            turn.turn, turn.calls_run, turn.errors, turn.tokens_sent
-        );
+    let live = std::io::stderr().is_terminal();
+    let mut sent = 0;
+    let mut progress = |event: Event<'_>| match event {
+        Event::Asking { turn } if live => {
+            eprint!("{CLEAR}turn {turn}: asking the model ({sent} tokens sent so far)")
+        }
+        Event::Calls {
+            turn,
+            running,
+            done,
+            waiting,
+        } if live => eprint!(
+            "{CLEAR}turn {turn}: {running} running, {done} done, {waiting} waiting ({sent} tokens sent so far)"
+        ),
+        Event::TurnEnded(turn) => {
+            sent += turn.tokens_sent;
+            eprintln!(
+                "{}turn {}: {} call(s) run, {} error(s), {} tokens sent",
+                if live { CLEAR } else { "" },
+                turn.turn,
+                turn.calls_run,
+                turn.errors,
+                turn.tokens_sent
+            );
+        }
+        _ => {}
     };
     let finish = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Whole)?;
-        settings.run(
+        settings.run_observed(
             provider.as_ref(),
             &activities,
             &mut stored,
@@ -146,7 +167,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         )
     } else {
         let mut context = load_context(&args.context, Reading::Whole)?;
-        settings.run(
+        settings.run_observed(
             provider.as_ref(),
             &activities,
             &mut context,
@@ -154,6 +175,10 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
             &mut progress,
         )
     };
+    if live && finish.is_err() {
+        // The live line ends where the error begins.
+        eprint!("{CLEAR}");
+    }
     match finish.map_err(Failure::invalid)? {
         Finish::Output(output) => Ok(print_value(&output, args.pretty)),
         Finish::Unfinished { turns } => Err(Failure::unresolved(format!(
@@ -161,6 +186,10 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         ))),
     }
 }
+
+/// Back to the line's start, the line cleared: a live line is rewritten
+/// in place on a terminal.
+const CLEAR: &str = "\r\x1b[2K";
 
 /// The provider `--provider` names, with its key from the environment
 /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; unset or empty: no key header).
@@ -210,8 +239,13 @@ fn print_retry(notice: &RetryNotice<'_>) {
     } else {
         format!("trying again in {wait} s")
     };
+    let clear = if std::io::stderr().is_terminal() {
+        CLEAR
+    } else {
+        ""
+    };
     eprintln!(
-        "retry: attempt {} of {} failed ({}); {then}",
+        "{clear}retry: attempt {} of {} failed ({}); {then}",
         notice.attempt, notice.attempts, notice.error
     );
 }

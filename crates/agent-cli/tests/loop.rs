@@ -219,3 +219,60 @@ fn spec10_loop_refuses_max_calls_and_parallel_0_and_passes_its_bounds_to_the_loo
     let view = agentctx(&["view", &context, "state", "--instance", "i1"]);
     assert_eq!(view.stdout.trim(), r#"{"n0":"x","n1":"x"}"#);
 }
+
+/// `args` quoted for `sh -c`.
+fn shell_words(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn spec10_loop_on_a_terminal_rewrites_one_live_line_and_without_one_prints_a_line_per_turn() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = server(
+        &rt,
+        &[
+            json!({"calls": [{"_tool": "summarize", "text": "†input.text", "_output": "short", "_outputPath": "†state.s"}], "output": null}),
+            json!({"calls": [], "output": "done"}),
+        ],
+    );
+    let (_dir, context, tools) = setup();
+    let args = [
+        env!("CARGO_BIN_EXE_agentctx"),
+        "loop",
+        &context,
+        "--model",
+        "m",
+        "--base-url",
+        &server.uri(),
+        "--tools",
+        &tools,
+    ];
+    // `script` runs the command on a pseudo-terminal and copies what it
+    // wrote, both streams, to its own standard output.
+    let on_tty = std::process::Command::new("script")
+        .args(["-qec", &shell_words(&args), "/dev/null"])
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&on_tty.stdout);
+    assert!(on_tty.status.success(), "{seen}");
+    for expected in [
+        "\r\x1b[2Kturn 1: asking the model (0 tokens sent so far)",
+        "\r\x1b[2Kturn 1: 0 running, 1 done, 0 waiting (0 tokens sent so far)",
+        "\r\x1b[2Kturn 1: 1 call(s) run, 0 error(s), 321 tokens sent\r\n",
+        "\r\x1b[2Kturn 2: asking the model (321 tokens sent so far)",
+        "\r\x1b[2Kturn 2: 0 call(s) run, 0 error(s), 321 tokens sent\r\n",
+        "\"done\"",
+    ] {
+        assert!(seen.contains(expected), "{expected:?} not in {seen:?}");
+    }
+    // Without a terminal: a plain line per turn, nothing rewritten (the
+    // server gives its final answer from now on).
+    let plain = support::command(&args[1..]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stderr),
+        "turn 1: 0 call(s) run, 0 error(s), 321 tokens sent\n"
+    );
+}

@@ -64,6 +64,6 @@ pub use error::{Error, Result};
 pub use http::{MAX_ANSWER_BYTES, Retry, RetryNotice};
 pub use openai::OpenAi;
 pub use provider::{Provider, Reply, Request, Usage};
-pub use run::{Finish, Loop, TurnReport};
+pub use run::{Event, Finish, Loop, TurnReport};
 pub use system::SYSTEM_TEXT;
 pub use tools::{Tool, Tools};

@@ -41,6 +41,32 @@ pub struct TurnReport {
     pub tokens_sent: u64,
 }
 
+/// What a loop is doing, as it does it: for a live progress line. Each
+/// turn sends [`Event::Asking`], then [`Event::Calls`] as its calls start
+/// and are written, then [`Event::TurnEnded`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// The request of turn `turn` (1-based) is on its way.
+    Asking {
+        /// The turn.
+        turn: u32,
+    },
+    /// The calls of the turn's answer, counted.
+    Calls {
+        /// The turn.
+        turn: u32,
+        /// Activities running now.
+        running: usize,
+        /// Calls whose result is written, or that failed.
+        done: usize,
+        /// Calls not yet started.
+        waiting: usize,
+    },
+    /// The turn ended.
+    TurnEnded(&'a TurnReport),
+}
+
 /// A loop's settings: the model, the caller's tools and output schema, and
 /// its bounds.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +123,23 @@ impl Loop {
         clock: &dyn Clock,
         progress: &mut dyn FnMut(&TurnReport),
     ) -> Result<Finish> {
+        self.run_observed(provider, activities, target, clock, &mut |event| {
+            if let Event::TurnEnded(report) = event {
+                progress(report);
+            }
+        })
+    }
+
+    /// [`Loop::run`], telling `observe` of every [`Event`] as it happens:
+    /// what a live progress line shows.
+    pub fn run_observed(
+        &self,
+        provider: &dyn Provider,
+        activities: &Activities,
+        target: &mut (impl Append + ?Sized),
+        clock: &dyn Clock,
+        observe: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Finish> {
         let output_schema = match &self.output_schema {
             Some(schema) => Some(Schema::compile(schema).map_err(Error::OutputSchema)?),
             None => None,
@@ -119,6 +162,7 @@ impl Loop {
                 self.output_schema.as_ref(),
             );
             let chat = Renderer::new().render(target.context(), self.mode);
+            observe(Event::Asking { turn });
             let reply = provider.send(&Request {
                 model: &self.model,
                 system: SYSTEM_TEXT,
@@ -134,7 +178,16 @@ impl Loop {
                         max_calls: self.max_calls,
                         parallel: self.parallel,
                     };
-                    let calls = run_calls(&answer, &rules, activities, target, clock)?;
+                    let mut on_calls = |running, done, waiting| {
+                        observe(Event::Calls {
+                            turn,
+                            running,
+                            done,
+                            waiting,
+                        })
+                    };
+                    let calls =
+                        run_calls(&answer, &rules, activities, target, clock, &mut on_calls)?;
                     (calls.ran, calls.errors, answer.output)
                 }
                 Err(error) => (0, vec![(Value::Null, error)], None),
@@ -157,7 +210,7 @@ impl Loop {
             if !messages.is_empty() {
                 target.append_all(&messages)?;
             }
-            progress(&TurnReport {
+            observe(Event::TurnEnded(&TurnReport {
                 turn,
                 calls_run: ran,
                 errors: failures,
@@ -165,7 +218,7 @@ impl Loop {
                     0 => counted(&chat),
                     n => n,
                 },
-            });
+            }));
             if let Some(output) = finished {
                 return Ok(Finish::Output(output));
             }

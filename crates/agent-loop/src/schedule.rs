@@ -5,6 +5,7 @@
 //! finished first.
 
 use crate::Tools;
+use crate::turn::Rules;
 use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
 use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
 use agent_store::Append;
@@ -29,18 +30,21 @@ pub(crate) struct Ran {
     pub failed: Vec<(usize, String)>,
 }
 
-/// Runs `plan`'s calls (the admitted `calls`, in plan order) against
-/// `target`. `Err` is the store's failure: the turn ends (decision D42),
+/// Runs `plan`'s calls (the admitted `calls`, in plan order; at most
+/// `rules.parallel` activities at once) against
+/// `target`, telling `on_calls(running, done, waiting)` whenever an
+/// activity starts or a result is written. `Err` is the store's failure: the turn ends (decision D42),
 /// after the activities already started have returned.
 pub(crate) fn run_plan(
     plan: &Plan,
     calls: &[Call],
-    tools: &Tools,
+    rules: &Rules<'_>,
     activities: &Activities,
-    parallel: usize,
     target: &mut (impl Append + ?Sized),
     clock: &dyn Clock,
+    on_calls: &mut dyn FnMut(usize, usize, usize),
 ) -> Result<Ran, agent_store::Error> {
+    let tools = rules.tools;
     let n = calls.len();
     let order = plan.write_order();
     let mut waiting: Vec<usize> = plan.dependencies().iter().map(Vec::len).collect();
@@ -61,10 +65,11 @@ pub(crate) fn run_plan(
         failed: Vec::new(),
     };
     let mut next = 0;
-    let parallel = parallel.max(1);
+    let parallel = rules.parallel.max(1);
     std::thread::scope(|scope| {
         let (done, finished) = mpsc::channel::<(usize, Result<Outcome, String>)>();
         let mut running = 0;
+        let mut told = None;
         while next < order.len() {
             while let Some(i) = to_judge.pop_front() {
                 let verdict = judge(
@@ -91,6 +96,11 @@ pub(crate) fn run_plan(
                     // The receiver outlives every sender in this scope.
                     let _ = done.send((i, activities.run_caught(tool, &resolved)));
                 });
+            }
+            let counts = (running, next, (order.len() - next).saturating_sub(running));
+            if told != Some(counts) {
+                on_calls(counts.0, counts.1, counts.2);
+                told = Some(counts);
             }
             // Write every result whose turn it is.
             let mut wrote = false;
@@ -148,6 +158,10 @@ pub(crate) fn run_plan(
                 }
                 Err(_) => break,
             }
+        }
+        let last = (0, next, order.len() - next.min(order.len()));
+        if told != Some(last) {
+            on_calls(last.0, last.1, last.2);
         }
         Ok(ran)
     })

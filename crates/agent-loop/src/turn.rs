@@ -42,14 +42,15 @@ pub(crate) struct TurnCalls {
 /// (R23), then a latent call writes its `_output` (or nothing) and an
 /// explicit one runs its activity; results go through agent-output's
 /// `apply`. A store that cannot be written ends the turn with an error.
+/// `on_calls(running, done, waiting)` hears the counts as they change.
 pub(crate) fn run_calls(
     answer: &Answer,
     rules: &Rules<'_>,
     activities: &Activities,
     target: &mut (impl Append + ?Sized),
     clock: &dyn Clock,
+    on_calls: &mut dyn FnMut(usize, usize, usize),
 ) -> Result<TurnCalls> {
-    let tools = rules.tools;
     let mut turn = TurnCalls::default();
     let count = answer.calls.len();
     if count > rules.max_calls {
@@ -87,16 +88,8 @@ pub(crate) fn run_calls(
             return Ok(turn);
         }
     };
-    let ran = run_plan(
-        &plan,
-        &calls,
-        tools,
-        activities,
-        rules.parallel,
-        target,
-        clock,
-    )
-    .map_err(Error::Store)?;
+    let ran = run_plan(&plan, &calls, rules, activities, target, clock, on_calls)
+        .map_err(Error::Store)?;
     turn.ran = ran.ran;
     for (i, error) in ran.failed {
         if let Some(call) = calls.get(i) {
