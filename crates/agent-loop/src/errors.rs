@@ -42,7 +42,8 @@ pub(crate) fn error_messages(
             continue;
         }
         let (call, text) = recordable(call, text);
-        let size = call.to_string().len() + text.len();
+        // As written: a control character costs six bytes escaped.
+        let size = json!({"call": &call, "error": &text}).to_string().len();
         if let Some((count, _)) = &mut unrecorded {
             *count += 1;
             continue;

@@ -18,6 +18,11 @@ pub(crate) const RESERVED_KINDS: [&str; 2] = ["error", "output"];
 /// own calls.
 pub(crate) const GATES: (&str, &str) = ("state", "approvals");
 
+/// The destinations one call may write, over all its alternatives: each
+/// destination gets a copy of the result, so more would let a small answer
+/// append many times its size.
+pub(crate) const MAX_DESTINATIONS: usize = 16;
+
 /// How many instances an error names before it says how many more.
 const NAMED: usize = 10;
 
@@ -43,8 +48,23 @@ impl<'a> Guard<'a> {
     /// `Err(text)` for the model when the call writes a reserved kind or
     /// the approval gates, or names an instance it may not.
     pub(crate) fn check(&self, call: &Call) -> Result<(), String> {
-        let destinations = call.output_path().into_iter().flat_map(|p| p.outcomes());
-        for reference in destinations.flatten() {
+        let outcomes = call.output_path().map(|p| p.outcomes()).unwrap_or_default();
+        let count: usize = outcomes.iter().map(Vec::len).sum();
+        if count > MAX_DESTINATIONS {
+            return Err(format!(
+                "the call's `_outputPath` has {count} destinations; a call may write at most {MAX_DESTINATIONS}"
+            ));
+        }
+        for outcome in outcomes {
+            for (i, reference) in outcome.iter().enumerate() {
+                if outcome[..i].contains(reference) {
+                    return Err(format!(
+                        "the call's `_outputPath` writes {reference} twice in one outcome"
+                    ));
+                }
+            }
+        }
+        for reference in outcomes.iter().flatten() {
             if RESERVED_KINDS.contains(&reference.kind.as_str()) {
                 return Err(format!(
                     "the call may not write {reference}: only the loop writes the \"error\" and \"output\" kinds (give the final result as the answer's \"output\")"

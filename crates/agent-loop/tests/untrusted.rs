@@ -366,3 +366,47 @@ fn r40_an_answer_fenced_as_json_is_read_and_other_fences_are_not() {
         );
     }
 }
+
+#[test]
+fn r39b_a_call_writes_at_most_16_destinations_and_each_once() {
+    let mut ctx = task();
+    let many: Vec<String> = (0..17).map(|i| format!("†state.a{i}")).collect();
+    one_turn(
+        &mut ctx,
+        json!({"calls": [
+            {"_tool": "note", "_output": "x", "_outputPath": many.join(" && ")},
+            {"_tool": "note", "_output": "x", "_outputPath": "†state.a && †state.b && †state.a"},
+            {"_tool": "note", "_output": "x", "_outputPath": many[..16].join(" && ")},
+            {"_tool": "note", "_output": "x", "_outputPath": "†state.c || †state.c"}
+        ], "output": null}),
+        |_| {},
+    );
+    assert_eq!(
+        texts(&ctx),
+        [
+            "the call's `_outputPath` has 17 destinations; a call may write at most 16",
+            "the call's `_outputPath` writes †state.a twice in one outcome",
+        ]
+    );
+    let state = ctx.read(&"†state".parse().unwrap(), None).unwrap();
+    assert_eq!(state.as_object().unwrap().len(), 17, "{state}");
+}
+
+#[test]
+fn r39b_an_answer_whose_calls_depend_on_each_other_too_often_is_one_error() {
+    let mut ctx = task();
+    // 400 calls write †state.x and 400 read it: 160,000 dependencies.
+    let writers = (0..400)
+        .map(|i| json!({"_tool": "note", "_output": format!("w{i}"), "_outputPath": "†state.x"}));
+    let readers = (0..400).map(|i| json!({"_tool": "copy", "text": "†state.x", "_output": "r", "_outputPath": format!("†state.r{i}")}));
+    let calls: Vec<Value> = writers.chain(readers).collect();
+    let before = ctx.len();
+    one_turn(&mut ctx, json!({"calls": calls, "output": null}), |_| {});
+    assert_eq!(
+        texts(&ctx),
+        [
+            "none of the answer's 800 calls ran: the calls depend on each other more than 100000 times in all"
+        ]
+    );
+    assert_eq!(ctx.len(), before + 1);
+}

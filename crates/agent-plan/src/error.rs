@@ -18,6 +18,13 @@ pub enum Error {
         /// The calls in the cycle, each depending on the next; the last on the first.
         calls: Vec<usize>,
     },
+    /// More dependencies between calls than the plan's author may ask for
+    /// ([`crate::Plan::with_dependency_limit`]).
+    #[error("the calls depend on each other more than {limit} times in all")]
+    TooManyDependencies {
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// Shorthand for results of this crate.

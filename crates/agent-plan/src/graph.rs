@@ -48,23 +48,36 @@ pub(crate) fn depends_on(b: &Access, a: &Access) -> bool {
 /// only writers that can overlap it — not every call of the plan (a
 /// 32,000-call chain compared every pair took a minute). Writes at a kind's root or
 /// behind a negative index overlap any read of the kind and are met by all.
-pub(crate) fn dependencies(accesses: &[Access]) -> Vec<Vec<usize>> {
+///
+/// A call is listed once per bucket however many of its destinations fall
+/// in it (`†state.x && †state.x && …` would otherwise make every reader
+/// of `†state.x` check it once per destination). More than `limit`
+/// dependencies in all is [`Error::TooManyDependencies`]: a plan where
+/// thousands of calls read what thousands of others write has quadratically
+/// many.
+pub(crate) fn dependencies(accesses: &[Access], limit: usize) -> Result<Vec<Vec<usize>>> {
     let mut by_head: HashMap<(&str, Cow<'_, str>), Vec<usize>> = HashMap::new();
     let mut wide: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut by_kind: HashMap<&str, Vec<usize>> = HashMap::new();
+    let push = |bucket: &mut Vec<usize>, a: usize| {
+        if bucket.last() != Some(&a) {
+            bucket.push(a);
+        }
+    };
     for (a, access) in accesses.iter().enumerate() {
         for write in &access.writes {
             let kind = write.kind.as_str();
-            by_kind.entry(kind).or_default().push(a);
+            push(by_kind.entry(kind).or_default(), a);
             match write.path.segments().first() {
                 Some(head) if !negative(head) => {
-                    by_head.entry((kind, head.as_key())).or_default().push(a)
+                    push(by_head.entry((kind, head.as_key())).or_default(), a)
                 }
-                _ => wide.entry(kind).or_default().push(a),
+                _ => push(wide.entry(kind).or_default(), a),
             }
         }
     }
     let none: Vec<usize> = Vec::new();
+    let mut total = 0usize;
     accesses
         .iter()
         .enumerate()
@@ -89,7 +102,11 @@ pub(crate) fn dependencies(accesses: &[Access]) -> Vec<Vec<usize>> {
             }
             deps.sort_unstable();
             deps.dedup();
-            deps
+            total += deps.len();
+            if total > limit {
+                return Err(Error::TooManyDependencies { limit });
+            }
+            Ok(deps)
         })
         .collect()
 }
@@ -208,12 +225,12 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            prop_assert_eq!(dependencies(&accesses), naive);
+            prop_assert_eq!(dependencies(&accesses, usize::MAX).unwrap(), naive);
         }
 
         #[test]
         fn each_call_runs_one_wave_after_its_latest_dependency(accesses in accesses()) {
-            let deps = dependencies(&accesses);
+            let deps = dependencies(&accesses, usize::MAX).unwrap();
             match waves(&deps) {
                 Ok(waves) => {
                     let mut wave_of = vec![usize::MAX; deps.len()];

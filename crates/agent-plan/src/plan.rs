@@ -31,6 +31,14 @@ impl Plan {
     /// `_outputPath`, `_outputMethod`) and orders them; a cycle is an error
     /// naming its calls.
     pub fn new(calls: Vec<Value>) -> Result<Plan> {
+        Plan::with_dependency_limit(calls, usize::MAX)
+    }
+
+    /// [`Plan::new`], refusing a plan with more than `limit` dependencies
+    /// in all ([`Error::TooManyDependencies`]) before it builds them: for
+    /// plans from untrusted authors, where 5,000 calls reading what 5,000
+    /// others write would make 25 million.
+    pub fn with_dependency_limit(calls: Vec<Value>, limit: usize) -> Result<Plan> {
         let calls: Vec<Call> = calls
             .into_iter()
             .enumerate()
@@ -46,7 +54,7 @@ impl Plan {
             .enumerate()
             .map(|(i, c)| graph::access(i, c))
             .collect::<Result<_>>()?;
-        let deps = graph::dependencies(&accesses);
+        let deps = graph::dependencies(&accesses, limit)?;
         let waves = graph::waves(&deps)?;
         Ok(Plan { calls, deps, waves })
     }

@@ -333,3 +333,19 @@ fn async_activities_run_in_plans() {
         Some(&json!(5))
     );
 }
+
+#[test]
+fn r18_a_plan_over_its_dependency_limit_is_refused_and_one_within_it_is_not() {
+    let writers = (0..10).map(|i| json!({"_tool": "w", "v": i, "_outputPath": "†state.x"}));
+    let readers = (0..10)
+        .map(|i| json!({"_tool": "r", "x": "†state.x", "_outputPath": format!("†state.r{i}")}));
+    let calls: Vec<Value> = writers.chain(readers).collect();
+    // Each reader depends on the ten writers: 100 in all.
+    assert!(Plan::with_dependency_limit(calls.clone(), 100).is_ok());
+    let error = Plan::with_dependency_limit(calls, 99).unwrap_err();
+    assert_eq!(error, Error::TooManyDependencies { limit: 99 });
+    assert_eq!(
+        error.to_string(),
+        "the calls depend on each other more than 99 times in all"
+    );
+}
