@@ -10,7 +10,7 @@
 //!   alike; medians of `PG_S2_ROUNDS` (default 2,000) rounds.
 //! - `writers` (S3-pg-writers): appends per second with 1, 2, 4 and 8
 //!   writer threads, each with its own connection, committing pushes for
-//!   `PG_S3_SECONDS` (default 3) seconds to one context, and to 8 contexts
+//!   `PG_S3_SECONDS` (default 2) seconds to one context, and to 8 contexts
 //!   (writer i to context i mod 8); every acknowledged append is checked
 //!   present afterwards.
 //! - `bytes` (S4-pg-bytes-per-write): `PG_S4_STEPS` (default 10,000) commits
@@ -299,7 +299,7 @@ fn append(server: &Server) -> Outcome<Value> {
 /// S3: appends per second with 1, 2, 4 and 8 writers, to one context and
 /// to 8.
 fn writers(server: &Server) -> Outcome<Value> {
-    let seconds = setting("PG_S3_SECONDS", 3) as u64;
+    let seconds = setting("PG_S3_SECONDS", 2) as u64;
     let scratch = Scratch::create(server, "writers")?;
     let run = unique('-');
     let (mut one, mut eight) = (Vec::new(), Vec::new());
