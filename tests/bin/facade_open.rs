@@ -68,10 +68,10 @@ fn run() -> Outcome<Value> {
     let path = dir.path().join(format!("w5-{messages}.jsonl"));
     workloads::w5_file(&path, messages)?;
     let file = path.to_str().ok_or("the temporary path is not UTF-8")?;
-    // The tail was appended by hand, not by agentctx: a first open reads
-    // the file whole and records it, so every timed open can trust it.
+    // Every message, for the PostgreSQL copy: the file's snapshot and head
+    // record are trusted, so `load_tail` would hold only the tail.
     let warm = agent_store::open(file)
-        .and_then(|mut store| store.load_tail())
+        .and_then(|mut store| store.load())
         .map_err(|e| e.to_string())?
         .context;
     let files = measure(file, rounds, "FACADE-open-vs-store-tail")?;

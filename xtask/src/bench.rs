@@ -371,9 +371,9 @@ fn print_pg_bytes(row: &Value) {
                     .collect::<Vec<_>>()
                     .join(", "))
                 .unwrap_or_default(),
-            bytes(snapshots["dead_bytes"].as_f64().unwrap_or_default()),
+            kilobytes(snapshots["dead_bytes"].as_f64().unwrap_or_default()),
             snapshots["dead_ratio"].as_f64().unwrap_or_default(),
-            bytes(snapshots["live_bytes"].as_f64().unwrap_or_default()),
+            kilobytes(snapshots["live_bytes"].as_f64().unwrap_or_default()),
             run["steps"],
             if at == 0 { verdict(row) } else { String::new() }
         );
@@ -440,4 +440,8 @@ fn human(ns: f64) -> String {
 
 fn bytes(b: f64) -> String {
     format!("{:.1} MB", b / 1e6)
+}
+
+fn kilobytes(b: f64) -> String {
+    format!("{:.1} KB", b / 1e3)
 }
