@@ -1,22 +1,26 @@
 //! The facade's cold open against the store's own (decision D50):
-//! `facade-open [MESSAGES]` prints one JSON object.
+//! `facade-open [MESSAGES]` prints `{"about":{…},"rows":[…]}`, one row per
+//! store, in the shape of the suite's interleaved rows (`cargo xtask bench`
+//! judges their spread).
 //!
 //! For the W5 context of `MESSAGES` messages (default 100,000; its
 //! snapshot [`W5_TAIL`] messages before the end, as `w5 files` writes it),
-//! in a JSONL file and in PostgreSQL, it times, alternating which goes
-//! first, medians of `FACADE_OPEN_ROUNDS` (default 11) rounds:
+//! in a JSONL file (`FACADE-open-vs-store-tail`) and in PostgreSQL
+//! (`FACADE-pg-open-vs-store-tail`), it runs in turns, short batches round
+//! after round (`agentctx_tests::interleave`), `FACADE_OPEN_ROUNDS`
+//! (default 15) rounds:
 //!
-//! - `facade`: `StoredContext::open_existing(ADDRESS)` and a read of
-//!   `†state.x` through it;
-//! - `store_tail`: `agent_store::open(ADDRESS)?.load_tail()` and the same
-//!   read — the store's own O(tail) open, what the CLI's reads do;
-//! - `store_whole`: `agent_store::open(ADDRESS)?.load()` and the read — a
-//!   whole read of the log, for scale.
+//! - ours: `StoredContext::open_existing(ADDRESS)` and a read of
+//!   `†state.x` through it (the facade);
+//! - the baseline: `agent_store::open(ADDRESS)?.load_tail()` and the same
+//!   read — the store's own O(tail) open, what the CLI's reads do.
 //!
+//! Then, for scale, the median of three whole reads
+//! (`agent_store::open(ADDRESS)?.load()` and the read: `whole_read_ns`).
 //! Each open is a fresh handle (a fresh connection on PostgreSQL), so the
-//! times include connecting. Every value read is checked against a whole
-//! read's. `complete` says whether the facade's handle held every message
-//! after opening (false: it opened from the snapshot).
+//! times include connecting. The values both read are checked against a
+//! whole read's first. `complete` says whether the facade's handle held
+//! every message after opening (false: it opened from the snapshot).
 //!
 //! The server is `AGENTCTX_TEST_DATABASE_URL`, else
 //! `postgres://root@127.0.0.1:5432/test`; the context lives in a schema of
@@ -26,12 +30,17 @@
 use agent_data::{Context, Format, Message};
 use agent_store::Store;
 use agentctx::StoredContext;
+use agentctx_tests::interleave::{self, interleave, timed};
 use agentctx_tests::workloads::{self, W5_TAIL};
 use postgres::{Client, NoTls};
 use serde_json::{Value, json};
 use std::time::Instant;
 
 type Outcome<T> = Result<T, String>;
+
+/// Whole reads timed for scale after the rounds (each about half a second
+/// at 100,000 messages).
+const WHOLE_READS: usize = 3;
 
 fn main() -> std::process::ExitCode {
     match run() {
@@ -54,65 +63,90 @@ fn run() -> Outcome<Value> {
     let rounds = std::env::var("FACADE_OPEN_ROUNDS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(11);
+        .unwrap_or(15);
     let dir = tempfile::tempdir_in(".").map_err(|e| e.to_string())?;
     let path = dir.path().join(format!("w5-{messages}.jsonl"));
     workloads::w5_file(&path, messages)?;
     let file = path.to_str().ok_or("the temporary path is not UTF-8")?;
-    // The tail was appended by hand, not by agentctx: a first open reads
-    // the file whole and records it, so every timed open can trust it.
+    // Every message, for the PostgreSQL copy: the file's snapshot and head
+    // record are trusted, so `load_tail` would hold only the tail.
     let warm = agent_store::open(file)
-        .and_then(|mut store| store.load_tail())
+        .and_then(|mut store| store.load())
         .map_err(|e| e.to_string())?
         .context;
-    let files = measure(file, rounds)?;
+    let files = measure(file, rounds, "FACADE-open-vs-store-tail")?;
 
     let scratch = Scratch::create()?;
     let url = scratch.filled(&warm)?;
-    let pg = measure(&url, rounds)?;
-    Ok(
-        json!({"messages": messages, "rounds": rounds, "tail": W5_TAIL,
-        "file": files, "postgres": pg}),
-    )
+    let pg = measure(&url, rounds, "FACADE-pg-open-vs-store-tail")?;
+    let about = json!({"messages": messages, "tail": W5_TAIL});
+    Ok(json!({ "about": about, "rows": [files, pg] }))
 }
 
-/// Medians of `rounds` rounds of each way to open `address`.
-fn measure(address: &str, rounds: usize) -> Outcome<Value> {
+/// The facade's open against the store's own on `address`, interleaved
+/// (`agentctx_tests::interleave`): a row of per-round ratios, facade over
+/// store; then [`WHOLE_READS`] whole reads, for scale.
+fn measure(address: &str, rounds: usize, workload: &str) -> Outcome<Value> {
     let x: agent_core::Reference = "†state.x".parse().map_err(|e| format!("{e}"))?;
-    let expected = agent_store::open(address)
-        .and_then(|mut store| store.load())
-        .map_err(|e| e.to_string())?
-        .context
-        .read(&x, None)
-        .cloned();
-    let mut times: [Vec<u128>; 3] = Default::default();
-    let mut complete = None;
-    for round in 0..rounds {
-        for step in 0..3 {
-            let which = (round + step) % 3;
-            let started = Instant::now();
-            let value = match which {
-                0 => {
-                    let ctx = StoredContext::open_existing(address).map_err(|e| e.to_string())?;
-                    complete = Some(ctx.context().is_complete());
-                    ctx.get("†state.x").ok()
-                }
-                1 => store_read(address, &x, |store| store.load_tail())?,
-                _ => store_read(address, &x, |store| store.load())?,
-            };
-            times[which].push(started.elapsed().as_nanos());
-            if value != expected {
-                return Err(format!(
-                    "{address}: open {which} read {value:?}, a whole read {expected:?}"
-                ));
-            }
+    let expected = store_read(address, &x, |store| store.load())?;
+    let facade = || -> Outcome<(Option<Value>, bool)> {
+        let ctx = StoredContext::open_existing(address).map_err(|e| e.to_string())?;
+        Ok((ctx.get("†state.x").ok(), ctx.context().is_complete()))
+    };
+    let (value, complete) = facade()?;
+    let tail = store_read(address, &x, |store| store.load_tail())?;
+    for (which, read) in [("the facade", &value), ("the store's load_tail", &tail)] {
+        if *read != expected {
+            return Err(format!(
+                "{address}: {which} read {read:?}, a whole read {expected:?}"
+            ));
         }
     }
-    let [facade, tail, whole] = times.map(median_ms);
-    Ok(
-        json!({"facade_ms": facade, "store_tail_ms": tail, "store_whole_ms": whole,
-        "facade_over_store_tail": facade / tail, "complete": complete}),
-    )
+    // A failed open inside the rounds is kept here and reported after them.
+    let failure = std::cell::RefCell::new(None);
+    let fail = |error: String| {
+        failure.borrow_mut().get_or_insert(error);
+    };
+    let (ours, base) = interleave(
+        rounds,
+        || {
+            timed(|| {
+                let opened = facade();
+                if let Err(e) = &opened {
+                    fail(e.clone());
+                }
+                opened
+            })
+        },
+        || {
+            timed(|| {
+                let read = store_read(address, &x, |store| store.load_tail());
+                if let Err(e) = &read {
+                    fail(e.clone());
+                }
+                read
+            })
+        },
+    );
+    if let Some(error) = failure.into_inner() {
+        return Err(error);
+    }
+    let mut whole = Vec::new();
+    for _ in 0..WHOLE_READS {
+        let started = Instant::now();
+        store_read(address, &x, |store| store.load())?;
+        whole.push(started.elapsed().as_nanos() as f64);
+    }
+    let mut row = interleave::row(
+        workload,
+        "agent_store::open(ADDRESS)?.load_tail() and the same read: the store's own \
+         snapshot-and-tail open",
+        &ours,
+        &base,
+    );
+    row["complete"] = json!(complete);
+    row["whole_read_ns"] = json!(interleave::median(whole));
+    Ok(row)
 }
 
 fn store_read(
@@ -123,11 +157,6 @@ fn store_read(
     let mut store = agent_store::open(address).map_err(|e| e.to_string())?;
     let context = load(&mut store).map_err(|e| e.to_string())?.context;
     Ok(context.read(x, None).cloned())
-}
-
-fn median_ms(mut nanos: Vec<u128>) -> f64 {
-    nanos.sort_unstable();
-    nanos.get(nanos.len() / 2).copied().unwrap_or_default() as f64 / 1e6
 }
 
 /// A schema of this process's own, dropped when it goes out of scope.

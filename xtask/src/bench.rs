@@ -29,6 +29,11 @@
 //! ([`crate::bench_wide`]: peak resident memory and time of whole
 //! `agentctx` processes), and writes `target/bench-summary-wide.json`.
 //!
+//! `cargo xtask bench facade` runs only the facade's open against the
+//! store's own snapshot-and-tail open, on a file and on PostgreSQL
+//! (`tests/bin/facade_open.rs`, decision D50), and writes
+//! `target/bench-summary-facade.json`.
+//!
 //! `cargo xtask bench chain` runs only the chain check `verify` makes over
 //! a 1 GiB log against `sha256sum` of the file (`tests/bin/chain_check.rs`),
 //! and writes `target/bench-summary-chain.json`.
@@ -73,6 +78,7 @@ enum Parts {
     Pg,
     Cli,
     Workers,
+    Facade,
     Chain,
     Wide,
 }
@@ -83,11 +89,12 @@ pub(crate) fn run() -> Result<(), String> {
         Some("pg") => Parts::Pg,
         Some("cli") => Parts::Cli,
         Some("workers") => Parts::Workers,
+        Some("facade") => Parts::Facade,
         Some("chain") => Parts::Chain,
         Some("wide") => Parts::Wide,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|chain|wide]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide]"
             ));
         }
     };
@@ -119,6 +126,11 @@ pub(crate) fn run() -> Result<(), String> {
     if matches!(parts, Parts::All | Parts::Workers) {
         summary.extend(crate::bench_workers::run(&target)?);
     }
+    if matches!(parts, Parts::All | Parts::Facade) {
+        eprintln!("xtask: facade-open (the facade's open vs the store's own, file and PostgreSQL)");
+        let facade = crate::probe("facade-open", &[])?;
+        summary.extend(facade["rows"].as_array().cloned().unwrap_or_default());
+    }
     if matches!(parts, Parts::All | Parts::Chain) {
         eprintln!("xtask: chain-check (writes a 1 GiB log under target/ once)");
         summary.push(crate::probe("chain-check", &[])?);
@@ -136,6 +148,7 @@ pub(crate) fn run() -> Result<(), String> {
         Parts::Pg => "bench-summary-pg.json",
         Parts::Cli => "bench-summary-cli.json",
         Parts::Workers => "bench-summary-workers.json",
+        Parts::Facade => "bench-summary-facade.json",
         Parts::Chain => "bench-summary-chain.json",
         Parts::Wide => "bench-summary-wide.json",
     };
@@ -210,18 +223,7 @@ fn suite(target: &Path, summary: &mut Vec<Value>) -> Result<(), String> {
 /// appends per second over the whole run (wall clock); checks that every
 /// append is in the file.
 fn concurrent_writers(target: &Path, writers: usize) -> Result<Value, String> {
-    crate::cargo(
-        &[
-            "build",
-            "--release",
-            "-p",
-            "agentctx-tests",
-            "--bin",
-            "store-writers",
-        ],
-        &[],
-    )?;
-    let bin = target.join("release").join("store-writers");
+    let bin = crate::release_dir()?.join("store-writers");
     let dir = target.join("bench-writers");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let file = dir.join(format!("writers-{writers}.jsonl"));
@@ -265,7 +267,7 @@ fn concurrent_writers(target: &Path, writers: usize) -> Result<Value, String> {
     }))
 }
 
-fn target_dir() -> Result<std::path::PathBuf, String> {
+pub(crate) fn target_dir() -> Result<std::path::PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps"])
@@ -288,17 +290,8 @@ fn print_table(summary: &[Value]) {
             print_pg_writers(row);
             continue;
         }
-        if let Some(stored) = row["stored_bytes"].as_f64() {
-            println!(
-                "{:<32} {:>14} {:>14} {:>8.3}  stored bytes (messages + contexts tables, \
-                 pg_total_relation_size) / message line bytes, {} writes{}",
-                row["workload"].as_str().unwrap_or_default(),
-                bytes(stored),
-                bytes(row["line_bytes"].as_f64().unwrap_or_default()),
-                row["ratio"].as_f64().unwrap_or_default(),
-                row["steps"],
-                verdict(row)
-            );
+        if row["stored_bytes"].is_number() {
+            print_pg_bytes(row);
             continue;
         }
         if let Some(rate) = row["appends_per_second"].as_f64() {
@@ -345,6 +338,45 @@ fn print_table(summary: &[Value]) {
                 bytes(row["peak_rss_bytes"].as_f64().unwrap_or_default()),
             ),
         }
+    }
+}
+
+/// S4-pg-bytes-per-write: what the tables hold over the message lines,
+/// snapshot tables and their dead versions included, for the small state
+/// (the row's ratio, judged against the target) and the growing one.
+fn print_pg_bytes(row: &Value) {
+    let runs = [("small state", row), ("growing state", &row["growing"])];
+    for (at, (what, run)) in runs.into_iter().enumerate() {
+        let Some(stored) = run["stored_bytes"].as_f64() else {
+            continue;
+        };
+        let snapshots = &run["snapshots"];
+        println!(
+            "{:<32} {:>14} {:>14} {:>8.3}  stored bytes (pg_total_relation_size of messages + \
+             contexts + snapshot tables {}, dead versions included: {} dead = {:.2}× the live \
+             snapshot's {}) / message line bytes, {} writes, {what}{}",
+            if at == 0 {
+                row["workload"].as_str().unwrap_or_default().to_owned()
+            } else {
+                format!("{}/growing", row["workload"].as_str().unwrap_or_default())
+            },
+            bytes(stored),
+            bytes(run["line_bytes"].as_f64().unwrap_or_default()),
+            run["ratio"].as_f64().unwrap_or_default(),
+            snapshots["tables"]
+                .as_array()
+                .map(|t| t
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default(),
+            kilobytes(snapshots["dead_bytes"].as_f64().unwrap_or_default()),
+            snapshots["dead_ratio"].as_f64().unwrap_or_default(),
+            kilobytes(snapshots["live_bytes"].as_f64().unwrap_or_default()),
+            run["steps"],
+            if at == 0 { verdict(row) } else { String::new() }
+        );
     }
 }
 
@@ -408,4 +440,8 @@ fn human(ns: f64) -> String {
 
 fn bytes(b: f64) -> String {
     format!("{:.1} MB", b / 1e6)
+}
+
+fn kilobytes(b: f64) -> String {
+    format!("{:.1} KB", b / 1e3)
 }

@@ -31,8 +31,7 @@ const CALL: &str = r#"{"_tool":"observe","_outputPath":"†state.x","_outputMeth
 const SIZES: [usize; 2] = [100, 100_000];
 
 pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
-    crate::cargo(&["build", "--release", "-p", "agent-cli"], &[])?;
-    let bin = target.join("release").join("agentctx");
+    let bin = crate::release_dir()?.join("agentctx");
     let dir = target.join("bench-cli");
     // Fresh files: nothing a past run left beside them.
     let _ = std::fs::remove_dir_all(&dir);

@@ -112,21 +112,7 @@ fn long(out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
-    crate::cargo(&["build", "--release", "-p", "agent-cli"], &[])?;
-    crate::cargo(
-        &[
-            "build",
-            "--release",
-            "-p",
-            "agentctx-tests",
-            "--bin",
-            "peak-rss",
-            "--bin",
-            "parse-lines",
-        ],
-        &[],
-    )?;
-    let release = target.join("release");
+    let release = crate::release_dir()?;
     let tools = Tools {
         agentctx: release.join("agentctx"),
         peak: release.join("peak-rss"),

@@ -27,8 +27,7 @@ use std::time::Instant;
 const POOLS: [usize; 4] = [1, 2, 4, 8];
 
 pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
-    crate::cargo(&["build", "--release", "-p", "agent-cli"], &[])?;
-    let bin = target.join("release").join("agentctx");
+    let bin = crate::release_dir()?.join("agentctx");
     let rounds = knob("WORKERS_ROUNDS", 5);
     let instances = knob("WORKERS_INSTANCES", 60);
     let scratch = Scratch::create()?;
@@ -43,8 +42,12 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     let mut fresh = 0;
     for round in 0..=rounds {
         eprintln!("xtask: workers round {round}/{rounds}");
-        // Round 0 warms up; later rounds turn the order around every time.
-        let order: Vec<usize> = if round % 2 == 0 {
+        // Round 0 warms up (the binary, the server, the plan's tools) with
+        // the largest pool, the quickest run; later rounds run every pool,
+        // turning the order around every time.
+        let order: Vec<usize> = if round == 0 {
+            vec![POOLS.len() - 1]
+        } else if round % 2 == 0 {
             (0..POOLS.len()).collect()
         } else {
             (0..POOLS.len()).rev().collect()

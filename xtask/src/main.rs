@@ -89,27 +89,57 @@ fn ci() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one of the measuring binaries of `agentctx-tests` (release build)
-/// with `args` and returns the JSON object it prints.
+/// The release build every measuring part runs, in one cargo invocation:
+/// cargo unifies features over the packages it builds, so building
+/// `agent-cli` alone and running `agentctx-tests` alone would compile the
+/// workspace's crates twice (four minutes on 2 cores).
+const RELEASE_BUILD: [&str; 7] = [
+    "build",
+    "--release",
+    "-p",
+    "agent-cli",
+    "-p",
+    "agentctx-tests",
+    "--bins",
+];
+
+/// `target/release`, after [`RELEASE_BUILD`] (run once per xtask process:
+/// every part of a bench shares it).
+pub(crate) fn release_dir() -> Result<std::path::PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            cargo(&RELEASE_BUILD, &[])?;
+            Ok(bench::target_dir()?.join("release"))
+        })
+        .clone()
+}
+
+/// Runs one of the measuring binaries of `agentctx-tests` (release build,
+/// [`release_dir`]) with `args` and returns the JSON object it prints.
 pub(crate) fn probe(bin: &str, args: &[&std::ffi::OsStr]) -> Result<serde_json::Value, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "agentctx-tests",
-            "--bin",
-            bin,
-        ])
+    let path = release_dir()?.join(bin);
+    let started = std::time::Instant::now();
+    // Its progress lines go straight to the terminal: a long part says
+    // what it is doing, and its time shows where a run's minutes go.
+    let out = Command::new(&path)
+        .stderr(std::process::Stdio::inherit())
         .args(args)
         .output()
-        .map_err(|e| format!("cannot run {bin}: {e}"))?;
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    eprintln!(
+        "xtask: {bin} {} took {:.0} s",
+        args.iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+        started.elapsed().as_secs_f64()
+    );
     if !out.status.success() {
         return Err(format!(
-            "{bin} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            "{bin} failed ({}): its errors are above",
+            out.status
         ));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| format!("bad {bin} output: {e}"))

@@ -169,6 +169,14 @@ impl Context {
             .map(|(id, _)| id)
     }
 
+    /// The position of message `index`'s layer among
+    /// [`Context::identities`] (an index, where [`Context::message_identity`]
+    /// gives the identity): what a walk over the messages can mark layers
+    /// by without hashing them. `None` as for [`Context::message_identity`].
+    pub fn message_layer(&self, index: usize) -> Option<usize> {
+        self.log.layer(index)
+    }
+
     /// Number of messages.
     pub fn len(&self) -> usize {
         self.log.len()

@@ -248,7 +248,7 @@ impl Layer {
         self.more
             .get_or_init(Box::default)
             .own
-            .get_or_init(|| refold(log, self.messages()))
+            .get_or_init(|| laid_out_together(refold(log, self.messages())))
             .as_ref()
     }
 
@@ -462,6 +462,18 @@ pub(crate) fn refold(log: &Log, indexes: &[usize]) -> Option<Value> {
         }
     }
     view
+}
+
+/// `view` copied into fresh memory, the parsed messages it was folded from
+/// gone: a view folded again sits among the allocations of that parsing,
+/// and is read and rendered faster from a copy of itself (as
+/// [`Layer::compact`] lays views out). Only short views are folded again,
+/// so the copy is cheap.
+fn laid_out_together(view: Option<Value>) -> Option<Value> {
+    match view {
+        Some(fold @ (Value::Object(_) | Value::Array(_))) => Some(fold.clone()),
+        other => other,
+    }
 }
 
 #[cfg(test)]

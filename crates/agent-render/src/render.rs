@@ -98,20 +98,25 @@ impl Renderer {
 
     /// The chat messages the model sees for `context` (R28–R30).
     pub fn render(&self, context: &Context, mode: RenderMode) -> Vec<ChatMessage> {
-        // Layers in order of first appearance, with their first message: the
-        // walk below meets them in the same order, so no lookups are needed.
-        let firsts: Vec<(usize, &Identity)> = context
-            .identities()
-            .filter_map(|id| context.layer_messages(id).first().map(|&i| (i, id)))
-            .collect();
-        let mut next = firsts.iter().peekable();
-        let mut out = Vec::with_capacity(context.len());
+        // A layer's first held message is the first the walk meets: layers
+        // are marked by position as it goes, without looking each one up
+        // (which touched every layer's scattered bookkeeping).
+        let mut met = vec![false; context.identities().len()];
+        // Merged mode makes a block per layer, plus one per other message.
+        let blocks = match mode {
+            RenderMode::Merged => met.len(),
+            RenderMode::Append => context.len(),
+        };
+        let mut out = Vec::with_capacity(blocks);
         for index in 0..context.len() {
-            let first = next.next_if(|(i, _)| *i == index).map(|(_, id)| *id);
-            if mode == RenderMode::Merged && context.message_identity(index).is_some() {
+            let layer = context.message_layer(index);
+            let first = layer
+                .and_then(|at| met.get_mut(at))
+                .is_some_and(|met| !std::mem::replace(met, true));
+            if mode == RenderMode::Merged && layer.is_some() {
                 // Merged mode shows a layer once, at its first message, from
                 // its folded view: the message itself need not be parsed.
-                if let Some(identity) = first {
+                if let Some(identity) = context.message_identity(index).filter(|_| first) {
                     out.push(ChatMessage::new("user", layer_block(context, identity)));
                 }
                 continue;
@@ -131,10 +136,7 @@ impl Renderer {
                     out.extend(chat);
                 }
                 Some(Message::Data(data)) => {
-                    out.push(ChatMessage::new(
-                        "user",
-                        write_block(&data, first.is_some()),
-                    ));
+                    out.push(ChatMessage::new("user", write_block(&data, first)));
                 }
                 None => {}
             }
