@@ -154,12 +154,21 @@ fn r38_openai_request_body_is_chat_completions_with_a_json_schema_response_forma
     );
     assert_eq!(
         body.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["model", "messages", "response_format"]
+        [
+            "model",
+            "messages",
+            "response_format",
+            "stream",
+            "stream_options"
+        ]
     );
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
     // The body is a request async-openai's types accept.
     let typed: async_openai::types::chat::CreateChatCompletionRequest =
         serde_json::from_value(body).unwrap();
     assert_eq!(typed.messages.len(), 3);
+    assert_eq!(typed.stream, Some(true));
 }
 
 #[test]
@@ -322,7 +331,7 @@ fn r41_retries_are_bounded() {
 }
 
 #[test]
-fn r41_a_connection_failure_is_retried_then_reported() {
+fn r41_a_refused_connection_is_not_retried() {
     // A port nothing listens on: bind, note it, and close.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -340,7 +349,7 @@ fn r41_a_connection_failure_is_retried_then_reported() {
     let text = error.to_string();
     assert!(
         text.starts_with(&format!(
-            "gave up after 3 attempts; the last: request to http://127.0.0.1:{port}/chat/completions failed: "
+            "cannot connect to http://127.0.0.1:{port}/chat/completions: "
         )),
         "{text}"
     );
