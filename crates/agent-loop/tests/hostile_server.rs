@@ -642,3 +642,25 @@ fn r38_an_answer_given_as_text_reaches_the_answer_reader() {
         "the reply has no content"
     );
 }
+
+#[test]
+fn r41_401_and_404_fail_at_once_saying_what_to_check() {
+    for format in FORMATS {
+        for (status, hint) in [
+            ("401 Unauthorized", "check the API key"),
+            (
+                "404 Not Found",
+                "check the base URL (--base-url) and the model name (--model)",
+            ),
+        ] {
+            let server = serve(move |s| respond(s, status, "", r#"{"error": {"message": "no"}}"#));
+            let error = send(provider(format, &server.base, &Setup::default()).as_ref());
+            let text = error.unwrap_err().to_string();
+            assert!(
+                text.contains(&format!("answered {}: \"no\"; {hint}", &status[..3])),
+                "{text}"
+            );
+            assert_eq!(server.connections.load(Ordering::SeqCst), 1, "{text}");
+        }
+    }
+}
