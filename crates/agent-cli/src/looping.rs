@@ -70,6 +70,10 @@ pub(crate) struct LoopArgs {
     /// an error, unread past the limit.
     #[arg(long, default_value_t = MAX_ANSWER_BYTES)]
     max_answer_bytes: u64,
+    /// Ask for each answer whole instead of streamed (for a server that
+    /// mishandles streaming).
+    #[arg(long)]
+    no_stream: bool,
     /// Append each turn's messages to CONTEXT durably as they are written.
     #[arg(long)]
     write: bool,
@@ -192,7 +196,8 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
 const CLEAR: &str = "\r\x1b[2K";
 
 /// The provider `--provider` names, with its key from the environment
-/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; unset or empty: no key header).
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; unset or empty: no key header,
+/// refused for the provider's own server), streaming unless `--no-stream`.
 fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
     let key = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
     let timeout = Duration::from_secs(args.timeout);
@@ -207,6 +212,7 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
             )
             .map_err(Failure::invalid)?
             .max_answer_bytes(args.max_answer_bytes)
+            .stream(!args.no_stream)
             .on_retry(print_retry),
         ),
         "anthropic" => Box::new(
@@ -218,6 +224,7 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
             )
             .map_err(Failure::invalid)?
             .max_answer_bytes(args.max_answer_bytes)
+            .stream(!args.no_stream)
             .on_retry(print_retry),
         ),
         other => {

@@ -153,7 +153,7 @@ fn spec10_loop_reports_a_refused_request_and_bad_arguments() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: {}/chat/completions answered 404: \"The model `m` does not exist\"\n",
+            "error: {}/chat/completions answered 404: \"The model `m` does not exist\"; check the base URL (--base-url) and the model name (--model)\n",
             server.uri()
         )
     );

@@ -252,9 +252,15 @@ fn r33_loop_prints_no_secret_no_escape_sequence_and_follows_no_redirect() {
         let base = format!("http://user:hunter2@127.0.0.1:{}/", server.port);
         let run2 = run_loop(&context, provider, &base, &[]);
         assert_eq!(run2.code, 1, "{}", run2.stderr);
+        let variable = if provider == "openai" {
+            "OPENAI_API_KEY"
+        } else {
+            "ANTHROPIC_API_KEY"
+        };
         assert!(
-            run2.stderr
-                .ends_with(" answered 401: \"\\u001b]0;pwned\\u0007\\u001b[2J bad key\"\n"),
+            run2.stderr.ends_with(&format!(
+                " answered 401: \"\\u001b]0;pwned\\u0007\\u001b[2J bad key\"; check the API key ({variable})\n"
+            )),
             "{}",
             run2.stderr
         );
@@ -358,5 +364,139 @@ fn r39b_loop_survives_a_hostile_model_and_the_next_run_works() {
         let next = run_loop(&context, provider, &base, &["--tools", &tools]);
         assert_eq!(next.code, 0, "{}", next.stderr);
         assert_eq!(next.stdout.trim(), "\"the end\"");
+    }
+}
+
+/// A streamed answer in `provider`'s documented event shapes, the answer's
+/// text sent a few characters per event.
+fn answer_stream(provider: &str, answer: &serde_json::Value) -> String {
+    use serde_json::json;
+    let text = answer.to_string();
+    let pieces: Vec<String> = text
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(3)
+        .map(|c| c.iter().collect())
+        .collect();
+    let mut events = Vec::new();
+    if provider == "openai" {
+        for piece in pieces {
+            let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+                "model": "m", "choices": [{"index": 0, "delta": {"content": piece},
+                "finish_reason": null}], "usage": null});
+            events.push(format!("data: {chunk}\n\n"));
+        }
+        let usage = json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7}});
+        events.push(format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    } else {
+        let event =
+            |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+        events.push(event(
+            "message_start",
+            json!({"type": "message_start", "message": {
+            "id": "msg", "type": "message", "role": "assistant", "content": [],
+            "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        ));
+        events.push(event("content_block_start", json!({"type": "content_block_start",
+            "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "answer", "input": {}}})));
+        for piece in pieces {
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta",
+                "index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        events.push(event(
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}),
+        ));
+        events.push(event("message_stop", json!({"type": "message_stop"})));
+    }
+    events.concat()
+}
+
+#[test]
+fn r38_loop_streams_its_answers_unless_told_not_to() {
+    let answer = serde_json::json!({"calls": [], "output": {"city": "Austin"}});
+    for provider in ["openai", "anthropic"] {
+        let (streamed, whole) = (
+            answer_stream(provider, &answer),
+            answer_body(provider, &answer),
+        );
+        for (flag, body) in [(None, streamed), (Some("--no-stream"), whole)] {
+            let content_type = if flag.is_none() {
+                "Content-Type: text/event-stream\r\n"
+            } else {
+                "Content-Type: application/json\r\n"
+            };
+            let server = serve(move |s| respond(s, "200 OK", content_type, &body));
+            let (_dir, context, _) = context();
+            let base = format!("http://127.0.0.1:{}", server.port);
+            let more: Vec<&str> = flag.into_iter().collect();
+            let run = run_loop(&context, provider, &base, &more);
+            assert_eq!(run.code, 0, "{provider} {flag:?}: {}", run.stderr);
+            assert_eq!(run.stdout.trim(), r#"{"city":"Austin"}"#);
+            let requests = server.requests.lock().unwrap();
+            let streams = requests[0].contains(r#""stream":true"#);
+            assert_eq!(streams, flag.is_none(), "{provider} {flag:?}");
+        }
+    }
+}
+
+#[test]
+fn r41_loop_fails_at_once_without_a_key_or_a_server() {
+    let (_dir, context, before) = context();
+    for (provider, variable) in [
+        ("openai", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+    ] {
+        let run: Run = command(&[
+            "loop",
+            &context,
+            "--model",
+            "m",
+            "--provider",
+            provider,
+            "--write",
+        ])
+        .env_remove(variable)
+        .output()
+        .unwrap()
+        .into();
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.ends_with(&format!(": set {variable}\n")),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.starts_with("error: no API key for https://api."),
+            "{}",
+            run.stderr
+        );
+
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let started = Instant::now();
+        let run = run_loop(&context, provider, &format!("http://127.0.0.1:{port}"), &[]);
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .starts_with("error: cannot connect to http://127.0.0.1:"),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("retry:"), "{}", run.stderr);
+        assert_eq!(std::fs::read(&context).unwrap(), before);
     }
 }

@@ -22,8 +22,30 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
-    /// The provider answered with an error status (R41), with its message.
-    #[error("{url} answered {status}: {message}")]
+    /// No connection could be made (refused, no such host, a TLS
+    /// handshake that failed): not retried, the address is wrong or the
+    /// server is down (R41).
+    #[error(
+        "cannot connect to {url}: {reason}; check the base URL (--base-url) and that the server is running"
+    )]
+    Connect {
+        /// Where the request was to go.
+        url: String,
+        /// What the connection attempt said.
+        reason: String,
+    },
+    /// A provider's own server was named without a key, which it always
+    /// asks for: nothing was sent (R41).
+    #[error("no API key for {url}: set {variable}")]
+    MissingKey {
+        /// The server's URL.
+        url: String,
+        /// Where the key is read from.
+        variable: &'static str,
+    },
+    /// The provider answered with an error status (R41), with its message
+    /// and, for 401 and 404, what to check.
+    #[error("{url} answered {status}: {message}{hint}")]
     Status {
         /// Where the request was sent.
         url: String,
@@ -31,6 +53,18 @@ pub enum Error {
         status: u16,
         /// The provider's error message as it is printed: quoted as JSON
         /// (R33) and shortened to 300 characters.
+        message: String,
+        /// What to check, after `; ` (empty for most statuses).
+        hint: String,
+    },
+    /// A streamed answer carried an error event instead of the rest of the
+    /// answer (R41): not retried.
+    #[error("{url} sent an error in the stream: {message}")]
+    StreamError {
+        /// Where the request was sent.
+        url: String,
+        /// The provider's error message, quoted as JSON (R33) and
+        /// shortened to 300 characters.
         message: String,
     },
     /// The server answered with a redirect, which model requests never
@@ -68,8 +102,8 @@ pub enum Error {
         /// Attempts made.
         attempts: u32,
     },
-    /// Every attempt failed with a fault worth retrying (429, 5xx, no
-    /// connection).
+    /// Every attempt failed with a fault worth retrying (429, 5xx, a
+    /// timeout, a connection the server dropped).
     #[error("gave up after {attempts} attempts; the last: {last}")]
     GaveUp {
         /// Attempts made.

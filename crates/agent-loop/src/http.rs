@@ -1,17 +1,19 @@
 //! JSON over HTTP with bounded retries (spec R41), treating the server as
-//! untrusted: no redirect is followed, the answer is read up to a size
-//! limit, one deadline covers a request and its retries, and what the
-//! server says is quoted before anyone prints it (decision D53).
+//! untrusted: no redirect is followed, the answer — a JSON body or a stream
+//! of events — is read up to a size limit, one deadline covers a request
+//! and its retries, and what the server says is quoted before anyone
+//! prints it (decisions D53, D56). Faults no retry mends (no connection,
+//! 401, 404) fail at once.
 
+use crate::body::{Fault, Received, Success, read_at_most};
 use crate::{Error, Result};
 use reqwest::Url;
 use serde_json::Value;
-use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How failed requests are retried (R41): 429, 5xx and connection failures
-/// are tried again, up to `attempts` in all, waiting `base`, `2 × base`,
+/// How failed requests are retried (R41): 429, 5xx, timeouts and
+/// connections the server dropped are tried again, up to `attempts` in all, waiting `base`, `2 × base`,
 /// `4 × base`, … (never more than `max`) — or what the server's
 /// `Retry-After` asks, when it says, up to `max`. No attempt starts and no
 /// wait ends after the request's timeout, which covers every attempt.
@@ -125,6 +127,11 @@ impl Endpoint {
     pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
+
+    /// The host requests go to.
+    pub(crate) fn host(&self) -> Option<&str> {
+        self.url.host_str()
+    }
 }
 
 /// A blocking HTTP client that posts JSON and retries as [`Retry`] says.
@@ -135,6 +142,8 @@ pub(crate) struct Http {
     timeout: Duration,
     max_answer_bytes: u64,
     observer: Option<Observer>,
+    /// Where the provider's key is read from, for the hint of a 401.
+    key_variable: &'static str,
 }
 
 impl std::fmt::Debug for Http {
@@ -149,9 +158,9 @@ impl std::fmt::Debug for Http {
 }
 
 /// How one attempt ended.
-enum Outcome {
-    /// The response's JSON.
-    Answer(Value),
+enum Outcome<T> {
+    /// The response, read.
+    Answer(T),
     /// A fault no retry can mend.
     Fatal(Error),
     /// A fault worth retrying, with the wait the server asked for.
@@ -161,8 +170,9 @@ enum Outcome {
 }
 
 impl Http {
-    /// A client whose requests, retries included, end within `timeout`.
-    pub(crate) fn new(timeout: Duration, retry: Retry) -> Result<Http> {
+    /// A client whose requests, retries included, end within `timeout`;
+    /// the key is read from `key_variable`.
+    pub(crate) fn new(timeout: Duration, retry: Retry, key_variable: &'static str) -> Result<Http> {
         if timeout.is_zero() {
             return Err(Error::Client {
                 reason: "the timeout must be more than 0 s".into(),
@@ -184,6 +194,7 @@ impl Http {
             timeout,
             max_answer_bytes: MAX_ANSWER_BYTES,
             observer: None,
+            key_variable,
         })
     }
 
@@ -198,15 +209,28 @@ impl Http {
     }
 
     /// Posts `body` to `endpoint` with `headers` and returns the response's
-    /// JSON. Retries 429, 5xx and connection failures while the timeout
-    /// allows; any other status ends with [`Error::Status`], naming the
-    /// provider's message, or [`Error::Redirect`].
+    /// JSON, as [`Http::exchange`] says.
     pub(crate) fn post(
         &self,
         endpoint: &Endpoint,
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<Value> {
+        self.exchange(endpoint, headers, body, &mut |success| success.json())
+    }
+
+    /// Posts `body` to `endpoint` with `headers` and gives a successful
+    /// response to `read`. Retries 429, 5xx, timeouts and what `read`
+    /// calls broken-and-retryable while the timeout allows; no connection
+    /// is [`Error::Connect`]; any other status ends with [`Error::Status`],
+    /// naming the provider's message, or [`Error::Redirect`].
+    pub(crate) fn exchange<T>(
+        &self,
+        endpoint: &Endpoint,
+        headers: &[(&str, String)],
+        body: &Value,
+        read: &mut dyn FnMut(Success<'_>) -> Received<T>,
+    ) -> Result<T> {
         let bytes = serde_json::to_vec(body).map_err(|e| Error::Request(e.to_string()))?;
         let url = endpoint.shown();
         let started = Instant::now();
@@ -223,7 +247,7 @@ impl Http {
                 return Err(timed_out(attempt));
             }
             attempt += 1;
-            let (error, retry_after) = match self.attempt(endpoint, headers, &bytes, left) {
+            let (error, retry_after) = match self.attempt(endpoint, headers, &bytes, left, read) {
                 Outcome::Answer(value) => return Ok(value),
                 Outcome::Fatal(error) => return Err(error),
                 Outcome::Transport(_, _) if started.elapsed() >= self.timeout => {
@@ -262,13 +286,14 @@ impl Http {
     }
 
     /// One attempt, given `left` of the timeout.
-    fn attempt(
+    fn attempt<T>(
         &self,
         endpoint: &Endpoint,
         headers: &[(&str, String)],
         body: &[u8],
         left: Duration,
-    ) -> Outcome {
+        read: &mut dyn FnMut(Success<'_>) -> Received<T>,
+    ) -> Outcome<T> {
         let url = endpoint.shown();
         let transport = |reason: String| Error::Http {
             url: url.to_owned(),
@@ -285,10 +310,17 @@ impl Http {
         }
         let mut response = match request.send() {
             Ok(response) => response,
-            Err(e) => {
-                let retry = e.is_timeout() || e.is_connect() || e.is_request();
-                return Outcome::Transport(transport(describe(&e)), retry);
+            // Refused, no such host, a failed TLS handshake: waiting does
+            // not mend a wrong address, and a user should hear at once.
+            Err(e) if e.is_connect() && !e.is_timeout() => {
+                return Outcome::Fatal(Error::Connect {
+                    url: url.to_owned(),
+                    reason: describe(&e),
+                });
             }
+            // A timeout, or a connection the server dropped before
+            // answering: a server's fault, like a 5xx.
+            Err(e) => return Outcome::Transport(transport(describe(&e)), true),
         };
         let status = response.status();
         if status.is_redirection() {
@@ -300,37 +332,29 @@ impl Http {
         }
         if status.is_success() {
             let limit = self.max_answer_bytes;
-            let too_large = || {
-                Outcome::Fatal(Error::TooLarge {
-                    url: url.to_owned(),
-                    limit,
-                })
-            };
             // A declared length over the limit is refused before reading.
             if response.content_length().is_some_and(|n| n > limit) {
-                return too_large();
+                return Outcome::Fatal(Fault::new(url, limit).too_large());
             }
-            return match read_at_most(&mut response, limit) {
-                Ok((_, false)) => too_large(),
-                Ok((bytes, true)) => match serde_json::from_slice(&bytes) {
-                    Ok(value) => Outcome::Answer(value),
-                    Err(e) => Outcome::Fatal(Error::BadReply {
-                        reason: format!("the response is not JSON ({e})"),
-                    }),
-                },
-                Err(e) => Outcome::Transport(
-                    transport(format!("cannot read the response: {}", describe_io(&e))),
-                    true,
-                ),
+            return match read(Success::new(response, url, limit)) {
+                Received::Done(value) => Outcome::Answer(value),
+                Received::Fatal(error) => Outcome::Fatal(error),
+                Received::Broken(error, retry) => Outcome::Transport(error, retry),
             };
         }
         let retry_after = retry_after(response.headers());
         // A broken error body still leaves its status to report.
         let (text, _) = read_at_most(&mut response, ERROR_BODY_BYTES).unwrap_or_default();
+        let hint = match status.as_u16() {
+            401 => format!("; check the API key ({})", self.key_variable),
+            404 => "; check the base URL (--base-url) and the model name (--model)".to_owned(),
+            _ => String::new(),
+        };
         let error = Error::Status {
             url: url.to_owned(),
             status: status.as_u16(),
             message: provider_message(&String::from_utf8_lossy(&text)),
+            hint,
         };
         if status.as_u16() == 429 || status.is_server_error() {
             Outcome::Retry(error, retry_after)
@@ -357,23 +381,6 @@ fn tls() -> Result<rustls::ClientConfig> {
     // reqwest is built without HTTP/2.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
-}
-
-/// Reads at most `limit` bytes of `response`; `true` when that was all.
-fn read_at_most(
-    response: &mut reqwest::blocking::Response,
-    limit: u64,
-) -> std::io::Result<(Vec<u8>, bool)> {
-    let mut bytes = Vec::new();
-    response
-        .by_ref()
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    let whole = u64::try_from(bytes.len()).is_ok_and(|n| n <= limit);
-    if !whole {
-        bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    }
-    Ok((bytes, whole))
 }
 
 /// Where a redirect points: its origin only (scheme, host, port), which
@@ -406,7 +413,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// providers' error bodies, else the body itself; shortened to 300
 /// characters and quoted as JSON, so no escape sequence reaches a terminal
 /// (R33).
-fn provider_message(body: &str) -> String {
+pub(crate) fn provider_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let message = parsed
         .as_ref()
@@ -463,7 +470,7 @@ fn reqwest_text(error: &reqwest::Error) -> String {
 }
 
 /// An I/O error from reading a body, with its causes.
-fn describe_io(error: &std::io::Error) -> String {
+pub(crate) fn describe_io(error: &std::io::Error) -> String {
     match error
         .get_ref()
         .and_then(|e| e.downcast_ref::<reqwest::Error>())
@@ -559,7 +566,7 @@ mod tests {
     #[test]
     fn r41_a_zero_timeout_is_refused() {
         assert_eq!(
-            Http::new(Duration::ZERO, Retry::default())
+            Http::new(Duration::ZERO, Retry::default(), "KEY")
                 .unwrap_err()
                 .to_string(),
             "cannot set up the HTTP client: the timeout must be more than 0 s"
@@ -568,7 +575,7 @@ mod tests {
 
     #[test]
     fn r41_building_a_client_installs_no_process_wide_tls_provider() {
-        Http::new(Duration::from_secs(1), Retry::default()).unwrap();
+        Http::new(Duration::from_secs(1), Retry::default(), "KEY").unwrap();
         assert!(rustls::crypto::CryptoProvider::get_default().is_none());
         // An https request to a listener that is no TLS server fails as a
         // request, without a provider installed.
@@ -586,14 +593,12 @@ mod tests {
                 attempts: 1,
                 ..Retry::default()
             },
+            "KEY",
         )
         .unwrap();
         let endpoint = Endpoint::new(&format!("https://127.0.0.1:{port}"), "/x").unwrap();
         let error = http.post(&endpoint, &[], &Value::Null).unwrap_err();
-        assert!(
-            matches!(error, Error::GaveUp { .. } | Error::Http { .. }),
-            "{error}"
-        );
+        assert!(matches!(error, Error::Connect { .. }), "{error}");
         server.join().unwrap();
         assert!(rustls::crypto::CryptoProvider::get_default().is_none());
     }

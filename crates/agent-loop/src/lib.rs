@@ -11,9 +11,14 @@
 //!   [`Answer`] to read it back.
 //! - [`SYSTEM_TEXT`] (R38): what the model reads before the context.
 //! - [`Provider`] (R38, R41): one [`Request`] in, one [`Reply`] out;
-//!   [`OpenAi`] (Chat Completions, also local OpenAI-compatible servers)
-//!   and [`Anthropic`] (Messages) over HTTP, retrying 429, 5xx and lost
-//!   connections as [`Retry`] says, within one timeout per request; the
+//!   [`Provider::send_streaming`] also reports each call of the answer as
+//!   soon as it is complete. [`OpenAi`] (Chat Completions, also local
+//!   OpenAI-compatible servers) and [`Anthropic`] (Messages) over HTTP
+//!   stream their answers (server-sent events, read whole when a server
+//!   does not stream), retry 429, 5xx, timeouts and dropped connections
+//!   as [`Retry`] says, within one timeout per request, and fail at once
+//!   on what no retry mends (no connection, no key for the provider's own
+//!   server, 401, 404, decision D56); the
 //!   server is untrusted: no redirect is followed, a response is read up
 //!   to [`MAX_ANSWER_BYTES`] (or the provider's `max_answer_bytes`), its
 //!   error text is quoted, and [`RetryNotice`]s go to the caller's
@@ -46,6 +51,7 @@
 
 mod answer;
 mod anthropic;
+mod body;
 mod error;
 mod errors;
 mod guard;
@@ -53,7 +59,10 @@ mod http;
 mod openai;
 mod provider;
 mod run;
+mod scan;
 mod schedule;
+mod sse;
+mod stream;
 mod system;
 mod tools;
 mod turn;

@@ -1,8 +1,14 @@
 //! OpenAI-compatible Chat Completions (spec R38): OpenAI itself and local
 //! servers (vLLM, llama.cpp's server, Ollama) through the base URL.
 
+use crate::body::Fault;
 use crate::http::{Endpoint, Http, Retry, RetryNotice};
-use crate::provider::{ANSWER_NAME, Provider, Reply, Request, native_answer, usage};
+use crate::provider::{
+    ANSWER_NAME, Provider, Reply, Request, check_key, native_answer, report_all, usage,
+};
+use crate::scan::Scanner;
+use crate::sse::Event;
+use crate::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::{Answer, Error, Result};
 use agent_render::{Provider as Format, payload};
 use serde_json::{Value, json};
@@ -13,11 +19,17 @@ use std::time::Duration;
 /// decision D31 in `docs/decisions.md`). No token limit is sent: OpenAI's
 /// reasoning models refuse `max_tokens` and local servers differ on its
 /// successor, so the server's default applies.
+///
+/// Answers are streamed by default (`"stream": true` with
+/// `stream_options: {"include_usage": true}`), read from
+/// `choices[0].delta` chunks up to `data: [DONE]`; a server that answers
+/// whole instead is read whole (R38).
 #[derive(Debug, Clone)]
 pub struct OpenAi {
     endpoint: Endpoint,
     key: Option<String>,
     http: Http,
+    stream: bool,
 }
 
 impl OpenAi {
@@ -29,13 +41,34 @@ impl OpenAi {
     /// carry `Authorization: Bearer KEY`; without, no key header at all.
     /// Requests go to `{base}/chat/completions`, a query of `base` kept
     /// after the path; `timeout` bounds one request with its retries, and
-    /// must be more than zero. Redirects are not followed.
+    /// must be more than zero. Redirects are not followed. OpenAI's own
+    /// server (`api.openai.com`) without a key is [`Error::MissingKey`],
+    /// before anything is sent.
     pub fn new(base: &str, key: Option<String>, timeout: Duration, retry: Retry) -> Result<OpenAi> {
+        let endpoint = Endpoint::new(base, "/chat/completions")?;
+        check_key(
+            &endpoint,
+            key.as_ref(),
+            "api.openai.com",
+            OpenAi::KEY_VARIABLE,
+        )?;
         Ok(OpenAi {
-            endpoint: Endpoint::new(base, "/chat/completions")?,
+            endpoint,
             key,
-            http: Http::new(timeout, retry)?,
+            http: Http::new(timeout, retry, OpenAi::KEY_VARIABLE)?,
+            stream: true,
         })
+    }
+
+    /// Where `agentctx loop` reads the key, named by a missing key or a 401.
+    pub const KEY_VARIABLE: &'static str = "OPENAI_API_KEY";
+
+    /// Whether answers are streamed (default `true`; `false` asks for the
+    /// whole answer at once, as before streaming).
+    #[must_use]
+    pub fn stream(mut self, on: bool) -> OpenAi {
+        self.stream = on;
+        self
     }
 
     /// Reads at most `bytes` of a response (default
@@ -140,15 +173,161 @@ fn native_call(tool_calls: &Value) -> std::result::Result<Answer, String> {
     )
 }
 
-impl Provider for OpenAi {
-    fn send(&self, request: &Request<'_>) -> Result<Reply> {
+impl OpenAi {
+    fn headers(&self) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
         if let Some(key) = &self.key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
+        headers
+    }
+
+    /// One request whose answer is not streamed.
+    fn send_whole(&self, request: &Request<'_>) -> Result<Reply> {
         let body = self
             .http
-            .post(&self.endpoint, &headers, &OpenAi::body(request)?)?;
+            .post(&self.endpoint, &self.headers(), &OpenAi::body(request)?)?;
+        OpenAi::reply(&body)
+    }
+}
+
+impl Provider for OpenAi {
+    fn send(&self, request: &Request<'_>) -> Result<Reply> {
+        if self.stream {
+            self.send_streaming(request, &mut |_, _| {})
+        } else {
+            self.send_whole(request)
+        }
+    }
+
+    fn send_streaming(
+        &self,
+        request: &Request<'_>,
+        on_call: &mut dyn FnMut(usize, &Value),
+    ) -> Result<Reply> {
+        if !self.stream {
+            let reply = self.send_whole(request)?;
+            report_all(&reply, on_call);
+            return Ok(reply);
+        }
+        let mut body = OpenAi::body(request)?;
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut reporter = Reporter::new(on_call);
+        self.http
+            .exchange(&self.endpoint, &self.headers(), &body, &mut |success| {
+                receive(success, Chunks::default(), &mut reporter, OpenAi::reply)
+            })
+    }
+}
+
+/// Where a streamed answer's calls are scanned.
+const CONTENT: u8 = 0;
+const ANSWER_CALL: u8 = 1;
+
+/// A Chat Completions stream gathered into the message it spells out.
+#[derive(Default)]
+struct Chunks {
+    content: Option<Scanner>,
+    refusal: Option<String>,
+    /// Native tool calls by their `index`.
+    tool_calls: std::collections::BTreeMap<u64, NativeCall>,
+    /// The `index` of the first native call named `answer`.
+    answer_call: Option<u64>,
+    usage: Value,
+}
+
+/// A native tool call as its deltas build it.
+struct NativeCall {
+    id: Value,
+    name: String,
+    arguments: Scanner,
+}
+
+impl Assemble for Chunks {
+    fn event(
+        &mut self,
+        event: &Event,
+        reporter: &mut Reporter<'_>,
+        fault: Fault<'_>,
+    ) -> Result<bool> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk = event_json(event)?;
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(stream_error(event, fault));
+        }
+        if chunk["usage"].is_object() {
+            self.usage = chunk["usage"].clone();
+        }
+        let Some(choice) = chunk["choices"].as_array().and_then(|choices| {
+            choices
+                .iter()
+                .find(|c| c["index"].as_u64().unwrap_or(0) == 0)
+        }) else {
+            return Ok(false);
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str() {
+            let calls = self.content.get_or_insert_with(Scanner::new).push(text);
+            reporter.offer(CONTENT, calls);
+        }
+        if let Some(text) = delta["refusal"].as_str() {
+            self.refusal.get_or_insert_with(String::new).push_str(text);
+        }
+        for (position, call) in delta["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let index = call["index"].as_u64().unwrap_or(position as u64);
+            let native = self.tool_calls.entry(index).or_insert_with(|| NativeCall {
+                id: Value::Null,
+                name: String::new(),
+                arguments: Scanner::new(),
+            });
+            if !call["id"].is_null() {
+                native.id = call["id"].clone();
+            }
+            if let Some(name) = call["function"]["name"]
+                .as_str()
+                .filter(|_| native.name.is_empty())
+            {
+                name.clone_into(&mut native.name);
+                if name == ANSWER_NAME && self.answer_call.is_none() {
+                    self.answer_call = Some(index);
+                }
+            }
+            if let Some(arguments) = call["function"]["arguments"].as_str() {
+                let calls = native.arguments.push(arguments);
+                if self.answer_call == Some(index) {
+                    reporter.offer(ANSWER_CALL, calls);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn reply(self) -> Result<Reply> {
+        let tool_calls: Vec<Value> = self
+            .tool_calls
+            .values()
+            .map(|call| {
+                json!({"id": call.id, "type": "function",
+                       "function": {"name": call.name, "arguments": call.arguments.text()}})
+            })
+            .collect();
+        let body = json!({
+            "choices": [{"index": 0, "message": {
+                "role": "assistant",
+                "content": self.content.as_ref().map(Scanner::text),
+                "refusal": self.refusal,
+                "tool_calls": tool_calls
+            }}],
+            "usage": self.usage
+        });
         OpenAi::reply(&body)
     }
 }

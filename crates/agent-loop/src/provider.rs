@@ -48,6 +48,54 @@ pub trait Provider {
     /// kept, R41); a reply that is not a valid answer is an `Ok` whose
     /// `answer` says why.
     fn send(&self, request: &Request<'_>) -> Result<Reply>;
+
+    /// Sends one request and calls `on_call(i, call)` for each call of the
+    /// answer, in order, `i` counting from 0 — as soon as the call's JSON
+    /// is complete when the answer is streamed (R38), so a caller can
+    /// start on it while the rest is still arriving. The [`Reply`] is the
+    /// one [`Provider::send`] gives.
+    ///
+    /// When the reply is a valid answer, the calls reported are exactly
+    /// its `calls`, each once; a reply whose answer turns out invalid (or
+    /// a failed request) may follow calls already reported, which were a
+    /// prefix that looked valid — the `Reply` (or `Err`) says what holds.
+    /// This default sends whole and then reports every call; the HTTP
+    /// providers stream unless built with `stream(false)`.
+    fn send_streaming(
+        &self,
+        request: &Request<'_>,
+        on_call: &mut dyn FnMut(usize, &Value),
+    ) -> Result<Reply> {
+        let reply = self.send(request)?;
+        report_all(&reply, on_call);
+        Ok(reply)
+    }
+}
+
+/// Reports every call of a reply that is a valid answer.
+pub(crate) fn report_all(reply: &Reply, on_call: &mut dyn FnMut(usize, &Value)) {
+    if let Ok(answer) = &reply.answer {
+        for (i, call) in answer.calls.iter().enumerate() {
+            on_call(i, call);
+        }
+    }
+}
+
+/// A missing key for a provider's own server (`host`), which always asks
+/// for one; servers elsewhere (local ones) may need none.
+pub(crate) fn check_key(
+    endpoint: &crate::http::Endpoint,
+    key: Option<&String>,
+    host: &str,
+    variable: &'static str,
+) -> Result<()> {
+    if key.is_none() && endpoint.host() == Some(host) {
+        return Err(crate::Error::MissingKey {
+            url: endpoint.shown().to_owned(),
+            variable,
+        });
+    }
+    Ok(())
 }
 
 /// The tokens a usage object holds under `input` and `output` names.

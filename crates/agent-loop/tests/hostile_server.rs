@@ -358,10 +358,14 @@ fn r33_a_huge_error_text_is_printed_short_and_quoted() {
             respond(stream, "401 Unauthorized", "", &body);
         });
         let error = send(provider(format, &server.base, &Setup::default()).as_ref()).unwrap_err();
+        let variable = match format {
+            Format::OpenAi => "OPENAI_API_KEY",
+            Format::Anthropic => "ANTHROPIC_API_KEY",
+        };
         assert_eq!(
             error.to_string(),
             format!(
-                "{}{} answered 401: \"bad\\u001b[31m red\"",
+                "{}{} answered 401: \"bad\\u001b[31m red\"; check the API key ({variable})",
                 server.base,
                 format.path()
             )
@@ -507,7 +511,7 @@ fn r41_retries_stop_at_the_timeout_and_each_is_told_to_the_observer() {
 }
 
 #[test]
-fn r41_a_refused_connection_is_retried_and_each_retry_told_without_the_password() {
+fn r41_a_refused_connection_fails_at_once_without_the_password() {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -520,17 +524,20 @@ fn r41_a_refused_connection_is_retried_and_each_retry_told_without_the_password(
             ..Setup::default()
         };
         let base = format!("http://user:hunter2@127.0.0.1:{port}/?key={KEY}");
+        let started = Instant::now();
         let error = send(provider(format, &base, &setup).as_ref()).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(1));
         let text = error.to_string();
         assert!(
             text.starts_with(&format!(
-                "gave up after 3 attempts; the last: request to http://127.0.0.1:{port}{}?key=… failed: ",
+                "cannot connect to http://127.0.0.1:{port}{}?key=…: ",
                 format.path()
-            )),
+            )) && text
+                .ends_with("; check the base URL (--base-url) and that the server is running"),
             "{text}"
         );
         let notices = notices.lock().unwrap();
-        assert_eq!(notices.len(), 2);
+        assert!(notices.is_empty(), "{notices:?}");
         for shown in notices.iter().chain([&text]) {
             assert!(
                 !shown.contains("hunter2") && !shown.contains(KEY),
@@ -641,4 +648,26 @@ fn r38_an_answer_given_as_text_reaches_the_answer_reader() {
         reply(Format::OpenAi, body).unwrap_err(),
         "the reply has no content"
     );
+}
+
+#[test]
+fn r41_401_and_404_fail_at_once_saying_what_to_check() {
+    for format in FORMATS {
+        for (status, hint) in [
+            ("401 Unauthorized", "check the API key"),
+            (
+                "404 Not Found",
+                "check the base URL (--base-url) and the model name (--model)",
+            ),
+        ] {
+            let server = serve(move |s| respond(s, status, "", r#"{"error": {"message": "no"}}"#));
+            let error = send(provider(format, &server.base, &Setup::default()).as_ref());
+            let text = error.unwrap_err().to_string();
+            assert!(
+                text.contains(&format!("answered {}: \"no\"; {hint}", &status[..3])),
+                "{text}"
+            );
+            assert_eq!(server.connections.load(Ordering::SeqCst), 1, "{text}");
+        }
+    }
 }

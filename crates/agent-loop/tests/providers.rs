@@ -154,12 +154,21 @@ fn r38_openai_request_body_is_chat_completions_with_a_json_schema_response_forma
     );
     assert_eq!(
         body.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["model", "messages", "response_format"]
+        [
+            "model",
+            "messages",
+            "response_format",
+            "stream",
+            "stream_options"
+        ]
     );
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
     // The body is a request async-openai's types accept.
     let typed: async_openai::types::chat::CreateChatCompletionRequest =
         serde_json::from_value(body).unwrap();
     assert_eq!(typed.messages.len(), 3);
+    assert_eq!(typed.stream, Some(true));
 }
 
 #[test]
@@ -322,7 +331,7 @@ fn r41_retries_are_bounded() {
 }
 
 #[test]
-fn r41_a_connection_failure_is_retried_then_reported() {
+fn r41_a_refused_connection_is_not_retried() {
     // A port nothing listens on: bind, note it, and close.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -340,7 +349,7 @@ fn r41_a_connection_failure_is_retried_then_reported() {
     let text = error.to_string();
     assert!(
         text.starts_with(&format!(
-            "gave up after 3 attempts; the last: request to http://127.0.0.1:{port}/chat/completions failed: "
+            "cannot connect to http://127.0.0.1:{port}/chat/completions: "
         )),
         "{text}"
     );
@@ -364,4 +373,39 @@ fn r40_a_reply_that_is_not_json_is_an_answer_error_not_a_failed_request() {
         reply.answer.unwrap_err(),
         "the answer is not JSON (expected value at line 1 column 1): \"I think the weather is nice.\""
     );
+}
+
+#[test]
+fn r41_a_providers_own_server_without_a_key_fails_before_sending() {
+    let timeout = Duration::from_secs(5);
+    let openai = OpenAi::new(OpenAi::BASE_URL, None, timeout, fast()).unwrap_err();
+    assert_eq!(
+        openai.to_string(),
+        "no API key for https://api.openai.com/v1/chat/completions: set OPENAI_API_KEY"
+    );
+    let anthropic = Anthropic::new(Anthropic::BASE_URL, None, timeout, fast()).unwrap_err();
+    assert_eq!(
+        anthropic.to_string(),
+        "no API key for https://api.anthropic.com/v1/messages: set ANTHROPIC_API_KEY"
+    );
+    // A server of one's own may need no key.
+    OpenAi::new("http://127.0.0.1:8000/v1", None, timeout, fast()).unwrap();
+    Anthropic::new("http://127.0.0.1:8000", None, timeout, fast()).unwrap();
+}
+
+#[test]
+fn r41_an_unknown_host_fails_at_once() {
+    // `.invalid` never resolves (RFC 6761).
+    let (base, timeout) = ("http://agentctx-test.invalid:9", Duration::from_secs(20));
+    let openai = send(OpenAi::new(base, None, timeout, fast()).unwrap()).unwrap_err();
+    let anthropic = send(Anthropic::new(base, None, timeout, fast()).unwrap()).unwrap_err();
+    for error in [openai, anthropic] {
+        assert!(matches!(error, Error::Connect { .. }), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot connect to http://agentctx-test.invalid:9/"),
+            "{error}"
+        );
+    }
 }

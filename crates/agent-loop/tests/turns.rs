@@ -249,6 +249,7 @@ fn r41_a_failed_request_appends_nothing_and_ends_the_loop() {
     let mut ctx = task();
     let script = Script {
         answers: Mutex::new(VecDeque::from([Err(Error::Status {
+            hint: String::new(),
             url: "http://x/chat/completions".into(),
             status: 401,
             message: "Incorrect API key provided".into(),

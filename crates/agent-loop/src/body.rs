@@ -1,0 +1,143 @@
+//! A successful response, read whole as JSON or as a stream of events, up
+//! to the size limit (decisions D53, D56).
+
+use crate::Error;
+use crate::http::describe_io;
+use serde_json::Value;
+use std::io::Read;
+
+/// How a successful response was read.
+pub(crate) enum Received<T> {
+    /// What it held.
+    Done(T),
+    /// A fault no retry can mend.
+    Fatal(Error),
+    /// The body broke off; retried when the flag says so and time allows.
+    Broken(Error, bool),
+}
+
+/// A successful response, for its reader.
+pub(crate) struct Success<'a> {
+    response: reqwest::blocking::Response,
+    url: &'a str,
+    limit: u64,
+}
+
+impl<'a> Success<'a> {
+    /// `response` from `url` (as printed), read up to `limit` bytes.
+    pub(crate) fn new(
+        response: reqwest::blocking::Response,
+        url: &'a str,
+        limit: u64,
+    ) -> Success<'a> {
+        Success {
+            response,
+            url,
+            limit,
+        }
+    }
+
+    /// Whether the body is a stream of server-sent events.
+    pub(crate) fn is_event_stream(&self) -> bool {
+        self.response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            })
+    }
+
+    /// The body read whole as JSON, up to the limit.
+    pub(crate) fn json(mut self) -> Received<Value> {
+        match read_at_most(&mut self.response, self.limit) {
+            Ok((_, false)) => Received::Fatal(self.too_large()),
+            Ok((bytes, true)) => match serde_json::from_slice(&bytes) {
+                Ok(value) => Received::Done(value),
+                Err(e) => Received::Fatal(Error::BadReply {
+                    reason: format!("the response is not JSON ({e})"),
+                }),
+            },
+            Err(e) => Received::Broken(self.broken(&e), true),
+        }
+    }
+
+    /// The body's events, read as they arrive, up to the limit.
+    pub(crate) fn events(self) -> (crate::sse::Events<reqwest::blocking::Response>, Fault<'a>) {
+        let fault = Fault {
+            url: self.url,
+            limit: self.limit,
+        };
+        (crate::sse::Events::new(self.response, self.limit), fault)
+    }
+
+    fn too_large(&self) -> Error {
+        Fault {
+            url: self.url,
+            limit: self.limit,
+        }
+        .too_large()
+    }
+
+    fn broken(&self, error: &std::io::Error) -> Error {
+        Fault {
+            url: self.url,
+            limit: self.limit,
+        }
+        .broken(error)
+    }
+}
+
+/// The errors of reading one response's body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fault<'a> {
+    url: &'a str,
+    limit: u64,
+}
+
+impl<'a> Fault<'a> {
+    /// The faults of a body from `url` read up to `limit` bytes.
+    pub(crate) fn new(url: &'a str, limit: u64) -> Fault<'a> {
+        Fault { url, limit }
+    }
+
+    /// The URL as printed.
+    pub(crate) fn url(&self) -> &str {
+        self.url
+    }
+
+    /// The body passed the limit.
+    pub(crate) fn too_large(&self) -> Error {
+        Error::TooLarge {
+            url: self.url.to_owned(),
+            limit: self.limit,
+        }
+    }
+
+    /// The body could not be read.
+    pub(crate) fn broken(&self, error: &std::io::Error) -> Error {
+        Error::Http {
+            url: self.url.to_owned(),
+            reason: format!("cannot read the response: {}", describe_io(error)),
+        }
+    }
+}
+
+/// Reads at most `limit` bytes of `response`; `true` when that was all.
+pub(crate) fn read_at_most(
+    response: &mut reqwest::blocking::Response,
+    limit: u64,
+) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut bytes = Vec::new();
+    response
+        .by_ref()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    let whole = u64::try_from(bytes.len()).is_ok_and(|n| n <= limit);
+    if !whole {
+        bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    Ok((bytes, whole))
+}
