@@ -189,3 +189,41 @@ fn r9_r10b_an_erase_message_holds_null_at_its_path() {
     assert_eq!(m.method().as_str(), "erase");
     assert_eq!(m.value(), &Value::Null);
 }
+
+#[test]
+fn r10b_r28_an_instance_erase_shows_as_null_in_its_own_view_and_reads_absent() {
+    let mut c = Context::new();
+    c.append(&data(json!({"type": "state", "data": {"step": "global"}})))
+        .unwrap();
+    c.append(&erase("†state.step", Some("x"))).unwrap();
+    let own = agent_data::Identity {
+        kind: kind("state"),
+        instance: Some(inst("x")),
+    };
+    assert_eq!(c.layer_view(&own), Some(&json!({"step": null})));
+    assert_eq!(view(&c, "state", Some("x")), Some(json!({})));
+    // A global erase is absent in the global layer's own view too.
+    c.append(&erase("†state.step", None)).unwrap();
+    let global = agent_data::Identity {
+        kind: kind("state"),
+        instance: None,
+    };
+    assert_eq!(c.layer_view(&global), Some(&json!({})));
+}
+
+#[test]
+fn r10b_r25_a_schema_that_forbids_null_items_refuses_erasing_an_element() {
+    let mut c = Context::new();
+    c.append(&data(json!({"type": "state", "data": {"l": ["a", "b"]},
+        "schema": {"properties": {"l": {"items": {"type": "string"}}}}})))
+        .unwrap();
+    let err = c.append(&erase("†state.l[0]", None)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "message 1 (¶state) refused: schema violated: at /l/0: null is not of type \"string\" (rule `type` at /properties/l/items/type)"
+    );
+    assert_eq!(view(&c, "state", None), Some(json!({"l": ["a", "b"]})));
+    // Erasing the whole list is allowed: nothing is left to break the schema.
+    c.append(&erase("†state.l", None)).unwrap();
+    assert_eq!(view(&c, "state", None), Some(json!({})));
+}
