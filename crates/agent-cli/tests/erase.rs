@@ -103,3 +103,27 @@ fn r10b_cli_an_erase_in_an_instance_does_not_fall_through() {
         "{\"steps\":{},\"results\":[\"r0\",null,\"r2\"]}\n"
     );
 }
+
+#[test]
+fn r10b_cli_a_call_reading_an_erased_path_is_blocked_again_by_run() {
+    let ctx = context("run.jsonl");
+    // The reader comes first in the plan: it depends on the erase all the
+    // same (D18), runs after it, and finds its input gone.
+    let plan = r#"[{"_tool":"use","rows":"†state.steps.fetch.rows","_outputPath":"†state.used"},
+                   {"_tool":"reset","_outputPath":"†state.steps.fetch","_outputMethod":"erase"}]"#;
+    let (code, out, err) = agentctx(&[
+        "run",
+        &ctx,
+        plan,
+        "--activity",
+        "use=cat",
+        "--activity",
+        "reset=echo null",
+        "--write",
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["calls"][0]["status"], "blocked", "{report}");
+    assert_eq!(report["calls"][1]["status"], "done", "{report}");
+    assert_eq!(agentctx(&["resolve", &ctx, "†state.used"]).0, 3);
+}
