@@ -53,7 +53,7 @@ pub(crate) fn view(
     match ctx.view(&kind, instance.as_ref()) {
         Some(view) => Ok(stream_value(view, pretty)),
         None => Err(Failure::unresolved(format!(
-            "{label}: the view is absent (every write was skipped; run `agentctx check`)"
+            "{label}: the view is absent (erased, or every write was skipped: `agentctx check` lists those)"
         ))),
     }
 }

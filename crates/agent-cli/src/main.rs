@@ -97,7 +97,9 @@ enum Command {
         pretty: bool,
     },
     /// Record a call's result where its `_outputPath` says, with its
-    /// `_outputMethod`, and print the messages that records as JSONL.
+    /// `_outputMethod` (set, merge, assign, push, concat, or erase: the
+    /// path then reads absent and the result is not kept), and print the
+    /// messages that records as JSONL.
     Apply(apply::ApplyArgs),
     /// Append messages to CONTEXT: validated against it as it is when they
     /// land, all or none, durably; a missing CONTEXT is created.

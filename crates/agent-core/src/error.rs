@@ -29,7 +29,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// A method name other than the five of R10.
+    /// A method name other than the six of R10 and R10b.
     #[error(transparent)]
     UnknownMethod(#[from] UnknownMethod),
     /// A write that cannot be applied to the current value (R10, R11).
@@ -54,17 +54,17 @@ pub struct InvalidKind {
     pub kind: String,
 }
 
-/// A method name other than the five of R10. Declared once here; the
+/// A method name other than the six of R10 and R10b. Declared once here; the
 /// layers above wrap it.
 ///
 /// ```
 /// use agent_core::Method;
 /// let err = "bogus".parse::<Method>().unwrap_err();
-/// assert_eq!(err.to_string(), r#"unknown method "bogus": expected set, merge, assign, push or concat"#);
+/// assert_eq!(err.to_string(), r#"unknown method "bogus": expected set, merge, assign, push, concat or erase"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown method {}: expected set, merge, assign, push or concat",
+    "unknown method {}: expected set, merge, assign, push, concat or erase",
     quoted(name)
 )]
 pub struct UnknownMethod {

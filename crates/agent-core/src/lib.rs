@@ -7,8 +7,8 @@
 //! - [`Reference`]: one `†kind.path` operand (R15).
 //! - [`Kind`] and [`Instance`]: the two halves of a data message's identity,
 //!   validated on construction (R2).
-//! - [`Method`], [`write`](fn@write) and [`check_write`]: the five write methods and
-//!   writing at a path (R10, R11). Type errors are values, never panics.
+//! - [`Method`], [`write`](fn@write) and [`check_write`]: the six write methods and
+//!   writing at a path (R10, R10b, R11). Type errors are values, never panics.
 //! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
 //!   limit (R33) and its one way of counting.
 //!

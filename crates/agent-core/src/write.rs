@@ -1,4 +1,4 @@
-//! The five write methods (R10) and writing at a path (R11).
+//! The six write methods (R10, R10b) and writing at a path (R11).
 //!
 //! A view is an `Option<Value>`: `None` is *absent*, which is not `null`.
 //! Every write is checked completely before anything is changed, so a
@@ -23,16 +23,19 @@ pub enum Method {
     Push,
     /// Join arrays, or join strings.
     Concat,
+    /// Make the path absent (R10b): the written value is not used.
+    Erase,
 }
 
 impl Method {
-    /// All five methods, in the order of R10.
-    pub const ALL: [Method; 5] = [
+    /// All six methods, in the order of R10 and R10b.
+    pub const ALL: [Method; 6] = [
         Method::Set,
         Method::Merge,
         Method::Assign,
         Method::Push,
         Method::Concat,
+        Method::Erase,
     ];
 
     /// The method's name as written in `_outputMethod`.
@@ -43,6 +46,7 @@ impl Method {
             Method::Assign => "assign",
             Method::Push => "push",
             Method::Concat => "concat",
+            Method::Erase => "erase",
         }
     }
 }
@@ -106,8 +110,12 @@ fn write_index(path: &Path, depth: usize, segment: &Segment, len: usize) -> Resu
 }
 
 /// Checks that writing `value` at `path` with `method` into `view` would
-/// succeed, without changing anything (R10, R11).
+/// succeed, without changing anything (R10, R10b, R11). An erase always
+/// succeeds.
 pub fn check_write(view: Option<&Value>, path: &Path, method: Method, value: &Value) -> Result<()> {
+    if method == Method::Erase {
+        return Ok(());
+    }
     let mut current = view;
     for (depth, segment) in path.segments().iter().enumerate() {
         current = match current {
@@ -147,9 +155,9 @@ fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Resul
     }
 }
 
-/// Writes `value` at `path` into `view` with `method` (R10, R11).
+/// Writes `value` at `path` into `view` with `method` (R10, R10b, R11).
 ///
-/// On error nothing is changed.
+/// On error nothing is changed. An erase ignores `value` and never fails.
 ///
 /// ```
 /// use agent_core::{write, Method, Path};
@@ -161,9 +169,21 @@ fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Resul
 /// write(&mut view, &tags, Method::Concat, json!(["b", "c"]))?;
 /// assert_eq!(view, Some(json!({"user": {"tags": ["a", "b", "c"]}})));
 /// assert!(write(&mut view, &tags, Method::Concat, json!("d")).is_err());
+///
+/// // Erase: a key is removed, an element becomes null, the root absent.
+/// write(&mut view, &".user.tags[1]".parse()?, Method::Erase, json!(null))?;
+/// assert_eq!(view, Some(json!({"user": {"tags": ["a", null, "c"]}})));
+/// write(&mut view, &".user.tags".parse()?, Method::Erase, json!(null))?;
+/// assert_eq!(view, Some(json!({"user": {}})));
+/// write(&mut view, &Path::root(), Method::Erase, json!(null))?;
+/// assert_eq!(view, None);
 /// # Ok::<(), agent_core::Error>(())
 /// ```
 pub fn write(view: &mut Option<Value>, path: &Path, method: Method, value: Value) -> Result<()> {
+    if method == Method::Erase {
+        erase(view, path);
+        return Ok(());
+    }
     check_write(view.as_ref(), path, method, &value)?;
     let Some((last, parents)) = path.segments().split_last() else {
         let combined = combine(view.take(), method, value);
@@ -197,6 +217,50 @@ pub fn write(view: &mut Option<Value>, path: &Path, method: Method, value: Value
         other => return Err(type_error(path, parents.len(), type_name(other))),
     }
     Ok(())
+}
+
+/// Erase (R10b): makes `path` read as absent. It is addressed as a read
+/// is (R8): where the read finds nothing, nothing changes; where it finds
+/// a value, an object's key is removed (the other keys keep their order),
+/// an array's element becomes `null` (the elements after it keep their
+/// indexes, so what other writes put there stays where readers look for
+/// it), and the whole view becomes absent.
+fn erase(view: &mut Option<Value>, path: &Path) {
+    let Some((last, parents)) = path.segments().split_last() else {
+        *view = None;
+        return;
+    };
+    let Some(mut container) = view.as_mut() else {
+        return;
+    };
+    for segment in parents {
+        let child = match container {
+            Value::Object(map) => map.get_mut(segment.as_key().as_ref()),
+            Value::Array(items) => match segment.array_index(items.len()) {
+                Some(index) => items.get_mut(index),
+                None => None,
+            },
+            _ => None,
+        };
+        match child {
+            Some(child) => container = child,
+            None => return,
+        }
+    }
+    match container {
+        Value::Object(map) => {
+            map.shift_remove(last.as_key().as_ref());
+        }
+        Value::Array(items) => {
+            if let Some(slot) = last
+                .array_index(items.len())
+                .and_then(|index| items.get_mut(index))
+            {
+                *slot = Value::Null;
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Steps into `container` for writing, creating a missing (or null) child as

@@ -231,3 +231,109 @@ fn r11_check_write_agrees_with_write() {
         assert_eq!(checked, written);
     }
 }
+
+fn erased(view: Option<Value>, path: &str) -> Option<Value> {
+    apply(view, path, Method::Erase, json!(null)).unwrap()
+}
+
+#[test]
+fn r10b_erase_removes_a_key_and_the_others_keep_their_order() {
+    let cur = Some(json!({"b": 1, "a": {"x": 1, "y": 2}, "c": 3}));
+    let got = erased(cur.clone(), ".a").unwrap();
+    assert_eq!(got, json!({"b": 1, "c": 3}));
+    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["b", "c"]);
+    assert_eq!(
+        erased(cur, ".a.x"),
+        Some(json!({"b": 1, "a": {"y": 2}, "c": 3}))
+    );
+}
+
+#[test]
+fn r10b_erase_of_the_root_leaves_the_view_absent() {
+    assert_eq!(erased(Some(json!({"a": 1})), ""), None);
+    assert_eq!(erased(Some(json!(null)), ""), None);
+    assert_eq!(erased(None, ""), None);
+}
+
+#[test]
+fn r10b_erase_at_an_array_index_leaves_null_and_keeps_the_other_indexes() {
+    let cur = Some(json!({"l": ["a", "b", "c"]}));
+    assert_eq!(
+        erased(cur.clone(), ".l[1]"),
+        Some(json!({"l": ["a", null, "c"]}))
+    );
+    assert_eq!(
+        erased(cur.clone(), ".l.0"),
+        Some(json!({"l": [null, "b", "c"]}))
+    );
+    // A negative index addresses what a read of it finds (R8): the last element.
+    assert_eq!(
+        erased(cur.clone(), ".l[-1]"),
+        Some(json!({"l": ["a", "b", null]}))
+    );
+    assert_eq!(erased(cur, ".l[-3]"), Some(json!({"l": [null, "b", "c"]})));
+    let nested = Some(json!({"l": [{"x": 1, "y": 2}]}));
+    assert_eq!(erased(nested, ".l[-1].x"), Some(json!({"l": [{"y": 2}]})));
+}
+
+#[test]
+fn r10b_erase_where_the_path_reads_absent_changes_nothing() {
+    let cur = json!({"a": {"x": 1}, "l": [1, 2], "s": "text", "n": null});
+    for path in [
+        ".b", ".a.y", ".a.x.z", ".l[2]", ".l[-3]", ".l.x", ".l.01", ".s.t", ".n.m", ".b.c.d",
+    ] {
+        assert_eq!(erased(Some(cur.clone()), path), Some(cur.clone()), "{path}");
+    }
+    assert_eq!(erased(None, ".a.b"), None);
+}
+
+#[test]
+fn r10b_erase_then_accumulate_starts_from_nothing() {
+    let cur = Some(json!({"log": [1, 2], "u": {"a": 1}}));
+    let after = apply(cur, ".log", Method::Erase, json!(null)).unwrap();
+    assert_eq!(
+        ok(after.clone(), ".log", Method::Push, json!(3)),
+        json!({"u": {"a": 1}, "log": [3]})
+    );
+    let after = apply(after, ".u", Method::Erase, json!(null)).unwrap();
+    assert_eq!(
+        ok(after, ".u", Method::Merge, json!({"b": 2})),
+        json!({"u": {"b": 2}})
+    );
+    // A null hole left in an array takes any method as "no value yet" (D1).
+    let holed = erased(Some(json!({"l": [[1], "s"]})), ".l[0]");
+    assert_eq!(
+        ok(holed.clone(), ".l[0]", Method::Concat, json!([7])),
+        json!({"l": [[7], "s"]})
+    );
+    assert_eq!(
+        ok(holed, ".l[0].k", Method::Set, json!(1)),
+        json!({"l": [{"k": 1}, "s"]})
+    );
+}
+
+#[test]
+fn r10b_erase_ignores_the_value_and_is_never_a_type_error() {
+    let cur = json!({"s": "text", "l": [1]});
+    for (path, v) in [
+        (".s.t", json!(1)),
+        (".l[-9]", json!([1])),
+        ("", json!({"a": 1})),
+    ] {
+        let p = Path::parse(path).unwrap();
+        assert_eq!(check_write(Some(&cur), &p, Method::Erase, &v), Ok(()));
+        assert!(write(&mut Some(cur.clone()), &p, Method::Erase, v).is_ok());
+    }
+}
+
+#[test]
+fn r10b_erase_is_a_method_name() {
+    assert_eq!("erase".parse::<Method>(), Ok(Method::Erase));
+    assert_eq!(Method::Erase.to_string(), "erase");
+    assert_eq!(Method::ALL.len(), 6);
+    assert_eq!(
+        "delete".parse::<Method>().unwrap_err().to_string(),
+        r#"unknown method "delete": expected set, merge, assign, push, concat or erase"#
+    );
+}

@@ -1,4 +1,4 @@
-//! Property tests: path display/parse round trip (R7) and write algebra (R10).
+//! Property tests: path display/parse round trip (R7) and write algebra (R10, R10b).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
@@ -115,4 +115,52 @@ proptest! {
             prop_assert_eq!(path.get(view.as_ref().unwrap()), Some(&v));
         }
     }
+
+    #[test]
+    fn r10b_erase_then_read_finds_no_value_and_leaves_other_paths_alone(
+        start in json_value(),
+        p in erase_path(),
+        other in erase_path(),
+    ) {
+        let mut view = Some(start.clone());
+        write(&mut view, &p, Method::Erase, json!(null)).unwrap();
+        // The erased path reads absent, or null where it named an array element.
+        let read = view.as_ref().and_then(|v| p.get(v));
+        prop_assert!(read.is_none_or(Value::is_null), "{p} reads {read:?}");
+        // A path the erased one is no prefix of reads as before, unless the
+        // erase reached through a negative index (counted from the end).
+        let negative = p.segments().iter().chain(other.segments()).any(|s| matches!(s, Segment::Index(i) if *i < 0));
+        if !p.is_prefix_of(&other) && !negative && !(other.is_prefix_of(&p)) {
+            prop_assert_eq!(view.as_ref().and_then(|v| other.get(v)), other.get(&start));
+        }
+        // Erasing twice is erasing once.
+        let once = view.clone();
+        write(&mut view, &p, Method::Erase, json!(1)).unwrap();
+        prop_assert_eq!(view, once);
+    }
+}
+
+/// Any small JSON value: objects keyed `a`–`b` (and `0`), arrays, leaves.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(json!(null)),
+        any::<i8>().prop_map(|n| json!(n)),
+        "[a-c]".prop_map(Value::String)
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(("[ab0]", inner), 0..3)
+                .prop_map(|kvs| Value::Object(kvs.into_iter().collect())),
+        ]
+    })
+}
+
+/// Paths into [`json_value`]s: keys, canonical and other indexes.
+fn erase_path() -> impl Strategy<Value = Path> {
+    let seg = prop_oneof![
+        3 => "[ab0]".prop_map(Segment::Key),
+        2 => (-3i64..3).prop_map(Segment::Index),
+    ];
+    prop::collection::vec(seg, 0..4).prop_map(Path::from_segments)
 }

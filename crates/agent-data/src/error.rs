@@ -90,7 +90,7 @@ pub enum MessageFault {
     /// An `_instance` R2 does not allow (it could forge a block header).
     #[error("`_instance`: {0}")]
     InvalidInstance(#[source] agent_core::Error),
-    /// An `_outputMethod` that is not one of the five methods (R10).
+    /// An `_outputMethod` that is not one of the six methods (R10, R10b).
     #[error("`_outputMethod`: {0}")]
     UnknownMethod(#[source] agent_core::UnknownMethod),
     /// An `_outputPath` that is not exactly one reference (R9).
@@ -119,6 +119,17 @@ pub enum MessageFault {
     ValueAbsent {
         /// The destination path, canonical.
         path: String,
+    },
+    /// An erase whose `data` holds something other than `null` at the
+    /// destination path (R10b).
+    #[error(
+        "`_outputMethod` erase: `data` must hold null at the destination path {path}, not {found}"
+    )]
+    EraseValue {
+        /// The destination path.
+        path: agent_core::DisplayPath,
+        /// The JSON type found there.
+        found: &'static str,
     },
     /// A `schema` that is not a valid JSON Schema (R25).
     #[error("invalid schema: {reason}")]

@@ -87,8 +87,9 @@ struct More {
     messages: Vec<usize>,
     /// The fold of this layer's own writes on an absent value: for a global
     /// layer its view (R12); for an instance layer what the instance wrote,
-    /// without the global layer under it (what R28 renders). When empty,
-    /// it is the fold of the held messages (see [`Layer::view`]).
+    /// without the global layer under it, an erase shown as `null` (what
+    /// R28 renders). When empty, it is the fold of the held messages (see
+    /// [`Layer::view`]).
     own: OnceLock<Option<Value>>,
     /// Instance layers: the global view with this layer folded on top (R5),
     /// built on first read and kept up to date by this layer's writes.
@@ -335,7 +336,10 @@ impl Layer {
             let _ = write(layered, &destination, method, value.clone());
         }
         let written = match more.own.get_mut() {
-            Some(own) => write(own, &destination, method, value),
+            Some(own) => {
+                let (method, value) = own_write(identity.instance.is_some(), method, value);
+                write(own, &destination, method, value)
+            }
             None => Ok(()),
         };
         if let (Err(error), None) = (written, &identity.instance) {
@@ -457,7 +461,9 @@ pub(crate) fn refold(log: &Log, indexes: &[usize]) -> Option<Value> {
     let mut view = None;
     for &index in indexes {
         if let Some(data) = log.data(index) {
+            let instance = data.instance().is_some();
             let (destination, method, value) = data.into_write();
+            let (method, value) = own_write(instance, method, value);
             let _ = write(&mut view, &destination, method, value);
         }
     }
@@ -473,6 +479,18 @@ fn laid_out_together(view: Option<Value>) -> Option<Value> {
     match view {
         Some(fold @ (Value::Object(_) | Value::Array(_))) => Some(fold.clone()),
         other => other,
+    }
+}
+
+/// The write an instance layer's own view takes for a message (R28): an
+/// erase there is shown as `null` — "no value here" — since that view is
+/// rendered below the global one and an absent key would read as the
+/// global value showing through, which reads do not see (R10b). Global
+/// layers, and layered views, take every write as it is.
+fn own_write(instance: bool, method: Method, value: Value) -> (Method, Value) {
+    match method {
+        Method::Erase if instance => (Method::Set, Value::Null),
+        _ => (method, value),
     }
 }
 

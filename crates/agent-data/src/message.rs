@@ -1,7 +1,7 @@
 //! The three kinds of message (R1) and the data message's fields (R2, R9).
 
 use crate::MessageFault;
-use agent_core::{Instance, Kind, Method, Path, Reference};
+use agent_core::{DisplayPath, Instance, Kind, Method, Path, Reference, json_type};
 use serde_json::{Map, Value};
 
 /// One message of a context, normalised (R1).
@@ -156,7 +156,7 @@ impl DataMessage {
         }
     }
 
-    /// Validates the fields of a normalised data message (R2, R9, R10).
+    /// Validates the fields of a normalised data message (R2, R9, R10, R10b).
     pub(crate) fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
         let kind = match fields.get("kind") {
             None => Kind::data(),
@@ -199,10 +199,20 @@ impl DataMessage {
             Method::Merge
         });
         let data = fields.get("data").ok_or(MessageFault::DataWithoutData)?;
-        if destination.get(data).is_none() {
-            return Err(MessageFault::ValueAbsent {
-                path: destination.to_string(),
-            });
+        match destination.get(data) {
+            None => {
+                return Err(MessageFault::ValueAbsent {
+                    path: destination.to_string(),
+                });
+            }
+            // An erase writes nothing; a value there would read as if it did.
+            Some(value) if method == Method::Erase && !value.is_null() => {
+                return Err(MessageFault::EraseValue {
+                    path: DisplayPath(destination),
+                    found: json_type(value),
+                });
+            }
+            Some(_) => {}
         }
         Ok(DataMessage {
             fields,

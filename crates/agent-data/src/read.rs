@@ -66,7 +66,8 @@ impl Context {
 
     /// The fold of one layer's own writes on an absent value — for a global
     /// layer its view; for an instance layer only what that instance wrote,
-    /// without the global layer under it (what R28 renders).
+    /// without the global layer under it, where an erase shows as `null`
+    /// (what R28 renders, R10b).
     pub fn layer_view(&self, identity: &Identity) -> Option<&Value> {
         self.layers.get(identity)?.view(&self.log)
     }

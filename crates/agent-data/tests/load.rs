@@ -307,7 +307,7 @@ fn r2_invalid_fields_are_rejected_on_load() {
         ),
         (
             json!({"type": "data", "data": 1, "_outputMethod": "replace"}),
-            "`_outputMethod`: unknown method \"replace\": expected set, merge, assign, push or concat",
+            "`_outputMethod`: unknown method \"replace\": expected set, merge, assign, push, concat or erase",
         ),
         (
             json!({"type": "state", "data": {"a": 1}, "_outputPath": "†state.a || †state.b"}),

@@ -67,6 +67,40 @@ proptest! {
     }
 
     #[test]
+    fn r10b_erase_makes_older_writes_at_or_under_its_path_irrelevant(
+        before in prop::collection::vec(message(&["state"]), 0..12),
+        p in path(),
+        after in prop::collection::vec(message(&["state"]), 0..6),
+        probes in prop::collection::vec(path(), 6),
+    ) {
+        // Like a set, an erase ends the reverse walk (R14): the global
+        // writes at or under its path before it no longer show. Dropping
+        // them can leave an intermediate the erase emptied missing, or an
+        // array one element shorter where the erase left null, so the law
+        // is about reads of the path (present or not, R16), below it, and
+        // of paths apart from it.
+        let erase = DataMessage::from_value(json!({
+            "type": "data", "kind": "state", "data": p.nest(Value::Null),
+            "_outputPath": format!("†state{p}"), "_outputMethod": "erase"
+        })).unwrap();
+        let full: Vec<DataMessage> = before.iter().cloned().chain([erase.clone()]).chain(after.iter().cloned()).collect();
+        let pruned: Vec<DataMessage> = before.iter().filter(|m| !(p.is_prefix_of(m.destination()) && m.instance().is_none())).cloned()
+            .chain([erase]).chain(after).collect();
+        let (full, pruned) = (to_context(full), to_context(pruned));
+        let negative = p.segments().iter().any(|s| matches!(s, agent_core::Segment::Index(i) if *i < 0));
+        if full.diagnostics().is_empty() && pruned.diagnostics().is_empty() && !negative {
+            for (k, x) in every_read() {
+                let at = |c: &Context, q: &agent_core::Path| c.view(&k, x.as_ref()).and_then(|v| q.get(v)).cloned();
+                let present = |c: &Context| at(c, &p).filter(|v| !v.is_null());
+                prop_assert_eq!(present(&full), present(&pruned));
+                for q in probes.iter().filter(|q| (p.is_prefix_of(q) && q.len() > p.len()) || !q.overlaps(&p)) {
+                    prop_assert_eq!(at(&full, q), at(&pruned, q), "{}", q);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn r9_plain_patches_with_disjoint_keys_commute(a in value(), b in value()) {
         let patch = |v: Value, prefix: &str| {
             let obj = match v { Value::Object(m) => m, other => [("v".to_owned(), other)].into_iter().collect() };

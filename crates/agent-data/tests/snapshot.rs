@@ -35,7 +35,7 @@ fn message() -> impl Strategy<Value = Value> {
         prop::sample::select(KINDS.to_vec()),
         prop::sample::select(INSTANCES.to_vec()),
         path,
-        prop::sample::select(vec!["set", "merge", "assign", "push", "concat"]),
+        prop::sample::select(vec!["set", "merge", "assign", "push", "concat", "erase"]),
         value(),
         0..8u8,
     )
@@ -43,7 +43,12 @@ fn message() -> impl Strategy<Value = Value> {
             let mut m = Map::new();
             m.insert("type".into(), "data".into());
             m.insert("kind".into(), kind.into());
-            let mut nested = value;
+            // An erase holds null where its value would be (R10b).
+            let mut nested = if method == "erase" {
+                Value::Null
+            } else {
+                value
+            };
             for key in path.iter().rev() {
                 nested = json!({ key.as_str(): nested });
             }
@@ -137,6 +142,8 @@ fn observed(context: &Context) -> Value {
             reads.push(json!([
                 id.to_string(),
                 x.as_ref().map(|x| x.to_string()),
+                // Absent (an erased view) is not null.
+                context.view(&id.kind, x.as_ref()).is_some(),
                 context.view(&id.kind, x.as_ref()),
                 context.schema(&id.kind, x.as_ref()),
                 context.description(&id.kind, x.as_ref()),
@@ -232,6 +239,35 @@ fn r34c_a_snapshot_keeps_skipped_writes_and_instance_layers() {
     assert!(resumed.message(2).is_some());
     assert_eq!(resumed.message(0), None);
     assert_eq!(resumed.message(3), None);
+}
+
+#[test]
+fn r34c_r10b_an_erased_view_round_trips_through_a_snapshot() {
+    let messages = [
+        json!({"type": "data", "kind": "s", "data": {"n": 1, "keep": 2}}),
+        json!({"type": "data", "kind": "t", "data": {"gone": 1}}),
+        json!({"type": "data", "kind": "t", "data": null, "_outputMethod": "erase"}),
+        json!({"type": "data", "kind": "s", "data": {"n": null}, "_instance": "a", "_outputPath": "†s.n", "_outputMethod": "erase"}),
+        json!({"type": "data", "kind": "s", "data": null, "_instance": "b", "_outputPath": "†s", "_outputMethod": "erase"}),
+    ];
+    let full = load(&jsonl(&messages));
+    for cut in 0..=messages.len() {
+        let resumed = resumed(&messages, cut);
+        assert_eq!(observed(&resumed), observed(&full), "cut at {cut}");
+        assert_eq!(
+            resumed.view(&"t".parse().unwrap(), None),
+            None,
+            "cut at {cut}"
+        );
+        let (a, b) = ("a".parse().unwrap(), "b".parse().unwrap());
+        assert_eq!(
+            resumed.view(&"s".parse().unwrap(), Some(&a)),
+            Some(&json!({"keep": 2}))
+        );
+        assert_eq!(resumed.view(&"s".parse().unwrap(), Some(&b)), None);
+    }
+    let (resumed, _) = Context::from_snapshot(&full.snapshot(&json!(1)).unwrap()).unwrap();
+    assert_eq!(observed(&resumed), observed(&full));
 }
 
 #[test]

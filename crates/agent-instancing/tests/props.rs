@@ -46,6 +46,8 @@ fn context() -> impl Strategy<Value = Context> {
         let messages: Vec<Value> = msgs
             .into_iter()
             .map(|(kind, instance, path, method, v)| {
+                // An erase holds null where its value would be (R10b).
+                let v = if method == Method::Erase { Value::Null } else { v };
                 let mut m = json!({"type": "data", "kind": kind, "data": agent_core::Path::parse(&path).unwrap().nest(v),
                                    "_outputPath": format!("†{kind}{path}"), "_outputMethod": method.as_str()});
                 if let Some(x) = instance {

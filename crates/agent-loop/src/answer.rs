@@ -98,7 +98,7 @@ fn call_schema(mut schema: Map<String, Value>, instances: CallInstances<'_>) -> 
             .or_insert_with(reference_string);
         properties
             .entry("_outputMethod")
-            .or_insert_with(|| json!({"enum": ["set", "merge", "assign", "push", "concat"]}));
+            .or_insert_with(|| json!({"enum": agent_core::Method::ALL.map(|m| m.as_str())}));
         let instance = match instances {
             CallInstances::Any => Some(json!({"type": "string"})),
             CallInstances::Existing([]) => None,

@@ -27,7 +27,7 @@ use serde_json::Value;
 /// assert_eq!(call.parameters().map(|(k, _)| k).collect::<Vec<_>>(), ["text"]);
 ///
 /// let err = Call::parse(json!({"_outputMethod": "upsert"})).unwrap_err();
-/// assert_eq!(err.to_string(), r#"`_outputMethod`: unknown method "upsert": expected set, merge, assign, push or concat"#);
+/// assert_eq!(err.to_string(), r#"`_outputMethod`: unknown method "upsert": expected set, merge, assign, push, concat or erase"#);
 /// # Ok::<(), agent_output::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +42,7 @@ pub struct Call {
 impl Call {
     /// Parses a call: a JSON object with a string `_tool` (if any), an
     /// `_instance` R2 allows, an `_outputPath` that parses (R19) and one of
-    /// the five `_outputMethod`s (R20, default `set`).
+    /// the six `_outputMethod`s (R20, default `set`).
     pub fn parse(value: Value) -> Result<Call> {
         let instance = agent_vars::call_instance(&value)?;
         let fields = value

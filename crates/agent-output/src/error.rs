@@ -43,7 +43,7 @@ pub enum Error {
         /// The JSON type found instead.
         found: &'static str,
     },
-    /// `_outputMethod` is not one of the five methods (R20).
+    /// `_outputMethod` is not one of the six methods (R10, R10b, R20).
     #[error("`_outputMethod`: {0}")]
     UnknownMethod(#[source] agent_core::UnknownMethod),
     /// A failure with no failure outcome to write it to (R20).

@@ -2,7 +2,7 @@
 
 use crate::clock::stamp;
 use crate::{Call, Clock, Error, Result};
-use agent_core::{Instance, MAX_DEPTH, TooDeep, drop_deep, within_depth};
+use agent_core::{Instance, MAX_DEPTH, Method, TooDeep, drop_deep, within_depth};
 use agent_data::{DataMessage, Message, MessageFault};
 use serde_json::{Map, Value};
 
@@ -26,7 +26,9 @@ pub enum Outcome {
 }
 
 /// Builds the messages that record `outcome` of `call` (R20–R22), without
-/// appending them. A call without `_outputPath` yields none (R21). The
+/// appending them. A call without `_outputPath` yields none (R21). An
+/// erase's messages hold `null` at their paths, not the outcome's value
+/// (R10b). The
 /// call is recorded once per result (D36): the first message carries it as
 /// `_call`, each later destination's message `_callAt`, how many messages
 /// back that one is (`-1`, `-2`, …), since a result's messages are appended
@@ -74,6 +76,14 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
         index,
         count: outcomes.len(),
     })?;
+    // An erase records no value, whatever the call returned: its message
+    // holds null at its path (R10b).
+    let value = if method == Method::Erase {
+        drop_deep(value);
+        Value::Null
+    } else {
+        value
+    };
     // The value lands in `data` (one level below the message) nested one
     // level per path segment: refuse what could not fit before copying it.
     // The longest path leaves the least room, so one walk of the value

@@ -1,5 +1,6 @@
 //! Property tests: applying a valid outcome then reading each destination
-//! gives the value (set) or the documented combination (R10, R20); a refused
+//! gives the value (set), nothing (erase) or the documented combination
+//! (R10, R10b, R20); a refused
 //! write leaves the context byte-identical (R13, R20).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
@@ -77,6 +78,9 @@ proptest! {
                     let alone = destinations.iter().filter(|o| o.kind == d.kind && o.path.overlaps(&d.path)).count() == 1;
                     if method == Method::Set && alone {
                         prop_assert_eq!(ctx.read(d, None).cloned(), Some(v.clone()), "set reads back the value");
+                    }
+                    if method == Method::Erase && alone {
+                        prop_assert_eq!(ctx.read(d, None), None, "an erased path reads absent");
                     }
                 }
                 // The same writes applied by hand to the old view give the new view.

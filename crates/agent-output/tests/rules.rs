@@ -255,7 +255,7 @@ fn r20_output_method_is_carried_and_validated_first() {
         assert_eq!(
             error.to_string(),
             format!(
-                "`_outputMethod`: unknown method {shown}: expected set, merge, assign, push or concat"
+                "`_outputMethod`: unknown method {shown}: expected set, merge, assign, push, concat or erase"
             )
         );
     }

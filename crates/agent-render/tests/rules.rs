@@ -60,6 +60,31 @@ fn r28_instance_block_shows_only_its_own_layer() {
 }
 
 #[test]
+fn r28_r10b_an_erase_shows_as_null_in_the_instance_block_and_as_an_erase_block_in_append_mode() {
+    let c = ctx(json!([
+        {"type": "state", "data": {"step": "global", "keep": 1}},
+        {"type": "state", "data": {"step": "mine", "other": 2}, "_instance": "x"},
+        {"type": "state", "data": {"step": null}, "_outputPath": "†state.step", "_outputMethod": "erase", "_instance": "x"},
+        {"type": "data", "kind": "gone", "data": {"a": 1}},
+        {"type": "data", "kind": "gone", "data": null, "_outputMethod": "erase"},
+    ]));
+    // The global block still holds "global"; the instance's block says its
+    // value is gone rather than let the global one show through.
+    assert_eq!(
+        texts(&c, RenderMode::Merged),
+        [
+            "## Data: ¶state\n{\n  \"step\": \"global\",\n  \"keep\": 1\n}",
+            "## Data: ¶state@x\n{\n  \"step\": null,\n  \"other\": 2\n}",
+            "## Data: ¶gone\nnull",
+        ]
+    );
+    assert_eq!(
+        texts(&c, RenderMode::Append)[2],
+        "## Data: ¶state@x.step (erase)\nnull"
+    );
+}
+
+#[test]
 fn r28_schema_and_description_only_in_declaring_layer() {
     let c = ctx(json!([
         {"type": "data", "kind": "u", "data": {}, "description": "Users.", "schema": {"type": "object"}},

@@ -95,6 +95,35 @@ mod snapshots_pg {
     }
 
     #[test]
+    fn r34c_r10b_an_erased_view_round_trips_through_a_postgres_snapshot() {
+        let url = with_context(&fresh_name("erased"));
+        let mut store = open(&url);
+        let mut context = Context::new();
+        for m in [
+            json!({"type": "state", "data": {"step": "global", "keep": 1}}),
+            json!({"type": "data", "kind": "gone", "data": {"a": 1}}),
+            json!({"type": "data", "kind": "gone", "data": null, "_outputMethod": "erase"}),
+            json!({"type": "state", "data": {"step": null}, "_outputPath": "†state.step",
+                "_outputMethod": "erase", "_instance": "x"}),
+        ] {
+            store
+                .commit(&mut context, &Message::from_value(m).unwrap())
+                .unwrap();
+        }
+        assert!(store.snapshot(&context, true).unwrap());
+        let resumed = open(&url).load_tail().unwrap().context;
+        assert!(!resumed.is_complete(), "the snapshot was not used");
+        assert_eq!(resumed.view(&"gone".parse().unwrap(), None), None);
+        let x = "x".parse().unwrap();
+        assert_eq!(
+            resumed.view(&"state".parse().unwrap(), Some(&x)),
+            Some(&json!({"keep": 1}))
+        );
+        assert_eq!(state(&resumed), Some(json!({"step": "global", "keep": 1})));
+        assert_eq!(resumed.head(), context.head());
+    }
+
+    #[test]
     fn r34c_a_chunk_missing_damaged_planted_or_moved_makes_the_open_read_the_log() {
         let (url, name, mut store, context) = long("damaged");
         let mut client = raw();

@@ -59,7 +59,7 @@ pub use error::{Error, Result};
 pub use get::ContextExt;
 pub use stored::StoredContext;
 
-/// Paths, references, kinds, instance ids and the five write methods
+/// Paths, references, kinds, instance ids and the six write methods
 /// (the `agent-core` crate).
 pub use agent_core as core;
 /// Messages, loading, identity and layers, the fold, schemas, `Context`

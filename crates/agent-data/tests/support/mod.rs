@@ -53,7 +53,75 @@ pub fn naive_merge(cur: Value, patch: Value) -> Value {
     }
 }
 
-pub fn naive_write(cur: Option<Value>, segs: &[Segment], m: Method, v: Value) -> Result<Value, ()> {
+/// Writes `v` at `segs` with `m` (R10, R10b, R11); `Ok(None)` is an absent
+/// view (what an erase of the root leaves), `Err` a type error.
+pub fn naive_write(
+    cur: Option<Value>,
+    segs: &[Segment],
+    m: Method,
+    v: Value,
+) -> Result<Option<Value>, ()> {
+    if m == Method::Erase {
+        return Ok(naive_erase(cur, segs));
+    }
+    naive_write_value(cur, segs, m, v).map(Some)
+}
+
+/// Erase (R10b), addressed as a read is (R8): where the read finds a
+/// value, an object's key goes, an array's element becomes null, the root
+/// becomes absent; elsewhere nothing changes.
+pub fn naive_erase(cur: Option<Value>, segs: &[Segment]) -> Option<Value> {
+    let (seg, rest) = segs.split_first()?;
+    match cur {
+        Some(Value::Object(mut map)) => {
+            let key = match seg {
+                Segment::Key(k) => k.clone(),
+                Segment::Index(i) => i.to_string(),
+            };
+            if let Some(child) = map.get(&key).cloned() {
+                if rest.is_empty() {
+                    map.shift_remove(&key);
+                } else {
+                    // Below the root an erase always leaves a value.
+                    map.insert(key, naive_erase(Some(child), rest).unwrap());
+                }
+            }
+            Some(Value::Object(map))
+        }
+        Some(Value::Array(mut items)) => {
+            let len = items.len() as i64;
+            let index = match seg {
+                Segment::Index(i) if *i < 0 => Some(len + i),
+                Segment::Index(i) => Some(*i),
+                Segment::Key(k)
+                    if k == "0"
+                        || (!k.starts_with('0') && k.chars().all(|c| c.is_ascii_digit())) =>
+                {
+                    k.parse().ok()
+                }
+                Segment::Key(_) => None,
+            }
+            .filter(|i| (0..len).contains(i));
+            if let Some(i) = index {
+                let i = i as usize;
+                items[i] = if rest.is_empty() {
+                    Value::Null
+                } else {
+                    naive_erase(Some(items[i].clone()), rest).unwrap()
+                };
+            }
+            Some(Value::Array(items))
+        }
+        other => other,
+    }
+}
+
+fn naive_write_value(
+    cur: Option<Value>,
+    segs: &[Segment],
+    m: Method,
+    v: Value,
+) -> Result<Value, ()> {
     let Some((seg, rest)) = segs.split_first() else {
         return naive_combine(cur, m, v);
     };
@@ -64,11 +132,11 @@ pub fn naive_write(cur: Option<Value>, segs: &[Segment], m: Method, v: Value) ->
     match cur {
         None | Some(Value::Null) => {
             let mut map = Map::new();
-            map.insert(key, naive_write(None, rest, m, v)?);
+            map.insert(key, naive_write_value(None, rest, m, v)?);
             Ok(Value::Object(map))
         }
         Some(Value::Object(mut map)) => {
-            let child = naive_write(map.get(&key).cloned(), rest, m, v)?;
+            let child = naive_write_value(map.get(&key).cloned(), rest, m, v)?;
             map.insert(key, child);
             Ok(Value::Object(map))
         }
@@ -86,7 +154,7 @@ pub fn naive_write(cur: Option<Value>, segs: &[Segment], m: Method, v: Value) ->
             if index > items.len() {
                 return Err(());
             }
-            let child = naive_write(items.get(index).cloned(), rest, m, v)?;
+            let child = naive_write_value(items.get(index).cloned(), rest, m, v)?;
             if index == items.len() {
                 items.push(child);
             } else {
@@ -113,7 +181,7 @@ pub fn naive_fold(
             m.method(),
             m.value().clone(),
         ) {
-            Ok(v) => view = Some(v),
+            Ok(v) => view = v,
             Err(()) => skipped.push(*i),
         }
     }
@@ -179,8 +247,9 @@ pub fn method() -> impl Strategy<Value = Method> {
     prop::sample::select(Method::ALL.to_vec())
 }
 
-/// A data message as the wire would carry it: plain (merge at the root) or
-/// an output message with `_outputPath` and `_outputMethod`.
+/// A data message as the wire would carry it: plain (merge at the root, or
+/// an erase of the whole view) or an output message with `_outputPath` and
+/// `_outputMethod`.
 pub fn message(kinds: &'static [&'static str]) -> impl Strategy<Value = DataMessage> {
     (
         prop::sample::select(kinds.to_vec()),
@@ -194,7 +263,17 @@ pub fn message(kinds: &'static [&'static str]) -> impl Strategy<Value = DataMess
             let mut m = Map::new();
             m.insert("type".into(), "data".into());
             m.insert("kind".into(), kind.into());
-            if plain {
+            // An erase holds null where its value would be (R10b).
+            let value = if method == Method::Erase {
+                Value::Null
+            } else {
+                value
+            };
+            if plain && method == Method::Erase {
+                // A plain erase: the whole view.
+                m.insert("data".into(), value);
+                m.insert("_outputMethod".into(), method.as_str().into());
+            } else if plain {
                 m.insert("data".into(), value);
             } else {
                 m.insert("data".into(), path.nest(value));
