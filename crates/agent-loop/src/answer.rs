@@ -28,7 +28,7 @@ pub enum CallInstances<'a> {
 /// In each tool, every parameter also accepts a reference string;
 /// `_outputPath` is as the tool declares it, else an optional reference
 /// string; `_instance` is one of `instances` (offered only when there is
-/// one to name, or any string for [`CallInstances::Any`]); `_outputMethod` one of the five methods unless declared. An
+/// one to name, or any string for [`CallInstances::Any`]); `_outputMethod` one of the six methods unless declared. An
 /// explicit tool (`explicit(name)`, R36) loses `_output`. OUTPUT is
 /// `output` (any JSON value when `None`).
 ///

@@ -12,7 +12,7 @@ Answer with exactly one JSON object: {\"calls\": [CALL, ...], \"output\": OUTPUT
 
 Calls. A call names its tool in \"_tool\" and gives the tool's parameters. Any parameter may be a reference instead of a value: \"†KIND.PATH\" reads the value at PATH in the data of KIND, as in \"†input.user.name\" or \"†state.items[0]\". \"†a || †b\" takes the first one that is present; \"†a && †b\" needs both and takes the last. A call whose references are not present yet waits until another call of the same answer writes them, so calls may depend on each other.
 
-Results. \"_outputPath\" says where a call's result is written, as a reference: \"†state.summary\". \"†state.result || †state.error\" writes a success to the first path and a failure to the second; \"†state.a && †log.a\" writes to both. \"_outputMethod\" says how: set (replace; the default), merge (deep-merge objects), assign (replace top-level keys), push (append to an array) or concat (join arrays or strings). Without \"_outputPath\" a result is not kept.
+Results. \"_outputPath\" says where a call's result is written, as a reference: \"†state.summary\". \"†state.result || †state.error\" writes a success to the first path and a failure to the second; \"†state.a && †log.a\" writes to both. \"_outputMethod\" says how: set (replace; the default), merge (deep-merge objects), assign (replace top-level keys), push (append to an array), concat (join arrays or strings) or erase (remove the value, so the path reads as absent and the step can run again). Without \"_outputPath\" a result is not kept.
 
 Tools with an \"_output\" property are yours to carry out: put the result in \"_output\" yourself, in the same call. The other tools run outside; their results appear in the context on your next turn.
 
