@@ -91,11 +91,21 @@ pub(crate) fn run_plan(
             {
                 let tool = calls[i].tool().unwrap_or_default();
                 let done = done.clone();
-                running += 1;
-                scope.spawn(move || {
+                // `spawn_scoped` says when no thread can be had (`spawn`
+                // would panic): that call fails, the turn goes on.
+                // Unnamed: a name holding a NUL byte would panic.
+                let started = std::thread::Builder::new().spawn_scoped(scope, move || {
                     // The receiver outlives every sender in this scope.
                     let _ = done.send((i, activities.run_caught(tool, &resolved)));
                 });
+                match started {
+                    Ok(_) => running += 1,
+                    Err(error) => {
+                        ended[i] = Some(Ended::Failed(format!(
+                            "not run: no thread could be started for its activity ({error})"
+                        )));
+                    }
+                }
             }
             let counts = (running, next, (order.len() - next).saturating_sub(running));
             if told != Some(counts) {
