@@ -193,7 +193,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
 
 /// Back to the line's start, the line cleared: a live line is rewritten
 /// in place on a terminal.
-const CLEAR: &str = "\r\x1b[2K";
+pub(crate) const CLEAR: &str = "\r\x1b[2K";
 
 /// The provider `--provider` names, with its key from the environment
 /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; unset or empty: no key header,

@@ -5,9 +5,10 @@ use crate::input::{Reading, json_arg, load_context, open_stored};
 use crate::keyed::Noting;
 use agent_data::Context;
 use agent_output::SystemClock;
-use agent_plan::{Activities, Plan, Report, Status};
+use agent_plan::{Activities, Plan, Progress, Report, Status};
 use agent_store::Append as _;
 use serde_json::{Value, json};
+use std::io::IsTerminal;
 
 /// The arguments of `agentctx run`.
 #[derive(clap::Args)]
@@ -73,26 +74,56 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     // With --write, each call's result is committed as it is written, so it
     // is validated against the file as it is then (R34b).
     let clock = crate::input::clock(args.date.as_deref())?;
+    // On a terminal, one live line of the calls' progress, cleared at the end.
+    let live = std::io::stderr().is_terminal();
+    let mut progress = |p: Progress| {
+        if live {
+            eprint!(
+                "{}run: {} running, {} done, {} waiting",
+                crate::looping::CLEAR,
+                p.running,
+                p.done,
+                p.waiting
+            );
+            if p.running == 0 {
+                eprint!("{}", crate::looping::CLEAR);
+            }
+        }
+    };
     let report = if let Some(key) = &args.key {
         // Every call's key must be valid before anything runs.
         key.derive(&format!("call-{}", plan.calls().len()))
             .map_err(|e| Failure::usage(format!("--key: {e}")))?;
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
         let mut noting = Noting::new(&mut stored, key)?;
-        let report = plan.run_keyed(&mut noting, &activities, clock.as_ref(), Some(key));
+        let report = plan.run_observed(
+            &mut noting,
+            &activities,
+            clock.as_ref(),
+            Some(key),
+            &mut progress,
+        );
         noting.report();
         crate::input::print_head(stored.context());
         report
     } else if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
-        let report = plan.run(&mut stored, &activities, clock.as_ref());
+        let report = plan.run_observed(
+            &mut stored,
+            &activities,
+            clock.as_ref(),
+            None,
+            &mut progress,
+        );
         crate::input::print_head(stored.context());
         report
     } else {
-        plan.run(
+        plan.run_observed(
             &mut load_context(&args.context, Reading::Views)?,
             &activities,
             clock.as_ref(),
+            None,
+            &mut progress,
         )
     };
     finish(&report, args.pretty)

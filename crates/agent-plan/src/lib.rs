@@ -65,3 +65,4 @@ pub use error::{Error, Result};
 pub use plan::Plan;
 pub use readiness::{Blocker, Known, Standing, Verdict, Written, judge, standings};
 pub use report::{CallReport, Report, Status, Taken};
+pub use run::Progress;

@@ -10,6 +10,18 @@ use agent_store::{Append, AppendKey, KeyedAppend};
 use rayon::prelude::*;
 use serde_json::Value;
 
+/// How far a run is, for a progress line ([`Plan::run_observed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Calls of the wave whose activities are running.
+    pub running: usize,
+    /// Calls settled: written, failed, skipped or blocked.
+    pub done: usize,
+    /// Calls not yet started.
+    pub waiting: usize,
+}
+
 /// What one ready call came to before its result is written.
 enum Step {
     /// Its activity's outcome, or why it has none.
@@ -61,14 +73,36 @@ impl Plan {
         clock: &(dyn Clock + Sync),
         key: Option<&AppendKey>,
     ) -> Report {
+        self.run_observed(target, activities, clock, key, &mut |_| {})
+    }
+
+    /// [`Plan::run_keyed`], telling `observe` the calls' [`Progress`]
+    /// before each wave's activities start and once the run has settled:
+    /// what a live progress line shows.
+    pub fn run_observed(
+        &self,
+        target: &mut (impl Append + ?Sized),
+        activities: &Activities,
+        clock: &(dyn Clock + Sync),
+        key: Option<&AppendKey>,
+        observe: &mut dyn FnMut(Progress),
+    ) -> Report {
         let mut run = Run::new(self);
         run.key = key.cloned();
         let mut frontier: Vec<usize> = (0..self.calls().len())
             .filter(|&c| self.dependencies()[c].is_empty())
             .collect();
         let mut wave = 0;
+        let total = self.calls().len();
+        let settled = |run: &Run| run.status.iter().filter(|s| s.is_some()).count();
         while !frontier.is_empty() && run.stopped.is_none() {
             frontier.sort_unstable();
+            let done = settled(&run);
+            observe(Progress {
+                running: frontier.len(),
+                done,
+                waiting: total.saturating_sub(done + frontier.len()),
+            });
             let standing = &run.standing;
             let shared = target.context();
             let steps: Vec<(usize, Step)> = frontier
@@ -103,6 +137,12 @@ impl Plan {
             frontier = next;
             wave += 1;
         }
+        let done = settled(&run);
+        observe(Progress {
+            running: 0,
+            done,
+            waiting: total.saturating_sub(done),
+        });
         run.report(self)
     }
 
