@@ -220,14 +220,6 @@ fn spec10_loop_refuses_max_calls_and_parallel_0_and_passes_its_bounds_to_the_loo
     assert_eq!(view.stdout.trim(), r#"{"n0":"x","n1":"x"}"#);
 }
 
-/// `args` quoted for `sh -c`.
-fn shell_words(args: &[&str]) -> String {
-    args.iter()
-        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn spec10_loop_on_a_terminal_rewrites_one_live_line_and_without_one_prints_a_line_per_turn() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -250,12 +242,7 @@ fn spec10_loop_on_a_terminal_rewrites_one_live_line_and_without_one_prints_a_lin
         "--tools",
         &tools,
     ];
-    // `script` runs the command on a pseudo-terminal and copies what it
-    // wrote, both streams, to its own standard output.
-    let on_tty = std::process::Command::new("script")
-        .args(["-qec", &shell_words(&args), "/dev/null"])
-        .output()
-        .unwrap();
+    let on_tty = support::on_terminal(&args);
     let seen = String::from_utf8_lossy(&on_tty.stdout);
     assert!(on_tty.status.success(), "{seen}");
     for expected in [

@@ -5,14 +5,6 @@
 
 mod support;
 
-/// `args` quoted for `sh -c`.
-fn shell_words(args: &[&str]) -> String {
-    args.iter()
-        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn spec10_run_on_a_terminal_shows_one_live_line_per_wave_and_clears_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -30,12 +22,7 @@ fn spec10_run_on_a_terminal_shows_one_live_line_per_wave_and_clears_it() {
         "--activity",
         "x=echo '\"v\"'",
     ];
-    // `script` runs the command on a pseudo-terminal and copies what it
-    // wrote, both streams, to its own standard output.
-    let on_tty = std::process::Command::new("script")
-        .args(["-qec", &shell_words(&args), "/dev/null"])
-        .output()
-        .unwrap();
+    let on_tty = support::on_terminal(&args);
     let seen = String::from_utf8_lossy(&on_tty.stdout);
     assert!(on_tty.status.success(), "{seen}");
     let live = "\r\x1b[2Krun: 2 running, 0 done, 1 waiting\

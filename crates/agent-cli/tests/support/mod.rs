@@ -120,3 +120,16 @@ pub fn fresh(name: &str) -> String {
     );
     url
 }
+
+/// Runs `args` (the program first) on a pseudo-terminal through `script`,
+/// which copies what the command wrote, both streams, to its own stdout.
+pub fn on_terminal(args: &[&str]) -> Output {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    Command::new("script")
+        .args(["-qec", &words.join(" "), "/dev/null"])
+        .output()
+        .unwrap()
+}
