@@ -11,6 +11,9 @@
 //!   writing at a path (R10, R10b, R11). Type errors are values, never panics.
 //! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
 //!   limit (R33) and its one way of counting.
+//! - [`json`]: agentctx's own JSON value — exact numbers, ordered members,
+//!   the depth limit as the reader's own check — which the layers are moving
+//!   onto from `serde_json::Value` (decision D58).
 //!
 //! Facts every layer reports — [`InvalidKind`], [`UnknownMethod`],
 //! [`TooDeep`] — are declared here once; the layers above wrap them.
@@ -44,6 +47,7 @@
 mod depth;
 mod error;
 mod ident;
+pub mod json;
 mod path;
 mod reference;
 mod write;

@@ -1,0 +1,286 @@
+//! [`Map`]: a JSON object's members in the order they were written (R3).
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use super::Value;
+
+/// Up to this many members an object is searched in order; past it, a
+/// hash index over the members is kept beside them. Most objects in a log
+/// are small, and a table for each would cost more than its members.
+const INDEXED_FROM: usize = 9;
+
+/// A JSON object: string keys in the order they were first written, each
+/// once (a repeated key keeps its first position and its last value, as
+/// serde_json's ordered map did).
+///
+/// The members are one vector behind one pointer; an object of more than
+/// eight also keeps a hash index of them, seeded per process (foldhash),
+/// so keys chosen by an adversary cannot be made to collide ahead of time.
+///
+/// ```
+/// use agent_core::json::{Map, Value};
+/// let mut map = Map::new();
+/// map.insert("b".into(), Value::from(1));
+/// map.insert("a".into(), Value::from(2));
+/// assert_eq!(map.keys().collect::<Vec<_>>(), ["b", "a"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct Map(Box<Members>);
+
+#[derive(Clone, Default)]
+struct Members {
+    entries: Vec<(String, Value)>,
+    /// Only past [`INDEXED_FROM`] members.
+    index: Option<Box<Index>>,
+}
+
+/// Positions in `entries`, hashed by key.
+#[derive(Clone, Default)]
+struct Index {
+    table: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Members {
+    fn position(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => {
+                let entries = &self.entries;
+                let hash = index.hasher.hash_one(key);
+                index.table.find(hash, |&i| entries[i].0 == key).copied()
+            }
+            None => self.entries.iter().position(|(k, _)| k == key),
+        }
+    }
+
+    fn reindex(&mut self) {
+        if self.entries.len() < INDEXED_FROM {
+            self.index = None;
+            return;
+        }
+        let mut index = Box::new(Index {
+            table: HashTable::with_capacity(self.entries.len()),
+            hasher: foldhash::fast::RandomState::default(),
+        });
+        for i in 0..self.entries.len() {
+            index.add(&self.entries, i);
+        }
+        self.index = Some(index);
+    }
+
+    fn push(&mut self, key: String, value: Value) -> usize {
+        let at = self.entries.len();
+        self.entries.push((key, value));
+        match &mut self.index {
+            Some(index) => index.add(&self.entries, at),
+            None if self.entries.len() >= INDEXED_FROM => self.reindex(),
+            None => {}
+        }
+        at
+    }
+}
+
+impl Index {
+    /// Indexes `entries[at]`, a key not yet in the table.
+    fn add(&mut self, entries: &[(String, Value)], at: usize) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(entries[at].0.as_str());
+        self.table
+            .insert_unique(hash, at, |&j| hasher.hash_one(entries[j].0.as_str()));
+    }
+}
+
+impl Map {
+    /// An empty object.
+    pub fn new() -> Map {
+        Map::default()
+    }
+
+    /// An empty object with room for `capacity` members.
+    pub fn with_capacity(capacity: usize) -> Map {
+        let mut map = Map::new();
+        map.0.entries.reserve_exact(capacity);
+        map
+    }
+
+    /// How many members.
+    pub fn len(&self) -> usize {
+        self.0.entries.len()
+    }
+
+    /// True when there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.0.entries.is_empty()
+    }
+
+    /// The value at `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.position(key).map(|i| &self.0.entries[i].1)
+    }
+
+    /// The value at `key`, mutably.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        let i = self.0.position(key)?;
+        Some(&mut self.0.entries[i].1)
+    }
+
+    /// True when `key` is a member.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.position(key).is_some()
+    }
+
+    /// Sets `key` to `value`: a new key goes last, an existing one keeps
+    /// its place. Returns the value it replaced.
+    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+        match self.0.position(&key) {
+            Some(i) => Some(std::mem::replace(&mut self.0.entries[i].1, value)),
+            None => {
+                self.0.push(key, value);
+                None
+            }
+        }
+    }
+
+    /// Removes `key`, keeping the order of the others (linear in the
+    /// members). Returns its value.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.0.position(key)?;
+        let (_, value) = self.0.entries.remove(i);
+        self.0.reindex();
+        Some(value)
+    }
+
+    /// The value at `key`, inserted by `make` first when missing.
+    pub fn get_or_insert_with(&mut self, key: String, make: impl FnOnce() -> Value) -> &mut Value {
+        let i = match self.0.position(&key) {
+            Some(i) => i,
+            None => self.0.push(key, make()),
+        };
+        &mut self.0.entries[i].1
+    }
+
+    /// Gives back the room reserved for members not written (the reader
+    /// does this as it closes an object).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.entries.shrink_to_fit();
+    }
+
+    /// The members in order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(self.0.entries.iter())
+    }
+
+    /// The members in order, values mutable.
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
+        IterMut(self.0.entries.iter_mut())
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+        self.0.entries.iter().map(|(k, _)| k)
+    }
+
+    /// The values in order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
+        self.0.entries.iter().map(|(_, v)| v)
+    }
+
+    /// The values in order, mutable.
+    pub fn values_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+        self.0.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// The members of a [`Map`] in order.
+#[derive(Clone, Debug)]
+pub struct Iter<'a>(std::slice::Iter<'a, (String, Value)>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a String, &'a Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (k, v))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|(k, v)| (k, v))
+    }
+}
+impl ExactSizeIterator for Iter<'_> {}
+
+/// The members of a [`Map`] in order, values mutable.
+#[derive(Debug)]
+pub struct IterMut<'a>(std::slice::IterMut<'a, (String, Value)>);
+
+impl<'a> Iterator for IterMut<'a> {
+    type Item = (&'a String, &'a mut Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (&*k, v))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+impl ExactSizeIterator for IterMut<'_> {}
+
+/// Equal when they hold the same members, in any order (as serde_json's
+/// ordered map compared).
+impl PartialEq for Map {
+    fn eq(&self, other: &Map) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+impl Eq for Map {}
+
+impl std::fmt::Debug for Map {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl IntoIterator for Map {
+    type Item = (String, Value);
+    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.entries.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Map {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Map {
+    type Item = (&'a String, &'a mut Value);
+    type IntoIter = IterMut<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl FromIterator<(String, Value)> for Map {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Map {
+        let mut map = Map::new();
+        map.extend(iter);
+        map
+    }
+}
+
+impl Extend<(String, Value)> for Map {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        for (key, value) in iter {
+            self.insert(key, value);
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Reading JSON text into a [`Value`]: exact numbers, members in order,
+//! nesting bounded by the caller, and no recursion (a hostile depth costs
+//! heap, never stack).
+//!
+//! Errors read as serde_json's did (`expected value at line 1 column 5`),
+//! at the same positions, so messages quoting them stay the same.
+
+use std::fmt;
+
+use super::{Map, Value};
+
+/// Why JSON text could not be read, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code} at line {line} column {column}")]
+pub struct ParseError {
+    code: Code,
+    line: usize,
+    column: usize,
+}
+
+impl ParseError {
+    /// The line (from 1) where reading stopped.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// The column (bytes from the start of the line) where reading stopped.
+    pub fn column(&self) -> usize {
+        self.column
+    }
+
+    /// True when the text nests deeper than the limit it was read with.
+    pub fn is_too_deep(&self) -> bool {
+        matches!(self.code, Code::TooDeep(_))
+    }
+
+    /// True when the text ended before its value did.
+    pub fn is_eof(&self) -> bool {
+        matches!(
+            self.code,
+            Code::EofWhileParsingValue
+                | Code::EofWhileParsingList
+                | Code::EofWhileParsingObject
+                | Code::EofWhileParsingString
+        )
+    }
+
+    pub(crate) fn not_a_number() -> ParseError {
+        ParseError {
+            code: Code::NotANumber,
+            line: 1,
+            column: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Code {
+    EofWhileParsingValue,
+    EofWhileParsingList,
+    EofWhileParsingObject,
+    EofWhileParsingString,
+    ExpectedColon,
+    ExpectedListCommaOrEnd,
+    ExpectedObjectCommaOrEnd,
+    ExpectedSomeIdent,
+    ExpectedSomeValue,
+    InvalidEscape,
+    InvalidNumber,
+    InvalidUnicodeCodePoint,
+    ControlCharacterWhileParsingString,
+    KeyMustBeAString,
+    LoneLeadingSurrogateInHexEscape,
+    TrailingComma,
+    TrailingCharacters,
+    UnexpectedEndOfHexEscape,
+    TooDeep(usize),
+    NotANumber,
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Code::EofWhileParsingValue => "EOF while parsing a value",
+            Code::EofWhileParsingList => "EOF while parsing a list",
+            Code::EofWhileParsingObject => "EOF while parsing an object",
+            Code::EofWhileParsingString => "EOF while parsing a string",
+            Code::ExpectedColon => "expected `:`",
+            Code::ExpectedListCommaOrEnd => "expected `,` or `]`",
+            Code::ExpectedObjectCommaOrEnd => "expected `,` or `}`",
+            Code::ExpectedSomeIdent => "expected ident",
+            Code::ExpectedSomeValue => "expected value",
+            Code::InvalidEscape => "invalid escape",
+            Code::InvalidNumber => "invalid number",
+            Code::InvalidUnicodeCodePoint => "invalid unicode code point",
+            Code::ControlCharacterWhileParsingString => {
+                "control character (\\u0000-\\u001F) found while parsing a string"
+            }
+            Code::KeyMustBeAString => "key must be a string",
+            Code::LoneLeadingSurrogateInHexEscape => "lone leading surrogate in hex escape",
+            Code::TrailingComma => "trailing comma",
+            Code::TrailingCharacters => "trailing characters",
+            Code::UnexpectedEndOfHexEscape => "unexpected end of hex escape",
+            Code::TooDeep(limit) => return write!(f, "nested deeper than {limit} levels"),
+            Code::NotANumber => "not a number",
+        })
+    }
+}
+
+/// Reads one JSON value nested at most [`MAX_DEPTH`](crate::MAX_DEPTH)
+/// deep (R33), with nothing but whitespace around it.
+///
+/// # Errors
+/// [`ParseError`] for text that is not one JSON value, or nests deeper.
+pub fn from_str(text: &str) -> Result<Value, ParseError> {
+    from_str_within(text, crate::MAX_DEPTH)
+}
+
+/// Reads one JSON value nested at most `limit` arrays and objects deep
+/// (counted as [`within_depth`](crate::within_depth) counts).
+///
+/// # Errors
+/// [`ParseError`] for text that is not one JSON value, or nests deeper.
+pub fn from_str_within(text: &str, limit: usize) -> Result<Value, ParseError> {
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        text,
+        index: 0,
+        limit,
+    };
+    let value = parser.value()?;
+    match parser.whitespace() {
+        Some(_) => Err(parser.peek_error(Code::TrailingCharacters)),
+        None => Ok(value),
+    }
+}
+
+/// As [`from_str`], for bytes that must be UTF-8.
+///
+/// # Errors
+/// [`ParseError`] as [`from_str`], and for bytes that are not UTF-8.
+pub fn from_slice(bytes: &[u8]) -> Result<Value, ParseError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => from_str(text),
+        Err(e) => {
+            let mut parser = Parser {
+                bytes,
+                text: "",
+                index: e.valid_up_to() + 1,
+                limit: 0,
+            };
+            parser.index = parser.index.min(bytes.len());
+            Err(parser.error(Code::InvalidUnicodeCodePoint))
+        }
+    }
+}
+
+enum Frame {
+    Array(Vec<Value>),
+    Object(Map, String),
+}
+
+pub(super) struct Parser<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) text: &'a str,
+    pub(super) index: usize,
+    limit: usize,
+}
+
+impl Parser<'_> {
+    pub(super) fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.index).copied()
+    }
+
+    pub(super) fn next(&mut self) -> Option<u8> {
+        let byte = self.peek();
+        if byte.is_some() {
+            self.index += 1;
+        }
+        byte
+    }
+
+    fn whitespace(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.index += 1;
+        }
+        self.peek()
+    }
+
+    fn error_at(&self, at: usize, code: Code) -> ParseError {
+        let before = &self.bytes[..at.min(self.bytes.len())];
+        let start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+        ParseError {
+            code,
+            line: 1 + memchr::memchr_iter(b'\n', &before[..start]).count(),
+            column: before.len() - start,
+        }
+    }
+
+    /// At the last byte read.
+    pub(super) fn error(&self, code: Code) -> ParseError {
+        self.error_at(self.index, code)
+    }
+
+    /// At the byte looked at but not read.
+    pub(super) fn peek_error(&self, code: Code) -> ParseError {
+        self.error_at(self.index + 1, code)
+    }
+
+    /// One whole value: containers through an explicit stack of frames.
+    fn value(&mut self) -> Result<Value, ParseError> {
+        let mut stack: Vec<Frame> = Vec::new();
+        'value: loop {
+            let mut done = match self.whitespace() {
+                None => return Err(self.peek_error(Code::EofWhileParsingValue)),
+                Some(b'[') => {
+                    self.open(stack.len())?;
+                    match self.whitespace() {
+                        Some(b']') => {
+                            self.index += 1;
+                            Value::Array(Vec::new())
+                        }
+                        Some(_) => {
+                            stack.push(Frame::Array(Vec::new()));
+                            continue 'value;
+                        }
+                        None => return Err(self.peek_error(Code::EofWhileParsingList)),
+                    }
+                }
+                Some(b'{') => {
+                    self.open(stack.len())?;
+                    match self.whitespace() {
+                        Some(b'}') => {
+                            self.index += 1;
+                            Value::Object(Map::new())
+                        }
+                        Some(b'"') => {
+                            let key = self.key()?;
+                            stack.push(Frame::Object(Map::new(), key));
+                            continue 'value;
+                        }
+                        Some(_) => return Err(self.peek_error(Code::KeyMustBeAString)),
+                        None => return Err(self.peek_error(Code::EofWhileParsingObject)),
+                    }
+                }
+                Some(_) => self.scalar()?,
+            };
+            // A value is complete: hand it to the container it is in, and
+            // close every container it completes.
+            loop {
+                match stack.last_mut() {
+                    None => return Ok(done),
+                    Some(Frame::Array(items)) => {
+                        items.push(done);
+                        if self.more_elements()? {
+                            continue 'value;
+                        }
+                    }
+                    Some(Frame::Object(map, key)) => {
+                        map.insert(std::mem::take(key), done);
+                        if let Some(next) = self.more_members()? {
+                            *key = next;
+                            continue 'value;
+                        }
+                    }
+                }
+                // Growth's slack, given back: a wide log is mostly values.
+                done = match stack.pop() {
+                    Some(Frame::Array(mut items)) => {
+                        items.shrink_to_fit();
+                        Value::Array(items)
+                    }
+                    Some(Frame::Object(mut map, _)) => {
+                        map.shrink_to_fit();
+                        Value::Object(map)
+                    }
+                    // Not reached: the frame just filled is still there.
+                    None => Value::Null,
+                };
+            }
+        }
+    }
+
+    /// Enters an array or object at `open` containers deep.
+    fn open(&mut self, open: usize) -> Result<(), ParseError> {
+        if open >= self.limit {
+            return Err(self.peek_error(Code::TooDeep(self.limit)));
+        }
+        self.index += 1;
+        Ok(())
+    }
+
+    /// After an element: `true` when another follows (its `,` read).
+    fn more_elements(&mut self) -> Result<bool, ParseError> {
+        match self.whitespace() {
+            Some(b']') => {
+                self.index += 1;
+                Ok(false)
+            }
+            Some(b',') => {
+                self.index += 1;
+                match self.whitespace() {
+                    Some(b']') => Err(self.peek_error(Code::TrailingComma)),
+                    Some(_) => Ok(true),
+                    None => Err(self.peek_error(Code::EofWhileParsingValue)),
+                }
+            }
+            Some(_) => Err(self.peek_error(Code::ExpectedListCommaOrEnd)),
+            None => Err(self.peek_error(Code::EofWhileParsingList)),
+        }
+    }
+
+    /// After a member: the next key (its `:` read), or `None` at `}`.
+    fn more_members(&mut self) -> Result<Option<String>, ParseError> {
+        match self.whitespace() {
+            Some(b'}') => {
+                self.index += 1;
+                Ok(None)
+            }
+            Some(b',') => {
+                self.index += 1;
+                match self.whitespace() {
+                    Some(b'"') => self.key().map(Some),
+                    Some(b'}') => Err(self.peek_error(Code::TrailingComma)),
+                    Some(_) => Err(self.peek_error(Code::KeyMustBeAString)),
+                    None => Err(self.peek_error(Code::EofWhileParsingValue)),
+                }
+            }
+            Some(_) => Err(self.peek_error(Code::ExpectedObjectCommaOrEnd)),
+            None => Err(self.peek_error(Code::EofWhileParsingObject)),
+        }
+    }
+
+    /// A key at its `"`, then the `:` after it.
+    fn key(&mut self) -> Result<String, ParseError> {
+        self.index += 1;
+        let key = self.string()?;
+        match self.whitespace() {
+            Some(b':') => {
+                self.index += 1;
+                Ok(key)
+            }
+            Some(_) => Err(self.peek_error(Code::ExpectedColon)),
+            None => Err(self.peek_error(Code::EofWhileParsingObject)),
+        }
+    }
+
+    fn scalar(&mut self) -> Result<Value, ParseError> {
+        match self.peek() {
+            Some(b'n') => self.ident(b"null", Value::Null),
+            Some(b't') => self.ident(b"true", Value::Bool(true)),
+            Some(b'f') => self.ident(b"false", Value::Bool(false)),
+            Some(b'"') => {
+                self.index += 1;
+                self.string().map(Value::String)
+            }
+            Some(b'-' | b'0'..=b'9') => self.number().map(Value::Number),
+            _ => Err(self.peek_error(Code::ExpectedSomeValue)),
+        }
+    }
+
+    fn ident(&mut self, ident: &[u8], value: Value) -> Result<Value, ParseError> {
+        self.index += 1;
+        for expected in &ident[1..] {
+            match self.next() {
+                None => return Err(self.error(Code::EofWhileParsingValue)),
+                Some(next) if next != *expected => return Err(self.error(Code::ExpectedSomeIdent)),
+                Some(_) => {}
+            }
+        }
+        Ok(value)
+    }
+}

@@ -1,0 +1,347 @@
+//! [`Value`]: one JSON value, exact and ordered.
+
+use super::{Map, Number};
+
+/// Any JSON value: numbers exact ([`Number`]), object members in written
+/// order ([`Map`]). 32 bytes, a third of serde_json's value with its exact
+/// and ordered features; an integer that fits `i64` costs nothing more.
+///
+/// The accessors are serde_json's, so code reads the same.
+///
+/// ```
+/// use agent_core::json::{self, Value};
+/// let value = json::from_str(r#"{"user": {"name": "Alex", "ids": [1, 2]}}"#)?;
+/// assert_eq!(value["user"]["name"], "Alex");
+/// assert_eq!(value["user"]["ids"][1].as_i64(), Some(2));
+/// assert!(value["user"]["missing"].is_null());
+/// assert_eq!(value.pointer("/user/ids/0"), Some(&Value::from(1)));
+/// # Ok::<(), json::ParseError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Value {
+    /// `null`.
+    #[default]
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, exactly as written.
+    Number(Number),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<Value>),
+    /// An object.
+    Object(Map),
+}
+
+static NULL: Value = Value::Null;
+
+impl Value {
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    /// True for `true` and `false`.
+    pub fn is_boolean(&self) -> bool {
+        matches!(self, Value::Bool(_))
+    }
+    /// True for a number.
+    pub fn is_number(&self) -> bool {
+        matches!(self, Value::Number(_))
+    }
+    /// True for a string.
+    pub fn is_string(&self) -> bool {
+        matches!(self, Value::String(_))
+    }
+    /// True for an array.
+    pub fn is_array(&self) -> bool {
+        matches!(self, Value::Array(_))
+    }
+    /// True for an object.
+    pub fn is_object(&self) -> bool {
+        matches!(self, Value::Object(_))
+    }
+    /// True for a number that fits `i64` ([`Number::as_i64`]).
+    pub fn is_i64(&self) -> bool {
+        self.as_number().is_some_and(Number::is_i64)
+    }
+    /// True for a number that fits `u64` ([`Number::as_u64`]).
+    pub fn is_u64(&self) -> bool {
+        self.as_number().is_some_and(Number::is_u64)
+    }
+    /// True for a number that is neither ([`Number::is_f64`]).
+    pub fn is_f64(&self) -> bool {
+        self.as_number().is_some_and(Number::is_f64)
+    }
+
+    /// `Some(())` for `null`.
+    pub fn as_null(&self) -> Option<()> {
+        self.is_null().then_some(())
+    }
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    /// The number, if this is one.
+    pub fn as_number(&self) -> Option<&Number> {
+        match self {
+            Value::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+    /// The number as `i64` ([`Number::as_i64`]).
+    pub fn as_i64(&self) -> Option<i64> {
+        self.as_number().and_then(Number::as_i64)
+    }
+    /// The number as `u64` ([`Number::as_u64`]).
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_number().and_then(Number::as_u64)
+    }
+    /// The number as `f64` ([`Number::as_f64`]).
+    pub fn as_f64(&self) -> Option<f64> {
+        self.as_number().and_then(Number::as_f64)
+    }
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The array, if this is one.
+    pub fn as_array(&self) -> Option<&Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The array, mutably, if this is one.
+    pub fn as_array_mut(&mut self) -> Option<&mut Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The object, if this is one.
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    /// The object, mutably, if this is one.
+    pub fn as_object_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// A member of an object (`&str`) or an element of an array (`usize`);
+    /// `None` when there is none.
+    pub fn get<I: Index>(&self, index: I) -> Option<&Value> {
+        index.index_into(self)
+    }
+
+    /// As [`get`](Self::get), mutably.
+    pub fn get_mut<I: Index>(&mut self, index: I) -> Option<&mut Value> {
+        index.index_into_mut(self)
+    }
+
+    /// The value at a JSON Pointer (RFC 6901: `/a/0`, `~1` for `/`, `~0`
+    /// for `~`); `""` is the value itself.
+    pub fn pointer(&self, pointer: &str) -> Option<&Value> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        rest.split('/').try_fold(self, |value, token| {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match value {
+                Value::Object(map) => map.get(&token),
+                Value::Array(items) => pointer_index(&token).and_then(|i| items.get(i)),
+                _ => None,
+            }
+        })
+    }
+
+    /// The JSON type's name, as errors say it: `null`, `a boolean`, …
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+
+    /// Takes the value out, leaving `null`.
+    pub fn take(&mut self) -> Value {
+        std::mem::take(self)
+    }
+}
+
+/// An array index as a JSON Pointer writes it: digits, no leading zero.
+fn pointer_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// What [`Value::get`] and `value[…]` accept: `&str` for objects, `usize`
+/// for arrays. Sealed.
+pub trait Index: private::Sealed {
+    #[doc(hidden)]
+    fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value>;
+    #[doc(hidden)]
+    fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value>;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for usize {}
+    impl Sealed for str {}
+    impl Sealed for String {}
+    impl<T: Sealed + ?Sized> Sealed for &T {}
+}
+
+impl Index for usize {
+    fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        value.as_array().and_then(|a| a.get(*self))
+    }
+    fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
+        value.as_array_mut().and_then(|a| a.get_mut(*self))
+    }
+}
+
+impl Index for str {
+    fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        value.as_object().and_then(|m| m.get(self))
+    }
+    fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
+        value.as_object_mut().and_then(|m| m.get_mut(self))
+    }
+}
+
+impl Index for String {
+    fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        self.as_str().index_into(value)
+    }
+    fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
+        self.as_str().index_into_mut(value)
+    }
+}
+
+impl<T: Index + ?Sized> Index for &T {
+    fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        (**self).index_into(value)
+    }
+    fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
+        (**self).index_into_mut(value)
+    }
+}
+
+/// `value["key"]`, `value[0]`: `null` where there is nothing, never a
+/// panic (there is no `IndexMut`; use [`Value::get_mut`]).
+impl<I: Index> std::ops::Index<I> for Value {
+    type Output = Value;
+    fn index(&self, index: I) -> &Value {
+        index.index_into(self).unwrap_or(&NULL)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+impl From<Number> for Value {
+    fn from(n: Number) -> Value {
+        Value::Number(n)
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::String(s)
+    }
+}
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(s.to_owned())
+    }
+}
+impl From<Map> for Value {
+    fn from(m: Map) -> Value {
+        Value::Object(m)
+    }
+}
+impl<T: Into<Value>> From<Vec<T>> for Value {
+    fn from(items: Vec<T>) -> Value {
+        Value::Array(items.into_iter().map(Into::into).collect())
+    }
+}
+impl From<()> for Value {
+    fn from((): ()) -> Value {
+        Value::Null
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(option: Option<T>) -> Value {
+        option.map_or(Value::Null, Into::into)
+    }
+}
+/// A non-finite float becomes `null`, as serde_json's `json!` does.
+impl From<f64> for Value {
+    fn from(f: f64) -> Value {
+        Number::from_f64(f).map_or(Value::Null, Value::Number)
+    }
+}
+
+macro_rules! from_integer {
+    ($($t:ty)*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Value {
+                Value::Number(Number::from(n))
+            }
+        }
+        impl PartialEq<$t> for Value {
+            fn eq(&self, other: &$t) -> bool {
+                self.as_number() == Some(&Number::from(*other))
+            }
+        }
+    )*};
+}
+from_integer!(i8 i16 i32 i64 isize u8 u16 u32 u64 usize);
+
+impl<T: Into<Value>> FromIterator<T> for Value {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Value {
+        Value::Array(iter.into_iter().map(Into::into).collect())
+    }
+}
+
+impl PartialEq<str> for Value {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == Some(other)
+    }
+}
+impl PartialEq<&str> for Value {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == Some(*other)
+    }
+}
+impl PartialEq<String> for Value {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == Some(other.as_str())
+    }
+}
+impl PartialEq<bool> for Value {
+    fn eq(&self, other: &bool) -> bool {
+        self.as_bool() == Some(*other)
+    }
+}

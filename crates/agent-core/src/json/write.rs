@@ -1,0 +1,155 @@
+//! Writing a [`Value`] as JSON text, byte for byte as serde_json wrote the
+//! same value (so digests over compact text, D46, do not change).
+//!
+//! Iterative like the parser: any value the type can hold is written
+//! without recursion.
+
+use std::fmt;
+
+use super::Value;
+
+/// The compact text: no whitespace.
+///
+/// ```
+/// use agent_core::json;
+/// let value = json::from_str(r#"{ "a": [1, 2.50, "x\n"] }"#)?;
+/// assert_eq!(json::to_string(&value), r#"{"a":[1,2.50,"x\n"]}"#);
+/// # Ok::<(), json::ParseError>(())
+/// ```
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write(&mut out, value, None);
+    out
+}
+
+/// The pretty text: two spaces per level, `"key": value`, as serde_json's
+/// `to_string_pretty`.
+pub fn to_string_pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write(&mut out, value, Some(0));
+    out
+}
+
+impl fmt::Display for Value {
+    /// Compact; `{:#}` is pretty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            f.write_str(&to_string_pretty(self))
+        } else {
+            f.write_str(&to_string(self))
+        }
+    }
+}
+
+/// What is left to write of one open container, and whether anything of
+/// it has been written.
+enum Open<'v> {
+    Array(std::slice::Iter<'v, Value>, bool),
+    Object(super::map::Iter<'v>, bool),
+}
+
+/// Writes `value`; `indent` is `None` for compact text, else the level.
+fn write(out: &mut String, value: &Value, indent: Option<usize>) {
+    let pretty = indent.is_some();
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(value) = next.take() {
+            match value {
+                Value::Null => out.push_str("null"),
+                Value::Bool(true) => out.push_str("true"),
+                Value::Bool(false) => out.push_str("false"),
+                Value::Number(n) => n.push_to(out),
+                Value::String(s) => escape(out, s),
+                Value::Array(items) if items.is_empty() => out.push_str("[]"),
+                Value::Object(map) if map.is_empty() => out.push_str("{}"),
+                Value::Array(items) => {
+                    out.push('[');
+                    stack.push(Open::Array(items.iter(), false));
+                }
+                Value::Object(map) => {
+                    out.push('{');
+                    stack.push(Open::Object(map.iter(), false));
+                }
+            }
+        }
+        // The next member of the innermost open container, or its close.
+        let depth = stack.len();
+        let Some(open) = stack.last_mut() else {
+            return;
+        };
+        let (started, item) = match open {
+            Open::Array(items, started) => (started, items.next().map(|v| (None, v))),
+            Open::Object(members, started) => (started, members.next().map(|(k, v)| (Some(k), v))),
+        };
+        match item {
+            Some((key, value)) => {
+                if std::mem::replace(started, true) {
+                    out.push(',');
+                }
+                if pretty {
+                    out.push('\n');
+                    push_indent(out, depth);
+                }
+                if let Some(key) = key {
+                    escape(out, key);
+                    out.push(':');
+                    if pretty {
+                        out.push(' ');
+                    }
+                }
+                next = Some(value);
+            }
+            None => {
+                let close = match stack.pop() {
+                    Some(Open::Array(..)) => ']',
+                    _ => '}',
+                };
+                if pretty {
+                    out.push('\n');
+                    push_indent(out, depth - 1);
+                }
+                out.push(close);
+            }
+        }
+    }
+}
+
+fn push_indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+/// A string in quotes, escaped as serde_json escapes: `"` and `\`, the
+/// five short control escapes, other controls as `\u00XX`; everything
+/// else as it is.
+fn escape(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, byte) in s.bytes().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escaped.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escaped);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
