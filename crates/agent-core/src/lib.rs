@@ -11,6 +11,8 @@
 //!   writing at a path (R10, R10b, R11). Type errors are values, never panics.
 //! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
 //!   limit (R33) and its one way of counting.
+//! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
+//!   `_` keys the engine reads, and the name a typo most likely meant.
 //!
 //! Facts every layer reports — [`InvalidKind`], [`UnknownMethod`],
 //! [`TooDeep`] — are declared here once; the layers above wrap them.
@@ -44,6 +46,7 @@
 mod depth;
 mod error;
 mod ident;
+mod keys;
 mod path;
 mod reference;
 mod write;
@@ -51,6 +54,7 @@ mod write;
 pub use depth::{MAX_DEPTH, TooDeep, drop_deep, json_type, within_depth};
 pub use error::{DisplayPath, Error, InvalidKind, Result, UnknownMethod, quoted};
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
+pub use keys::{CALL_KEYS, MESSAGE_KEYS, UnknownKey, check_keys, did_you_mean, nearest};
 pub use path::{Path, Segment};
 pub use reference::{DAGGER, Reference};
 pub use write::{Method, check_write, merge_deep, write};
