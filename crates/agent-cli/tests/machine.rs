@@ -203,3 +203,34 @@ fn d65_help_says_a_context_may_be_a_postgresql_url() {
         );
     }
 }
+
+#[test]
+fn d65_the_readme_activities_run_the_moderation_plan_as_demo_does() {
+    let examples =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/moderation");
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context.jsonl");
+    std::fs::copy(examples.join("context.jsonl"), &context).unwrap();
+    let script = examples.join("activity.py");
+    let activities: Vec<String> = ["classify", "score", "decide", "notify"]
+        .iter()
+        .map(|tool| format!("{tool}=python3 '{}' {tool}", script.display()))
+        .collect();
+    let plan = format!("@{}", examples.join("plan.json").display());
+    let mut args = vec!["run", context.to_str().unwrap(), &plan];
+    for activity in &activities {
+        args.extend(["--activity", activity]);
+    }
+    let run = agentctx(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let demo = parsed(&agentctx(&["demo", "--json"]));
+    let summary = |report: &Value| -> Vec<Value> {
+        report["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| json!([c["tool"], c["status"], c["outcome"], c["paths"]]))
+            .collect()
+    };
+    assert_eq!(summary(&parsed(&run)), summary(&demo["report"]));
+}
