@@ -8,20 +8,25 @@ use agent_store::{Append, AppendKey, KeyedAppend};
 
 /// The arguments of `agentctx apply`.
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("how").required(true).args(["result", "failure", "message"])))]
+#[command(group(clap::ArgGroup::new("how").required(true).args(["result", "result_text", "failure", "message"])))]
 pub(crate) struct ApplyArgs {
-    /// Context file, or - for stdin (not with --write).
+    /// Context file or PostgreSQL URL, or - for stdin (not with --write).
     context: String,
     /// The call as the model wrote it: inline JSON, or @path.
     call: String,
-    /// The call succeeded with this value (JSON or @path).
-    #[arg(long)]
+    /// The call succeeded with this value (JSON or @path: a string needs
+    /// its quotes, '"Rome"'; negative numbers as they are, -1).
+    #[arg(long, allow_hyphen_values = true)]
     result: Option<String>,
+    /// The call succeeded with this text, as a JSON string (no quotes
+    /// needed).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    result_text: Option<String>,
     /// The call failed with this value (JSON or @path).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     failure: Option<String>,
     /// Write --result to this outcome (0-based) instead of outcome 0.
-    #[arg(long, requires = "result")]
+    #[arg(long)]
     outcome: Option<usize>,
     /// The activity returned this whole data message, appended as given
     /// (JSON or @path).
@@ -47,7 +52,13 @@ pub(crate) struct ApplyArgs {
 /// Applies the outcome and prints the appended messages as JSONL.
 pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     let call = Call::parse(json_arg("CALL", &args.call)?).map_err(Failure::invalid)?;
+    crate::hints::check_call(&call, "CALL")?;
     let outcome = outcome(&args)?;
+    if let Outcome::Message(message) = &outcome {
+        let messages = agent_data::Message::from_value(message.clone())
+            .map_err(|e| Failure::invalid(format!("--message: {e}")))?;
+        crate::hints::check_messages(&messages, "--message")?;
+    }
     let tool_schema = match &args.tool_schema {
         Some(schema) => Some(json_arg("--tool-schema", schema)?),
         None => None,
@@ -57,6 +68,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     // is when the append lands, other writers' appends included (R34b).
     let appended = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
+        crate::hints::warn_literal_references(&call, stored.context(), "CALL");
         check_tool_schema(&call, stored.context(), tool_schema.as_ref())?;
         let applied = match &args.key {
             None => agent_output::apply(&mut stored, &call, outcome, clock.as_ref()),
@@ -78,6 +90,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
         applied
     } else {
         let mut context = load_context(&args.context, Reading::Views)?;
+        crate::hints::warn_literal_references(&call, &context, "CALL");
         check_tool_schema(&call, &context, tool_schema.as_ref())?;
         agent_output::apply(&mut context, &call, outcome, clock.as_ref())
     }
@@ -105,20 +118,66 @@ fn check_tool_schema(
 }
 
 fn outcome(args: &ApplyArgs) -> Result<Outcome, Failure> {
-    Ok(match (&args.result, &args.failure, &args.message) {
-        (Some(v), None, None) => {
-            let value = json_arg("--result", v)?;
-            match args.outcome {
-                Some(index) => Outcome::Chosen { index, value },
-                None => Outcome::Success(value),
-            }
+    let success = match (&args.result, &args.result_text) {
+        (Some(v), None) => Some(value_arg("--result", v)?),
+        (None, Some(text)) => Some(serde_json::Value::from(text.as_str())),
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(Failure::usage("give --result or --result-text, not both"));
         }
-        (None, Some(v), None) => Outcome::Failure(json_arg("--failure", v)?),
+    };
+    if args.outcome.is_some() && success.is_none() {
+        return Err(Failure::usage(
+            "--outcome chooses where --result (or --result-text) goes: give one",
+        ));
+    }
+    Ok(match (success, &args.failure, &args.message) {
+        (Some(value), None, None) => match args.outcome {
+            Some(index) => Outcome::Chosen { index, value },
+            None => Outcome::Success(value),
+        },
+        (None, Some(v), None) => Outcome::Failure(value_arg("--failure", v)?),
         (None, None, Some(m)) => Outcome::Message(json_arg("--message", m)?),
         _ => {
             return Err(Failure::usage(
-                "give exactly one of --result, --failure, --message",
+                "give exactly one of --result, --result-text, --failure, --message",
             ));
         }
     })
+}
+
+/// A `--result` or `--failure` value: JSON or @path. Text that is not
+/// JSON is most often a string without its quotes, and the error says how
+/// to give one.
+fn value_arg(what: &str, arg: &str) -> Result<serde_json::Value, Failure> {
+    json_arg(what, arg).map_err(|failure| {
+        if arg.starts_with('@') {
+            return failure;
+        }
+        let quoted = agent_core::quoted(arg);
+        let text = if what == "--result" {
+            format!(" (or --result-text {})", shell_word(arg))
+        } else {
+            String::new()
+        };
+        Failure::invalid(format!(
+            "{}; a string needs its JSON quotes: {what} {}{text}",
+            failure.message,
+            shell_word(&quoted)
+        ))
+    })
+}
+
+/// `text` as one shell word: as it is when it is plain, else in single
+/// quotes.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/@%+=".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }

@@ -5,30 +5,18 @@ use crate::input::{
     Reading, json_arg, load_context, missing_list, print_value, stream_value, syntax_failure,
 };
 use agent_core::{Instance, Kind};
+
 use agent_data::{CheckMode, Context};
-use serde_json::Value;
 
 fn parse_kind(kind: &str) -> Result<Kind, Failure> {
     Kind::new(kind).map_err(Failure::invalid)
 }
 
 fn parse_instance(ctx: &Context, instance: Option<&str>) -> Result<Option<Instance>, Failure> {
-    let instance = instance
-        .map(Instance::new)
-        .transpose()
-        .map_err(Failure::invalid)?;
     // Reading in an instance that has no message is allowed (R5: the global
-    // layers show through), but it is most likely a typo: say so.
-    if let Some(id) = instance
-        .as_ref()
-        .filter(|id| !ctx.instances().any(|known| known == *id))
-    {
-        eprintln!(
-            "warning: instance {} has no message in this context; the read sees the global layers only",
-            Value::from(id.as_str())
-        );
-    }
-    Ok(instance)
+    // layers show through), but it is most likely a typo: the warning says
+    // so and names the instances there are.
+    crate::hints::instance_arg(ctx, instance)
 }
 
 /// `agentctx view CONTEXT KIND [--instance ID]`.
@@ -47,7 +35,8 @@ pub(crate) fn view(
     };
     if !ctx.has_messages(&kind, instance.as_ref()) {
         return Err(Failure::unresolved(format!(
-            "{label}: no message of this kind"
+            "{label}: no message of this kind{}",
+            crate::hints::kind_hint(&ctx, &kind)
         )));
     }
     match ctx.view(&kind, instance.as_ref()) {
@@ -87,6 +76,11 @@ pub(crate) fn resolve(
 pub(crate) fn resolve_call(context: &str, call: &str, pretty: bool) -> Result<String, Failure> {
     let ctx = load_context(context, Reading::Views)?;
     let call = json_arg("CALL", call)?;
+    // A call that does not parse is judged by the resolution below, as before.
+    if let Ok(parsed) = agent_output::Call::parse(call.clone()) {
+        crate::hints::check_call(&parsed, "CALL")?;
+        crate::hints::warn_literal_references(&parsed, &ctx, "CALL");
+    }
     match agent_vars::resolve_call(&call, &ctx) {
         Ok(agent_vars::Resolution::Ready(resolved)) => Ok(print_value(&resolved, pretty)),
         Ok(agent_vars::Resolution::Pending(missing)) => Err(Failure::unresolved(format!(
@@ -123,9 +117,23 @@ pub(crate) fn render(
     Ok(text)
 }
 
-/// `agentctx instances CONTEXT`.
-pub(crate) fn instances(context: &str) -> Result<String, Failure> {
+/// `agentctx instances CONTEXT [--aliases]`.
+pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure> {
     let ctx = load_context(context, Reading::Views)?;
+    if aliases {
+        let known: Vec<&Instance> = ctx.instances().collect();
+        let map: serde_json::Map<String, serde_json::Value> = known
+            .iter()
+            .map(|x| {
+                let alias = crate::hints::alias(x.as_str(), &known);
+                (
+                    x.as_str().to_owned(),
+                    alias.unwrap_or_else(|| x.as_str().to_owned()).into(),
+                )
+            })
+            .collect();
+        return Ok(print_value(&serde_json::Value::Object(map), false));
+    }
     let ids = Ids(&ctx);
     Ok(stream_value(&ids, false))
 }
@@ -139,8 +147,9 @@ impl serde::Serialize for Ids<'_> {
     }
 }
 
-/// `agentctx check CONTEXT [--complete]`: exit 1 when any problem exists.
-pub(crate) fn check(context: &str, complete: bool) -> Result<String, Failure> {
+/// `agentctx check CONTEXT [--complete] [--json]`: exit 1 when any
+/// problem exists.
+pub(crate) fn check(context: &str, complete: bool, json: bool) -> Result<String, Failure> {
     let ctx = load_context(context, Reading::Whole)?;
     let mode = if complete {
         CheckMode::Complete
@@ -148,6 +157,17 @@ pub(crate) fn check(context: &str, complete: bool) -> Result<String, Failure> {
         CheckMode::Normal
     };
     let problems = ctx.check(mode);
+    if json {
+        let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let text = print_value(
+            &serde_json::json!({"ok": texts.is_empty(), "problems": texts}),
+            false,
+        );
+        return match texts.len() {
+            0 => Ok(text),
+            n => Err(Failure::invalid(format!("{n} problem(s) found")).with_stdout(text)),
+        };
+    }
     if problems.is_empty() {
         return Ok("ok\n".into());
     }

@@ -36,6 +36,12 @@ impl<'a> Noting<'a> {
         })
     }
 
+    /// True when an append with a key had already landed (and was not
+    /// appended again).
+    pub(crate) fn already_landed(&self) -> bool {
+        !self.already.is_empty()
+    }
+
     /// Says on stderr which appends had already landed (nothing was
     /// appended for them now).
     pub(crate) fn report(&self) {

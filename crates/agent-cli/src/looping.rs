@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The arguments of `agentctx loop`.
 #[derive(clap::Args)]
 pub(crate) struct LoopArgs {
-    /// Context file or URL, or - for stdin (not with --write).
+    /// Context file or PostgreSQL URL, or - for stdin (not with --write).
     context: String,
     /// The model, as the provider names it.
     #[arg(long)]
@@ -80,6 +80,11 @@ pub(crate) struct LoopArgs {
     /// The write time for `_date` (RFC 3339); default: now.
     #[arg(long)]
     date: Option<String>,
+    /// Print `{"finished":BOOL,"output":V,"turns":[{"turn","callsRun",
+    /// "errors","tokensSent"},…]}` instead of the output alone (the exit
+    /// status is the same).
+    #[arg(long)]
+    json: bool,
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
@@ -135,6 +140,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     let clock = crate::input::clock(args.date.as_deref())?;
     let live = std::io::stderr().is_terminal();
     let mut sent = 0;
+    let mut turns: Vec<Value> = Vec::new();
     let mut progress = |event: Event<'_>| match event {
         Event::Asking { turn } if live => {
             eprint!("{CLEAR}turn {turn}: asking the model ({sent} tokens sent so far)")
@@ -149,6 +155,12 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         ),
         Event::TurnEnded(turn) => {
             sent += turn.tokens_sent;
+            turns.push(serde_json::json!({
+                "turn": turn.turn,
+                "callsRun": turn.calls_run,
+                "errors": turn.errors,
+                "tokensSent": turn.tokens_sent,
+            }));
             eprintln!(
                 "{}turn {}: {} call(s) run, {} error(s), {} tokens sent",
                 if live { CLEAR } else { "" },
@@ -183,11 +195,30 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         // The live line ends where the error begins.
         eprint!("{CLEAR}");
     }
-    match finish.map_err(Failure::invalid)? {
-        Finish::Output(output) => Ok(print_value(&output, args.pretty)),
-        Finish::Unfinished { turns } => Err(Failure::unresolved(format!(
-            "unfinished: no final output after {turns} turn(s)"
-        ))),
+    let (output, unfinished) = match finish.map_err(Failure::invalid)? {
+        Finish::Output(output) => (output, None),
+        Finish::Unfinished { turns } => (
+            Value::Null,
+            Some(Failure::unresolved(format!(
+                "unfinished: no final output after {turns} turn(s)"
+            ))),
+        ),
+    };
+    let text = if args.json {
+        let summary = serde_json::json!({
+            "finished": unfinished.is_none(),
+            "output": output,
+            "turns": turns,
+        });
+        print_value(&summary, args.pretty)
+    } else if unfinished.is_none() {
+        print_value(&output, args.pretty)
+    } else {
+        String::new()
+    };
+    match unfinished {
+        None => Ok(text),
+        Some(failure) => Err(failure.with_stdout(text)),
     }
 }
 

@@ -8,6 +8,7 @@
 mod activity;
 mod apply;
 mod commands;
+mod hints;
 mod input;
 mod keyed;
 mod looping;
@@ -15,7 +16,7 @@ mod run;
 mod workers;
 mod write;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Structured, append-only working memory for LLM agents.
@@ -32,6 +33,13 @@ struct Cli {
     /// writers cannot reach and check later with `verify --expect HEX`.
     #[arg(long, global = true)]
     head: bool,
+    /// Admit KEY, a `_` key of your own, in the calls and messages given to
+    /// apply, append, run and resolve-call (repeatable). Any other `_` key
+    /// the engine does not read is refused as a typo, naming the key most
+    /// likely meant (`_outputpath`: did you mean `_outputPath`?). A model's
+    /// calls in `loop` may use the `_` keys their tool's schema declares.
+    #[arg(long = "allow-key", value_name = "KEY", global = true)]
+    allow_keys: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,7 +49,12 @@ enum Command {
     /// Run a bundled example end to end: three comments, each its own
     /// instance, through a three-step plan; print the report and what the
     /// model would see next.
-    Demo,
+    Demo {
+        /// Print one JSON object instead: `{"plan":{"calls","waves"},
+        /// "report","transcript"}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
     /// or a call failed, 3 calls blocked or skipped).
     Run(run::RunArgs),
@@ -60,7 +73,7 @@ enum Command {
     /// --instance, the instance's layer over the global one); exit 3 when
     /// no message of KIND is there.
     View {
-        /// Context file (.json array or .jsonl), or - for stdin.
+        /// Context file (.jsonl or .json array) or PostgreSQL URL, or - for stdin.
         context: String,
         /// The kind to view.
         kind: String,
@@ -74,7 +87,7 @@ enum Command {
     /// Evaluate an expression such as '†input.name || †state.name' and
     /// print its value; exit 3 when nothing it names is there.
     Resolve {
-        /// Context file, or - for stdin.
+        /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
         /// The expression, e.g. '†input.name || †state.name'.
         expr: String,
@@ -88,7 +101,7 @@ enum Command {
     /// Replace the references in a call's parameters by their values,
     /// reading in the call's `_instance`; exit 3 while one is missing.
     ResolveCall {
-        /// Context file, or - for stdin.
+        /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
         /// The call: inline JSON, or @path to read a file.
         call: String,
@@ -104,7 +117,7 @@ enum Command {
     /// Append messages to CONTEXT: validated against it as it is when they
     /// land, all or none, durably; a missing CONTEXT is created.
     Append {
-        /// Context file.
+        /// Context file or PostgreSQL URL (created by the first append).
         context: String,
         /// A JSON message object, a JSON array of them, or @file holding a
         /// JSON array or JSONL.
@@ -124,7 +137,7 @@ enum Command {
     /// Print what the model sees: the context as chat messages, in a
     /// provider's payload format.
     Render {
-        /// Context file, or - for stdin.
+        /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
         /// plain, openai, anthropic or text.
         #[arg(long, default_value = "plain")]
@@ -142,7 +155,7 @@ enum Command {
     /// Put each input into a new instance of its own: one `input` message
     /// per input, with fresh ids; print the messages as JSONL.
     Assign {
-        /// Context file or URL, or - for stdin (not with --write).
+        /// Context file or PostgreSQL URL, or - for stdin (not with --write).
         context: String,
         /// A JSON array of inputs, inline or @path.
         inputs: String,
@@ -154,14 +167,18 @@ enum Command {
     },
     /// Print the instance ids as a JSON array, in order of first appearance.
     Instances {
-        /// Context file, or - for stdin.
+        /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
+        /// Print a JSON object instead: each id with the ASCII alias it can
+        /// be typed as (`#1`…`#50` for ①…㊿), or itself when it has none.
+        #[arg(long)]
+        aliases: bool,
     },
     /// Read the whole log, recompute its chain of digests and compare every
     /// digest recorded beside it (snapshots, rows); print the head and what
     /// does not match (exit 1 when anything). Never repairs.
     Verify {
-        /// Context file or URL, or - for stdin (then only the head).
+        /// Context file or PostgreSQL URL, or - for stdin (then only the head).
         context: String,
         /// The head digest (64 hex digits) kept from an earlier `verify` or
         /// write, somewhere the log's writers cannot reach: a log with any
@@ -172,14 +189,33 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish or
+    /// powershell), e.g. `agentctx completions bash >
+    /// ~/.local/share/bash-completion/completions/agentctx`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `agentctx man | man -l -`; with
+    /// --dir, write it and one page per subcommand (agentctx-run.1, …)
+    /// into DIR, as the repository keeps them in docs/man/.
+    Man {
+        /// Write every page into this directory instead.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Print `ok`, or one line per problem: a write that could not be
     /// folded, or a view that breaks its schema.
     Check {
-        /// Context file, or - for stdin.
+        /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
         /// Also enforce `required` (views are partial while a task runs).
         #[arg(long)]
         complete: bool,
+        /// Print `{"ok":BOOL,"problems":[TEXT,…]}` instead of lines (the
+        /// exit status is the same).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -221,6 +257,35 @@ impl Failure {
     }
 }
 
+/// The completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "agentctx", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The manual page, generated from the same definitions as `--help`;
+/// with `dir`, every page written there.
+fn man(dir: Option<&std::path::Path>) -> Result<String, Failure> {
+    if let Some(dir) = dir {
+        clap_mangen::generate_to(Cli::command(), dir).map_err(|e| {
+            Failure::invalid(format!(
+                "cannot write the manual pages into {}: {e}",
+                dir.display()
+            ))
+        })?;
+        return Ok(String::new());
+    }
+    // As `generate_to` builds it: no `help` subcommand, which has no page.
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut out)
+        .map_err(|e| Failure::invalid(format!("cannot render the manual page: {e}")))?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Prints to stdout; a reader that went away (`| head`) is not an error.
 fn stdout(text: &str) {
     use std::io::Write;
@@ -241,6 +306,7 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => {
             input::PRINT_HEAD.store(cli.head, std::sync::atomic::Ordering::Relaxed);
+            let _ = hints::ALLOWED.set(cli.allow_keys.clone());
             cli
         }
         Err(e) => {
@@ -251,7 +317,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Demo => run::demo(),
+        Command::Demo { json } => run::demo(json),
         Command::Run(args) => run::run(args),
         Command::Loop(args) => looping::run_loop(args),
         Command::Worker(args) => workers::worker(args),
@@ -281,7 +347,7 @@ fn main() -> ExitCode {
             tokens,
             pretty,
         } => commands::render(&context, &provider, &mode, tokens, pretty),
-        Command::Instances { context } => commands::instances(&context),
+        Command::Instances { context, aliases } => commands::instances(&context, aliases),
         Command::Assign {
             context,
             inputs,
@@ -293,7 +359,13 @@ fn main() -> ExitCode {
             key,
         } => write::append(&context, &messages, key.as_ref()),
         Command::Copy { from, to } => write::copy(&from, &to),
-        Command::Check { context, complete } => commands::check(&context, complete),
+        Command::Completions { shell } => Ok(completions(shell)),
+        Command::Man { dir } => man(dir.as_deref()),
+        Command::Check {
+            context,
+            complete,
+            json,
+        } => commands::check(&context, complete, json),
         Command::Verify {
             context,
             expect,

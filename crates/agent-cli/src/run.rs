@@ -13,7 +13,7 @@ use std::io::IsTerminal;
 /// The arguments of `agentctx run`.
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
-    /// Context file, or - for stdin (not with --write).
+    /// Context file or PostgreSQL URL, or - for stdin (not with --write).
     context: String,
     /// The plan: a JSON array of calls, inline or @path.
     plan: String,
@@ -44,6 +44,9 @@ pub(crate) struct RunArgs {
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
+    /// Accepted for symmetry: the report is JSON already.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs PLAN against CONTEXT and prints the report. Exit 0 when every call
@@ -59,12 +62,15 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         }
     };
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
+    for (i, call) in plan.calls().iter().enumerate() {
+        crate::hints::check_call(call, &format!("PLAN call {i}"))?;
+    }
     let activities = crate::activity::activities(
         &args.activities,
         crate::activity::Limits::with_timeout(args.activity_timeout),
     )?;
     if args.dry_run {
-        load_context(&args.context, Reading::Views)?;
+        warn_literal_references(&plan, &load_context(&args.context, Reading::Views)?);
         let missing = plan.tools_without_activity(&activities);
         return Ok(crate::input::print_value(
             &json!({"waves": plan.waves(), "missingActivities": missing}),
@@ -95,6 +101,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         key.derive(&format!("call-{}", plan.calls().len()))
             .map_err(|e| Failure::usage(format!("--key: {e}")))?;
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
+        warn_literal_references(&plan, stored.context());
         let mut noting = Noting::new(&mut stored, key)?;
         let report = plan.run_observed(
             &mut noting,
@@ -108,6 +115,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         report
     } else if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
+        warn_literal_references(&plan, stored.context());
         let report = plan.run_observed(
             &mut stored,
             &activities,
@@ -118,8 +126,10 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         crate::input::print_head(stored.context());
         report
     } else {
+        let mut context = load_context(&args.context, Reading::Views)?;
+        warn_literal_references(&plan, &context);
         plan.run_observed(
-            &mut load_context(&args.context, Reading::Views)?,
+            &mut context,
             &activities,
             clock.as_ref(),
             None,
@@ -127,6 +137,14 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         )
     };
     finish(&report, args.pretty)
+}
+
+/// A warning for each parameter that looks like a reference missing its
+/// `†` and names a value of the context.
+fn warn_literal_references(plan: &Plan, context: &Context) {
+    for (i, call) in plan.calls().iter().enumerate() {
+        crate::hints::warn_literal_references(call, context, &format!("PLAN call {i}"));
+    }
 }
 
 /// What `run --key` says in its help.
@@ -165,7 +183,7 @@ const DEMO_PLAN: &str = include_str!("../../../examples/moderation/plan.json");
 /// `agentctx demo`: three comments, each its own instance, through a
 /// three-step plan with built-in activities; prints the report and what the
 /// model would see next.
-pub(crate) fn demo() -> Result<String, Failure> {
+pub(crate) fn demo(json: bool) -> Result<String, Failure> {
     let mut context = Context::load(DEMO_CONTEXT.as_bytes(), agent_data::Format::Jsonl)
         .map_err(Failure::invalid)?
         .context;
@@ -176,6 +194,16 @@ pub(crate) fn demo() -> Result<String, Failure> {
     let transcript = agent_render::payload(&chat, agent_render::Provider::Text)
         .map_err(Failure::invalid)?
         .to_text(false);
+    if json {
+        return Ok(crate::input::print_value(
+            &json!({
+                "plan": {"calls": plan.calls().len(), "waves": plan.waves()},
+                "report": report,
+                "transcript": transcript,
+            }),
+            false,
+        ));
+    }
     let waves: Vec<String> = plan.waves().iter().map(|w| format!("{w:?}")).collect();
     Ok(format!(
         "# Plan: {} calls in waves {}\n\n# Report\n{}\n# What the model sees next\n\n{transcript}",

@@ -39,6 +39,9 @@ pub(crate) struct WorkerArgs {
     /// The write time for `_date` (RFC 3339); default: now.
     #[arg(long)]
     date: Option<String>,
+    /// Accepted for symmetry: the summary is JSON already.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The arguments of `agentctx status`.
@@ -52,6 +55,9 @@ pub(crate) struct StatusArgs {
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
+    /// Accepted for symmetry: the counts are JSON already.
+    #[arg(long)]
+    json: bool,
 }
 
 /// A PostgreSQL CONTEXT, or the error that says why it must be one.

@@ -20,19 +20,29 @@ pub(crate) fn append(
     key: Option<&AppendKey>,
 ) -> Result<String, Failure> {
     let messages = parse_messages(messages)?;
+    crate::hints::check_messages(&messages, "MESSAGES")?;
     let mut stored = open_stored(context, true, Reading::Views)?;
-    match key {
+    let appended = match key {
         None => {
             stored.append_all(&messages).map_err(Failure::invalid)?;
+            messages.len()
         }
         Some(key) => {
             let mut noting = Noting::new(&mut stored, key)?;
             noting
                 .append_once(&messages, key)
                 .map_err(Failure::invalid)?;
+            let landed_before = noting.already_landed();
             noting.report();
+            if landed_before { 0 } else { messages.len() }
         }
-    }
+    };
+    // stdout stays empty (spec §10); stderr says what happened.
+    eprintln!(
+        "appended {appended} message(s); {} now has {} message(s)",
+        stored.store().name(),
+        stored.context().len()
+    );
     crate::input::print_head(stored.context());
     Ok(String::new())
 }

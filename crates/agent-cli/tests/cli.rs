@@ -80,7 +80,11 @@ fn view_of_kind_without_messages_is_unresolved_exit_3() {
     let run = agentctx(&["view", &fixture("example1.json"), "state"], None);
     assert_eq!(run.code, 3);
     assert_eq!(run.stdout, "");
-    assert_eq!(run.stderr, "error: ¶state: no message of this kind\n");
+    // The error names the kinds there are (D63).
+    assert_eq!(
+        run.stderr,
+        "error: ¶state: no message of this kind; the kinds are ¶user\n"
+    );
 }
 
 #[test]
@@ -961,7 +965,7 @@ fn r15_resolve_takes_an_expression_and_hints_at_a_missing_dagger() {
 #[test]
 fn r5_reading_in_an_instance_with_no_message_says_so_and_reads_global_layers() {
     let context = "{\"type\":\"state\",\"data\":{\"a\":1}}\n{\"type\":\"state\",\"data\":{\"a\":2},\"_instance\":\"known\"}\n";
-    let warning = "warning: instance \"nope\" has no message in this context; the read sees the global layers only\n";
+    let warning = "warning: instance \"nope\" has no message in this context; the read sees the global layers only; the instances are \"known\"\n";
     let view = agentctx(&["view", "-", "state", "--instance", "nope"], Some(context));
     assert_eq!(
         (view.code, view.stdout.as_str(), view.stderr.as_str()),

@@ -33,15 +33,19 @@ fn r34b_append_with_a_key_twice_appends_one_message() {
     let url = fresh("key-append");
     ok(&["append", &url, r#"{"type":"state","data":{"items":[]}}"#]);
     let first = ok(&["append", &url, ITEM, "--key", "append-1"]);
-    assert_eq!((first.stdout.as_str(), first.stderr.as_str()), ("", ""));
+    assert_eq!(first.stdout, "");
+    assert_eq!(
+        first.stderr,
+        format!("appended 1 message(s); {url} now has 2 message(s)\n")
+    );
     let second = ok(&["append", &url, ITEM, "--key", "append-1"]);
     assert_eq!(second.stdout, "");
-    assert!(
-        second.stderr.starts_with("note: ")
-            && second.stderr.ends_with(
-                ": the append with key append-1 had already landed; nothing was appended again\n"
-            ),
-        "{second:?}"
+    assert_eq!(
+        second.stderr,
+        format!(
+            "note: {url}: the append with key append-1 had already landed; nothing was \
+             appended again\nappended 0 message(s); {url} now has 2 message(s)\n"
+        )
     );
     assert_eq!(state(&url)["items"], json!([1]));
     // Another key, and no key, append.

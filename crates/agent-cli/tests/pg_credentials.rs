@@ -69,7 +69,7 @@ fn credentials_come_from_the_url_the_environment_and_the_password_file_like_libp
     let home = tempfile::tempdir().unwrap();
     let (cwd, home) = (cwd.path(), home.path());
     let bare = format!("postgres://agent@127.0.0.1:{port}/postgres?context=c");
-    let ok = |run: Run| assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    let ok = |run: Run| assert_eq!((run.code, run.stderr_without_count().as_str()), (0, ""));
 
     // The URL's password, percent escapes decoded.
     let url = format!("postgres://agent:p%40ss%3Aw%2Frd%25@127.0.0.1:{port}/postgres?context=c");

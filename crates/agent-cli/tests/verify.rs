@@ -183,6 +183,9 @@ fn r34e_every_write_can_print_the_head_that_verify_expects() {
     );
     // The head a write printed is the one verify recomputes.
     assert_eq!(agentctx(&["verify", path, "--expect", head]).code, 0);
-    // Without --head, a write says nothing more than before.
-    assert_eq!(agentctx(&["append", path, &one]).stderr, "");
+    // Without --head, a write says only what it appended.
+    assert_eq!(
+        agentctx(&["append", path, &one]).stderr,
+        format!("appended 1 message(s); {path} now has 3 message(s)\n")
+    );
 }

@@ -33,7 +33,11 @@ const DATE: &str = "2026-01-01T00:00:00Z";
 
 fn append(url: &str, messages: &Value) {
     let run = agentctx(&["append", url, &messages.to_string()]);
-    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+    assert_eq!(
+        (run.code, run.stderr_without_count().as_str()),
+        (0, ""),
+        "{run:?}"
+    );
 }
 
 /// `agentctx worker URL --name NAME --date DATE --activity TOOL=CMD… ARGS…`.

@@ -61,11 +61,14 @@ pub struct InvalidKind {
 /// use agent_core::Method;
 /// let err = "bogus".parse::<Method>().unwrap_err();
 /// assert_eq!(err.to_string(), r#"unknown method "bogus": expected set, merge, assign, push, concat or erase"#);
+/// let err = "pus".parse::<Method>().unwrap_err();
+/// assert!(err.to_string().ends_with(r#"erase; did you mean "push"?"#));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown method {}: expected set, merge, assign, push, concat or erase",
-    quoted(name)
+    "unknown method {}: expected set, merge, assign, push, concat or erase{}",
+    quoted(name),
+    crate::did_you_mean(name, crate::Method::ALL.map(crate::Method::as_str))
 )]
 pub struct UnknownMethod {
     /// The rejected name.

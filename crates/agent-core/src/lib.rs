@@ -14,6 +14,8 @@
 //! - [`json`]: agentctx's own JSON value — exact numbers, ordered members,
 //!   the depth limit as the reader's own check — which the layers are moving
 //!   onto from `serde_json::Value` (decision D58).
+//! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
+//!   `_` keys the engine reads, and the name a typo most likely meant.
 //!
 //! Facts every layer reports — [`InvalidKind`], [`UnknownMethod`],
 //! [`TooDeep`] — are declared here once; the layers above wrap them.
@@ -48,6 +50,7 @@ mod depth;
 mod error;
 mod ident;
 pub mod json;
+mod keys;
 mod path;
 mod reference;
 mod write;
@@ -55,6 +58,7 @@ mod write;
 pub use depth::{MAX_DEPTH, TooDeep, drop_deep, json_type, within_depth};
 pub use error::{DisplayPath, Error, InvalidKind, Result, UnknownMethod, quoted};
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
+pub use keys::{CALL_KEYS, MESSAGE_KEYS, UnknownKey, check_keys, did_you_mean, nearest};
 pub use path::{Path, Segment};
 pub use reference::{DAGGER, Reference};
 pub use write::{Method, check_write, merge_deep, write};

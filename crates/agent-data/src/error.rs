@@ -87,6 +87,15 @@ pub enum MessageFault {
     /// A `kind` outside `[A-Za-z_][A-Za-z0-9_-]*` (R2).
     #[error(transparent)]
     InvalidKind(agent_core::InvalidKind),
+    /// A `_` key the engine does not read, in a message being appended or
+    /// (at `calls[N]`) a call of a plan message (decision D63).
+    #[error("{}{key}", call.map(|i| format!("calls[{i}]: ")).unwrap_or_default())]
+    UnknownKey {
+        /// The call of a plan message it is in, if any.
+        call: Option<usize>,
+        /// The key, and the keys known there.
+        key: agent_core::UnknownKey,
+    },
     /// An `_instance` R2 does not allow (it could forge a block header).
     #[error("`_instance`: {0}")]
     InvalidInstance(#[source] agent_core::Error),

@@ -36,6 +36,49 @@ impl Message {
         }
     }
 
+    /// Refuses a `_` key the engine does not read and `allowed` does not
+    /// name (decision D63): in a data message, any but R2's; in a `plan`
+    /// message, any in a call but the keys of R18–R20 and R36. Text and
+    /// other messages are the application's. For messages being appended;
+    /// loading never refuses an unknown field (R2).
+    ///
+    /// ```
+    /// use agent_data::Message;
+    /// use serde_json::json;
+    /// let typo = Message::from_value(json!({"type": "state", "x": 1, "_instanse": "①"}))?;
+    /// let err = typo[0].check_keys(&[]).unwrap_err();
+    /// assert_eq!(err.to_string(), r#"unknown key "_instanse"; did you mean "_instance"?"#);
+    /// assert!(typo[0].check_keys(&["_instanse".into()]).is_ok());
+    /// # Ok::<(), agent_data::MessageFault>(())
+    /// ```
+    pub fn check_keys(&self, allowed: &[String]) -> Result<(), MessageFault> {
+        let fields = match self {
+            Message::Data(d) => &d.fields,
+            Message::Opaque(fields)
+                if fields.get("type").and_then(Value::as_str) == Some("plan") =>
+            {
+                let calls = fields.get("calls").and_then(Value::as_array);
+                for (i, call) in calls.into_iter().flatten().enumerate() {
+                    let keys = call.as_object().into_iter().flat_map(|c| c.keys());
+                    agent_core::check_keys(
+                        keys.map(String::as_str),
+                        &agent_core::CALL_KEYS,
+                        allowed,
+                    )
+                    .map_err(|key| MessageFault::UnknownKey { call: Some(i), key })?;
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        agent_core::check_keys(
+            fields.keys().map(String::as_str),
+            &agent_core::MESSAGE_KEYS,
+            allowed,
+        )
+        .map_err(|key| MessageFault::UnknownKey { call: None, key })
+    }
+
     /// The data message inside, if this is one.
     pub fn as_data(&self) -> Option<&DataMessage> {
         match self {

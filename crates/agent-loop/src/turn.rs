@@ -136,15 +136,15 @@ fn cycle_error(cycle: &[usize], calls: &[Call]) -> String {
 }
 
 /// The checks a call passes before the turn orders it: an object, with a
-/// `_tool` naming a known tool, well-formed meta keys, and nothing R39b
-/// forbids.
+/// `_tool` naming a known tool, well-formed meta keys and no unknown one,
+/// and nothing R39b forbids.
 fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String> {
     let tools = rules.tools;
     let call = Call::parse(written.clone()).map_err(|e| e.to_string())?;
     let Some(name) = call.tool() else {
         return Err("the call has no \"_tool\"".into());
     };
-    if tools.get(name).is_none() {
+    let Some(tool) = tools.get(name) else {
         let known: Vec<String> = tools.iter().map(|t| agent_core::quoted(t.name())).collect();
         return Err(format!(
             "unknown tool {}; the tools are {}",
@@ -155,7 +155,18 @@ fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String
                 known.join(", ")
             }
         ));
-    }
+    };
+    // A misspelt `_outputPath` would send the result nowhere; the model is
+    // told which key it meant. `_` keys the tool's schema declares are the
+    // application's own (decision D63).
+    let declared: Vec<String> = tool
+        .properties()
+        .into_iter()
+        .flat_map(|p| p.keys())
+        .filter(|k| k.starts_with('_'))
+        .cloned()
+        .collect();
+    call.check_keys(&declared).map_err(|e| e.to_string())?;
     rules.guard.check(&call)?;
     Ok(call)
 }

@@ -82,6 +82,32 @@ impl Call {
         })
     }
 
+    /// Refuses a `_` key the engine does not read ([`agent_core::CALL_KEYS`])
+    /// unless `allowed` names it: a misspelt `_outputPath` would otherwise
+    /// be a parameter nobody reads, and the result would go nowhere
+    /// (decision D63). For calls being applied, run or answered; a call
+    /// recorded in a log is never judged again.
+    ///
+    /// ```
+    /// use agent_output::Call;
+    /// use serde_json::json;
+    /// let call = Call::parse(json!({"_tool": "t", "_outputpath": "†state.x"}))?;
+    /// assert_eq!(
+    ///     call.check_keys(&[]).unwrap_err().to_string(),
+    ///     r#"unknown key "_outputpath"; did you mean "_outputPath"?"#
+    /// );
+    /// assert!(call.check_keys(&["_outputpath".into()]).is_ok());
+    /// # Ok::<(), agent_output::Error>(())
+    /// ```
+    pub fn check_keys(&self, allowed: &[String]) -> Result<()> {
+        let keys = self.value.as_object().into_iter().flat_map(|c| c.keys());
+        Ok(agent_core::check_keys(
+            keys.map(String::as_str),
+            &agent_core::CALL_KEYS,
+            allowed,
+        )?)
+    }
+
     /// `_tool`, if the call names one.
     pub fn tool(&self) -> Option<&str> {
         self.tool.as_deref()

@@ -43,6 +43,10 @@ pub enum Error {
         /// The JSON type found instead.
         found: &'static str,
     },
+    /// A `_` key the engine does not read and the application did not
+    /// allow ([`crate::Call::check_keys`], decision D63).
+    #[error(transparent)]
+    UnknownKey(#[from] agent_core::UnknownKey),
     /// `_outputMethod` is not one of the six methods (R10, R10b, R20).
     #[error("`_outputMethod`: {0}")]
     UnknownMethod(#[source] agent_core::UnknownMethod),

@@ -4,9 +4,13 @@
 use agentctx::prelude::*;
 use serde_json::{Value, json};
 
-fn main() -> Result<(), agentctx::Error> {
-    // A file context (or postgres://…?context=NAME), created on the first write.
-    let mut ctx = StoredContext::open("task.jsonl")?;
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // A file context (or postgres://…?context=NAME), created on the first
+    // write: here in a directory of its own, removed at the end.
+    let dir = std::env::temp_dir().join(format!("agentctx-quickstart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("task.jsonl");
+    let mut ctx = StoredContext::open(&path.to_string_lossy())?;
     ctx.append(json!({"type": "input", "data": {"user": 7}}))?;
     let mut activities = Activities::new();
     activities.register(
@@ -20,5 +24,6 @@ fn main() -> Result<(), agentctx::Error> {
         vec![json!({"_tool": "fetch", "id": "†input.user", "_outputPath": "†state.profile"})];
     ctx.run(plan, &activities)?;
     println!("{}", ctx.get("†state.profile.name")?);
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -59,6 +59,8 @@ pub struct StoredContext {
     /// the store's name leaves out), to open a store for a whole read.
     address: String,
     clock: Box<dyn Clock + Send + Sync>,
+    /// The application's own `_` keys (decision D63).
+    allowed: Vec<String>,
 }
 
 impl std::fmt::Debug for StoredContext {
@@ -97,6 +99,7 @@ impl StoredContext {
             stored,
             address: address.to_owned(),
             clock: Box::new(SystemClock),
+            allowed: Vec::new(),
         }
     }
 
@@ -104,6 +107,31 @@ impl StoredContext {
     /// (a fixed one makes output reproducible).
     pub fn with_clock(mut self, clock: impl Clock + Send + Sync + 'static) -> Self {
         self.clock = Box::new(clock);
+        self
+    }
+
+    /// Admits `keys`, the application's own `_` keys, in the messages
+    /// and calls this handle appends, applies and runs. Any other `_` key
+    /// the engine does not read is refused as the typo it most likely is,
+    /// naming the key meant (decision D63).
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("task.jsonl");
+    /// let mut ctx = StoredContext::open(path.to_str().unwrap())?;
+    /// let typo = json!({"_tool": "t", "_outputpath": "†state.x"});
+    /// let err = ctx.apply(typo, Outcome::Success(json!(1))).unwrap_err();
+    /// assert_eq!(err.to_string(), r#"unknown key "_outputpath"; did you mean "_outputPath"?"#);
+    ///
+    /// let mut ctx = ctx.allow_keys(["_trace"]);
+    /// ctx.append(json!({"type": "state", "data": {"x": 1}, "_trace": "a1"}))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn allow_keys<K: Into<String>>(mut self, keys: impl IntoIterator<Item = K>) -> Self {
+        self.allowed.extend(keys.into_iter().map(Into::into));
         self
     }
 
@@ -172,8 +200,10 @@ impl StoredContext {
     }
 
     /// Appends `messages` — one message object, or an array of them — as
-    /// given (R1 shapes), validated (R13, R25), all or none. Returns how
-    /// many messages were appended.
+    /// given (R1 shapes), validated (R13, R25), all or none; a `_` key
+    /// the engine does not read is refused unless
+    /// [allowed](Self::allow_keys). Returns how many messages were
+    /// appended.
     pub fn append(&mut self, messages: Value) -> Result<usize> {
         let items = match messages {
             Value::Array(items) => items,
@@ -181,13 +211,17 @@ impl StoredContext {
         };
         let mut batch = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
-            let normalised = Message::from_value(item).map_err(|fault| {
+            let fault = |fault| {
                 Error::Data(agent_data::Error::Message {
                     index,
                     line: None,
                     fault,
                 })
-            })?;
+            };
+            let normalised = Message::from_value(item).map_err(fault)?;
+            for message in &normalised {
+                message.check_keys(&self.allowed).map_err(fault)?;
+            }
             batch.extend(normalised);
         }
         Ok(self.stored.append_all(&batch)?.len())
@@ -197,6 +231,7 @@ impl StoredContext {
     /// returns the messages appended (none without `_outputPath`, R21).
     pub fn apply(&mut self, call: Value, outcome: Outcome) -> Result<Vec<Message>> {
         let call = Call::parse(call)?;
+        call.check_keys(&self.allowed)?;
         Ok(agent_output::apply(
             &mut self.stored,
             &call,
@@ -209,6 +244,13 @@ impl StoredContext {
     /// `activities`, committing each result as it is written.
     pub fn run(&mut self, plan: Vec<Value>, activities: &Activities) -> Result<Report> {
         let plan = Plan::new(plan)?;
+        for (index, call) in plan.calls().iter().enumerate() {
+            call.check_keys(&self.allowed)
+                .map_err(|e| agent_plan::Error::BadCall {
+                    index,
+                    reason: e.to_string(),
+                })?;
+        }
         Ok(plan.run(&mut self.stored, activities, self.clock.as_ref()))
     }
 

@@ -26,6 +26,18 @@ impl From<Output> for Run {
     }
 }
 
+impl Run {
+    /// stderr without `append`'s line `appended N message(s); CONTEXT now
+    /// has M message(s)` (D65): what is left is warnings and errors.
+    pub fn stderr_without_count(&self) -> String {
+        self.stderr
+            .lines()
+            .filter(|line| !(line.starts_with("appended ") && line.contains(" now has ")))
+            .map(|line| format!("{line}\n"))
+            .collect()
+    }
+}
+
 /// `agentctx ARGS` with stdin closed and its output captured.
 pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentctx"));
