@@ -51,6 +51,7 @@
 //! `docs/spec.md` in the repository; `docs/workers.md` is the operator's
 //! guide.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod listen;
