@@ -32,6 +32,12 @@ pub enum Schedule {
 /// context ([`agent_store::Stored`]); there the ids are chosen against the
 /// context as it is when the messages land, so writers assigning at once
 /// never share an instance. Returns the new ids and the messages appended.
+///
+/// # Errors
+///
+/// [`Error::Data`] when an input cannot be an `input` message or the
+/// append is refused (nothing is appended), and [`Error::Store`] when a
+/// stored context cannot be read or written.
 pub fn assign_inputs(
     target: &mut (impl Append + ?Sized),
     inputs: Vec<Value>,
@@ -70,6 +76,11 @@ pub fn assign_inputs(
 
 /// One context per instance (in order of first appearance): every message
 /// without an `_instance`, plus that instance's messages, in context order.
+///
+/// # Errors
+///
+/// [`Error::Data`] when an instance's messages do not form a valid
+/// context on their own.
 pub fn split(context: &Context) -> Result<IndexMap<Instance, Context>> {
     context
         .instances()

@@ -90,6 +90,12 @@ impl Payload {
 
 /// Serialises chat messages for `provider` (R31).
 ///
+/// # Errors
+///
+/// [`Error::AssistantFirst`] when an Anthropic conversation would open with
+/// an assistant turn, and [`Error::UnsupportedRole`] for a role the provider
+/// has no place for.
+///
 /// ```
 /// use agent_render::{payload, ChatMessage, Payload, Provider};
 /// use serde_json::json;
