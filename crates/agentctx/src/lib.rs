@@ -49,6 +49,7 @@
 //! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod activity;
 mod error;
@@ -108,6 +109,12 @@ pub mod prelude {
 /// What the model sees of `context`: rendered in `mode` (spec R28, R30)
 /// and serialised for `provider` (R31) as one JSON value — the payload for
 /// `plain`, `openai` and `anthropic`, a JSON string for `text`.
+///
+/// # Errors
+///
+/// [`Error::Render`] when the provider cannot carry the rendered
+/// conversation (an Anthropic payload opening with an assistant turn, a
+/// role it has no place for).
 pub fn render(
     context: &data::Context,
     provider: agent_render::Provider,
