@@ -7,6 +7,10 @@
 //!   `target/bench-summary.json` (not part of CI, which only compiles it).
 //! - `cargo xtask stress`: thousands of SIGKILLs and a 1 GB load (not in CI).
 //! - `cargo xtask layers`: only the layering check.
+//! - `cargo xtask features`: the facade with no default features pulls no
+//!   HTTP or database client, and the feature sets that matter compile.
+//! - `cargo xtask package`: every crate packages on its own (readme,
+//!   licenses, metadata, nothing from outside it); dependencies' MSRV.
 //! - `cargo xtask tidy`: only the conventions check (spec, spec map and its
 //!   anchors, tests, docs, file length, comments).
 //! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
@@ -19,8 +23,10 @@ mod bench_cli;
 mod bench_wide;
 mod bench_workers;
 mod database;
+mod features;
 mod layers;
 mod loop_demo;
+mod package;
 mod spread;
 mod stress;
 mod tidy;
@@ -32,12 +38,14 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "ci" => ci(),
         "layers" => layers::check(),
+        "features" => features::check(),
+        "package" => package::check(),
         "tidy" => tidy::check(),
         "loop-demo" => loop_demo::run(false),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy|loop-demo>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|features|package|tidy|loop-demo>"
         )),
     };
     match result {
@@ -67,8 +75,16 @@ fn ci() -> Result<(), String> {
             "warnings",
         ],
         &["test", "--workspace"],
-        // agent-store builds without its `postgres` feature too.
-        &["check", "-p", "agent-store", "--lib"],
+        // agent-data without `schema`: logs load, unchecked appends are
+        // refused (the other feature sets: `features::check` below).
+        &[
+            "test",
+            "-p",
+            "agent-data",
+            "--no-default-features",
+            "--test",
+            "no_schema",
+        ],
         // Feature-gated code: the async activity trait.
         &["test", "-p", "agent-plan", "--features", "async"],
         &["doc", "--workspace", "--no-deps"],
@@ -82,6 +98,8 @@ fn ci() -> Result<(), String> {
         cargo(step, env)?;
     }
     layers::check()?;
+    features::check()?;
+    package::check()?;
     tidy::check()?;
     // The README's loop example, against the scripted model.
     loop_demo::run(true)?;

@@ -297,7 +297,11 @@ fn crate_dirs(root: &Path) -> Result<Vec<String>, String> {
 
 /// Every `.rs` file under `root`'s `dir` (skipping `target`), as (path
 /// relative to `root`, text).
-fn collect(root: &Path, dir: &str, out: &mut Vec<(String, String)>) -> Result<(), String> {
+pub(crate) fn collect(
+    root: &Path,
+    dir: &str,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     collect_ext(root, &root.join(dir), "rs", out)
 }
 

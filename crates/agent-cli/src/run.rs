@@ -177,8 +177,10 @@ fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
     }
 }
 
-const DEMO_CONTEXT: &str = include_str!("../../../examples/moderation/context.jsonl");
-const DEMO_PLAN: &str = include_str!("../../../examples/moderation/plan.json");
+// The demo ships inside this package; examples/moderation/ at the
+// repository top holds identical copies for the README (tidy compares them).
+const DEMO_CONTEXT: &str = include_str!("../demo/moderation/context.jsonl");
+const DEMO_PLAN: &str = include_str!("../demo/moderation/plan.json");
 
 /// `agentctx demo`: three comments, each its own instance, through a
 /// three-step plan with built-in activities; prints the report and what the

@@ -17,6 +17,11 @@ pub struct Kind(Arc<String>);
 impl Kind {
     /// Validates `kind` and wraps it.
     ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidKind`](crate::Error::InvalidKind) when `kind` is empty or
+    /// not a name (R2).
+    ///
     /// ```
     /// use agent_core::Kind;
     /// assert!(Kind::new("state").is_ok());
@@ -86,6 +91,12 @@ pub struct Instance(Arc<str>);
 
 impl Instance {
     /// Validates `id` (R2) and wraps it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInstance`](crate::Error::InvalidInstance) for an id R2
+    /// refuses: empty, over [`MAX_INSTANCE_CHARS`](crate::MAX_INSTANCE_CHARS)
+    /// characters, blanks at either end, control or line-separator characters.
     ///
     /// ```
     /// use agent_core::Instance;

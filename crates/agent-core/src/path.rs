@@ -100,6 +100,11 @@ impl Path {
     }
 
     /// Parses a whole string as a path (R7).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`](crate::Error::Syntax), with the byte offset, when `text`
+    /// is not one whole path.
     pub fn parse(text: &str) -> Result<Self> {
         let (path, used) = Self::parse_prefix(text, 0)?;
         match text[used..].chars().next() {
@@ -114,6 +119,11 @@ impl Path {
     /// Parses the longest path at the start of `text` and returns it with the
     /// number of bytes used. Offsets in errors are `base` plus the offset in
     /// `text`, so callers embedding a path in larger text get useful offsets.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`](crate::Error::Syntax) when `text` does not start with a
+    /// path; its offset counts from `base`.
     pub fn parse_prefix(text: &str, base: usize) -> Result<(Self, usize)> {
         let mut segments = Vec::new();
         let mut pos = 0;

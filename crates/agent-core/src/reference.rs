@@ -33,6 +33,11 @@ impl Reference {
     }
 
     /// Parses exactly one reference filling all of `text` (no blanks).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`](crate::Error::Syntax) when `text` is not exactly one
+    /// reference.
     pub fn parse(text: &str) -> Result<Self> {
         let (reference, used) = Self::parse_prefix(text, 0)?;
         match text[used..].chars().next() {
@@ -46,6 +51,11 @@ impl Reference {
 
     /// Parses the reference at the start of `text`, returning it and the
     /// number of bytes used; error offsets are shifted by `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`](crate::Error::Syntax) when `text` does not start with a
+    /// reference; its offset counts from `base`.
     pub fn parse_prefix(text: &str, base: usize) -> Result<(Self, usize)> {
         let Some(rest) = text.strip_prefix(DAGGER) else {
             return Err(Error::Syntax {

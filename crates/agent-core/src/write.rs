@@ -112,6 +112,12 @@ fn write_index(path: &Path, depth: usize, segment: &Segment, len: usize) -> Resu
 /// Checks that writing `value` at `path` with `method` into `view` would
 /// succeed, without changing anything (R10, R10b, R11). An erase always
 /// succeeds.
+///
+/// # Errors
+///
+/// [`Error::Type`](crate::Error::Type) when the write would fail: a step
+/// into a scalar, an index into a non-array, or a method whose operands do
+/// not fit (R10, R11).
 pub fn check_write(view: Option<&Value>, path: &Path, method: Method, value: &Value) -> Result<()> {
     if method == Method::Erase {
         return Ok(());
@@ -158,6 +164,11 @@ fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Resul
 /// Writes `value` at `path` into `view` with `method` (R10, R10b, R11).
 ///
 /// On error nothing is changed. An erase ignores `value` and never fails.
+///
+/// # Errors
+///
+/// [`Error::Type`](crate::Error::Type), as for [`check_write`]; the view is
+/// then unchanged.
 ///
 /// ```
 /// use agent_core::{write, Method, Path};

@@ -20,6 +20,12 @@ pub enum Problem {
         /// What is wrong.
         violation: SchemaViolation,
     },
+    /// A layer with a schema whose view was not checked: agent-data was
+    /// built without its `schema` feature (D61).
+    Unchecked {
+        /// The layer.
+        identity: Identity,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -30,6 +36,10 @@ impl fmt::Display for Problem {
                 identity,
                 violation,
             } => write!(f, "¶{identity}: schema violated {violation}"),
+            Problem::Unchecked { identity } => write!(
+                f,
+                "¶{identity}: schema not checked: agent-data was built without its `schema` feature"
+            ),
         }
     }
 }
@@ -79,15 +89,17 @@ impl Context {
             problems.extend(diagnostics.into_iter().map(Problem::Fold));
             let schema = self.compiled_schema(&identity.kind, identity.instance.as_ref());
             if let (Some(schema), Some(view)) = (schema, view) {
-                problems.extend(
-                    schema
-                        .violations(&view, complete)
-                        .into_iter()
-                        .map(|violation| Problem::Schema {
+                match schema.violations(&view, complete) {
+                    Some(violations) => {
+                        problems.extend(violations.into_iter().map(|violation| Problem::Schema {
                             identity: identity.clone(),
                             violation,
-                        }),
-                );
+                        }))
+                    }
+                    None => problems.push(Problem::Unchecked {
+                        identity: identity.clone(),
+                    }),
+                }
             }
         }
         problems

@@ -146,6 +146,10 @@ pub enum MessageFault {
         /// What the schema compiler said.
         reason: String,
     },
+    /// A schema to compile in a build of agent-data without its `schema`
+    /// feature, which cannot check anything against it (D61).
+    #[error("cannot check a JSON Schema: agent-data was built without its `schema` feature")]
+    SchemaUnsupported,
 }
 
 /// Everything that can go wrong in `agent-data`.
@@ -212,6 +216,18 @@ pub enum Error {
         /// Every violation found.
         violations: Vec<SchemaViolation>,
     },
+    /// An append to a layer that has a schema, in a build of agent-data
+    /// without its `schema` feature: the view cannot be checked, so the
+    /// append is refused rather than taken unchecked (D61).
+    #[error(
+        "message {index} (¶{identity}) refused: its layer has a schema, and agent-data was built without its `schema` feature, which checks it"
+    )]
+    SchemaUnchecked {
+        /// Index the message would have had in the context.
+        index: usize,
+        /// The layer written.
+        identity: Identity,
+    },
     /// Staged writes whose context changed since staging (or two batches for
     /// one instance); nothing was committed.
     #[error(
@@ -271,6 +287,7 @@ impl Error {
                 identity,
                 violations,
             },
+            Error::SchemaUnchecked { identity, .. } => Error::SchemaUnchecked { index, identity },
             other => other,
         }
     }

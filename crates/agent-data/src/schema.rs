@@ -1,8 +1,14 @@
 //! JSON Schema validation of views (R24–R26), with compiled validators
 //! cached per distinct schema.
+//!
+//! Without the `schema` feature nothing is compiled: a layer keeps its
+//! schema as declared, and whatever would have to be checked against it is
+//! refused instead (decision D61), so no build accepts what it cannot check.
 
 use crate::{MessageFault, SchemaViolation};
-use serde_json::{Map, Value};
+#[cfg(feature = "schema")]
+use serde_json::Map;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -24,7 +30,9 @@ pub(crate) struct Compiled {
     /// The schema as declared: a layer's schema is read from here, so the
     /// message that declared it need not be parsed again.
     schema: Value,
+    #[cfg(feature = "schema")]
     full: jsonschema::Validator,
+    #[cfg(feature = "schema")]
     lenient: jsonschema::Validator,
 }
 
@@ -41,18 +49,30 @@ impl Compiled {
         &self.schema
     }
 
-    pub(crate) fn violations(&self, view: &Value, complete: bool) -> Vec<SchemaViolation> {
+    /// `None` when this build cannot check schemas (no `schema` feature):
+    /// the caller refuses what it was asked to check (D61).
+    #[cfg(feature = "schema")]
+    pub(crate) fn violations(&self, view: &Value, complete: bool) -> Option<Vec<SchemaViolation>> {
         let validator = if complete { &self.full } else { &self.lenient };
-        validator
-            .iter_errors(view)
-            .map(|e| SchemaViolation {
-                instance_path: e.instance_path().to_string(),
-                rule: e.kind().keyword().to_owned(),
-                schema_path: e.schema_path().to_string(),
-                value: e.instance().clone().into_owned(),
-                message: e.to_string(),
-            })
-            .collect()
+        let found = validator.iter_errors(view).map(|e| SchemaViolation {
+            instance_path: e.instance_path().to_string(),
+            rule: e.kind().keyword().to_owned(),
+            schema_path: e.schema_path().to_string(),
+            value: e.instance().clone().into_owned(),
+            message: e.to_string(),
+        });
+        Some(found.collect())
+    }
+
+    /// `None` when this build cannot check schemas (no `schema` feature):
+    /// the caller refuses what it was asked to check (D61).
+    #[cfg(not(feature = "schema"))]
+    pub(crate) fn violations(
+        &self,
+        _view: &Value,
+        _complete: bool,
+    ) -> Option<Vec<SchemaViolation>> {
+        None
     }
 }
 
@@ -71,15 +91,29 @@ impl Compiled {
 pub struct Schema(pub(crate) Arc<Compiled>);
 
 impl Schema {
-    /// Compiles `schema`; an invalid schema is an error.
+    /// Compiles `schema`.
+    ///
+    /// # Errors
+    ///
+    /// [`MessageFault::InvalidSchema`] for a schema that is not a valid JSON
+    /// Schema (or whose `$ref` chains are too long), and
+    /// [`MessageFault::SchemaUnsupported`] in a build without the `schema`
+    /// feature, which can check nothing against it (D61).
     pub fn compile(schema: &Value) -> Result<Self, MessageFault> {
+        if cfg!(not(feature = "schema")) {
+            return Err(MessageFault::SchemaUnsupported);
+        }
         SchemaCache::default().get(schema).map(Schema)
     }
 
     /// Every violation of `value`; [`CheckMode::Normal`]
     /// tolerates `required` (R25), `Complete` does not (R26).
     pub fn violations(&self, value: &Value, mode: CheckMode) -> Vec<SchemaViolation> {
-        self.0.violations(value, mode == CheckMode::Complete)
+        // A `Schema` exists only where `compile` succeeded, which is only
+        // in a build with the `schema` feature: `None` cannot occur here.
+        self.0
+            .violations(value, mode == CheckMode::Complete)
+            .unwrap_or_default()
     }
 }
 
@@ -127,19 +161,32 @@ impl SchemaCache {
                 ),
             });
         }
-        let invalid = |e: jsonschema::ValidationError<'_>| MessageFault::InvalidSchema {
-            reason: e.to_string(),
-        };
-        let full = jsonschema::validator_for(schema).map_err(invalid)?;
-        let lenient = jsonschema::validator_for(&without_required(schema)).map_err(invalid)?;
-        let compiled = Arc::new(Compiled {
-            schema: schema.clone(),
-            full,
-            lenient,
-        });
+        let compiled = Arc::new(compile(schema)?);
         self.compiled.insert(key, Arc::clone(&compiled));
         Ok(compiled)
     }
+}
+
+/// Both validators of `schema`.
+#[cfg(feature = "schema")]
+fn compile(schema: &Value) -> Result<Compiled, MessageFault> {
+    let invalid = |e: jsonschema::ValidationError<'_>| MessageFault::InvalidSchema {
+        reason: e.to_string(),
+    };
+    Ok(Compiled {
+        schema: schema.clone(),
+        full: jsonschema::validator_for(schema).map_err(invalid)?,
+        lenient: jsonschema::validator_for(&without_required(schema)).map_err(invalid)?,
+    })
+}
+
+/// The schema as declared, uncompiled: this build checks nothing against
+/// it, and refuses whatever would need checking (D61).
+#[cfg(not(feature = "schema"))]
+fn compile(schema: &Value) -> Result<Compiled, MessageFault> {
+    Ok(Compiled {
+        schema: schema.clone(),
+    })
 }
 
 impl fmt::Debug for SchemaCache {
@@ -149,6 +196,7 @@ impl fmt::Debug for SchemaCache {
 }
 
 /// Keywords whose value is a map from names to subschemas.
+#[cfg(feature = "schema")]
 const SCHEMA_MAPS: [&str; 5] = [
     "properties",
     "patternProperties",
@@ -157,6 +205,7 @@ const SCHEMA_MAPS: [&str; 5] = [
     "dependentSchemas",
 ];
 /// Keywords whose value is a subschema or an array of subschemas.
+#[cfg(feature = "schema")]
 const SCHEMA_SLOTS: [&str; 15] = [
     "items",
     "additionalItems",
@@ -177,6 +226,7 @@ const SCHEMA_SLOTS: [&str; 15] = [
 
 /// A copy of `schema` with every `required` keyword removed, walking only
 /// schema positions (a property *named* `required` is kept).
+#[cfg(feature = "schema")]
 pub(crate) fn without_required(schema: &Value) -> Value {
     let Value::Object(map) = schema else {
         return schema.clone();
@@ -209,7 +259,7 @@ pub(crate) fn without_required(schema: &Value) -> Value {
     Value::Object(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "schema"))]
 mod tests {
     use super::*;
     use serde_json::json;

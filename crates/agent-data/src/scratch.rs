@@ -203,7 +203,12 @@ impl<'c, 'm> Scratch<'c, 'm> {
             )
             .map_err(|e| type_error(identity(), e))?;
             if let (Some(schema), Some(view)) = (&schema, &next) {
-                let violations = schema.violations(view, false);
+                let Some(violations) = schema.violations(view, false) else {
+                    return Err(Error::SchemaUnchecked {
+                        index,
+                        identity: identity(),
+                    });
+                };
                 if !violations.is_empty() {
                     return Err(Error::Schema {
                         index,

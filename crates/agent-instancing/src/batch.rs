@@ -8,7 +8,10 @@ use agent_output::{Call, Clock, Outcome};
 use agent_store::Append;
 use agent_vars::Resolution;
 use indexmap::IndexMap;
+#[cfg(feature = "rayon")]
 use rayon::prelude::*;
+#[cfg(not(feature = "rayon"))]
+use sequential::{IntoParIter, ParIter};
 use serde_json::{Map, Value};
 
 /// How a batch runs. Both schedules produce the same results and the same
@@ -17,7 +20,8 @@ use serde_json::{Map, Value};
 pub enum Schedule {
     /// One call after another, on the calling thread.
     Sequential,
-    /// Instances in parallel on rayon's thread pool.
+    /// Instances in parallel on rayon's thread pool; in a build without
+    /// the `rayon` feature, in sequence like [`Schedule::Sequential`].
     #[default]
     Parallel,
 }
@@ -28,6 +32,12 @@ pub enum Schedule {
 /// context ([`agent_store::Stored`]); there the ids are chosen against the
 /// context as it is when the messages land, so writers assigning at once
 /// never share an instance. Returns the new ids and the messages appended.
+///
+/// # Errors
+///
+/// [`Error::Data`] when an input cannot be an `input` message or the
+/// append is refused (nothing is appended), and [`Error::Store`] when a
+/// stored context cannot be read or written.
 pub fn assign_inputs(
     target: &mut (impl Append + ?Sized),
     inputs: Vec<Value>,
@@ -66,6 +76,11 @@ pub fn assign_inputs(
 
 /// One context per instance (in order of first appearance): every message
 /// without an `_instance`, plus that instance's messages, in context order.
+///
+/// # Errors
+///
+/// [`Error::Data`] when an instance's messages do not form a valid
+/// context on their own.
 pub fn split(context: &Context) -> Result<IndexMap<Instance, Context>> {
     context
         .instances()
@@ -203,4 +218,26 @@ fn sequential(
             agent_output::apply(context, &call, outcome, clock).map_err(Error::from)
         })
         .collect()
+}
+
+/// Without the `rayon` feature the same pipelines run in sequence on the
+/// calling thread, with the same results (decision D61).
+#[cfg(not(feature = "rayon"))]
+mod sequential {
+    /// `par_iter` as a plain `iter`.
+    pub(crate) trait ParIter<T> {
+        fn par_iter(&self) -> std::slice::Iter<'_, T>;
+    }
+    impl<T> ParIter<T> for [T] {
+        fn par_iter(&self) -> std::slice::Iter<'_, T> {
+            self.iter()
+        }
+    }
+    /// `into_par_iter` as a plain `into_iter`.
+    pub(crate) trait IntoParIter: IntoIterator + Sized {
+        fn into_par_iter(self) -> Self::IntoIter {
+            self.into_iter()
+        }
+    }
+    impl<T> IntoParIter for Vec<T> {}
 }

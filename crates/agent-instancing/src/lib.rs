@@ -41,6 +41,8 @@
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod batch;
 mod error;

@@ -48,6 +48,7 @@
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
 mod anthropic;

@@ -18,6 +18,13 @@ use serde_json::{Map, Value};
 /// against each destination, written canonically, and the rest of its
 /// schema (`const`, `enum`) against the whole expression.
 ///
+/// # Errors
+///
+/// [`Error::ToolSchema`] with every violation, [`Error::ToolSchemaUnresolved`]
+/// when a parameter's reference is missing, [`Error::BadToolSchema`] for an
+/// invalid schema (or a build without agent-data's `schema` feature), and
+/// [`Error::Call`] when the call's parameters do not resolve.
+///
 /// ```
 /// use agent_data::Context;
 /// use agent_output::{check_tool_schema, Call};
@@ -123,6 +130,12 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
 /// messages (none for a call without `_outputPath`, R21). `target` is a
 /// [`Context`](agent_data::Context) in memory, or a stored context
 /// ([`agent_store::Stored`]) whose append is a durable commit.
+///
+/// # Errors
+///
+/// Those of [`messages_for`](crate::messages_for); [`Error::Append`] when
+/// the append is refused (R13, R25) and [`Error::Store`] when the store
+/// fails. Nothing is appended on error.
 ///
 /// ```
 /// use agent_data::Context;

@@ -43,6 +43,14 @@ impl Call {
     /// Parses a call: a JSON object with a string `_tool` (if any), an
     /// `_instance` R2 allows, an `_outputPath` that parses (R19) and one of
     /// the six `_outputMethod`s (R20, default `set`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Call`] for a value that is not an object or a bad `_instance`,
+    /// [`Error::ToolNotString`], [`Error::OutputPathNotString`],
+    /// [`Error::OutputPathNotExpression`], [`Error::OutputPathSyntax`],
+    /// [`Error::OutputMethodNotString`] and [`Error::UnknownMethod`] for the
+    /// field they name.
     pub fn parse(value: Value) -> Result<Call> {
         let instance = agent_vars::call_instance(&value)?;
         let fields = value
@@ -150,6 +158,12 @@ impl Call {
 
     /// The call with its parameters' references replaced by their values,
     /// read in its instance (R18).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Call`] when a parameter's expression does not parse or the
+    /// call nests too deep; a missing reference is an unresolved
+    /// [`Resolution::Pending`], not an error.
     pub fn resolve(&self, context: &Context) -> Result<Resolution> {
         let scope = Scope::new(context, self.instance());
         Ok(agent_vars::resolve_call_with(&self.value, &scope)?)

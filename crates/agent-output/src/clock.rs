@@ -26,6 +26,10 @@ impl FixedClock {
     /// A clock stopped at `text`, an RFC 3339 date (a year from 0000 to
     /// 9999, any offset; kept in UTC).
     ///
+    /// # Errors
+    ///
+    /// [`Error::Date`](crate::Error::Date) when `text` is not an RFC 3339 date.
+    ///
     /// ```
     /// use agent_output::{Clock, FixedClock};
     /// let clock = FixedClock::parse("2026-01-02T04:04:05+01:00")?;

@@ -34,6 +34,13 @@ pub enum Outcome {
 /// back that one is (`-1`, `-2`, …), since a result's messages are appended
 /// together.
 ///
+/// # Errors
+///
+/// [`Error::UnhandledFailure`], [`Error::NoSuchOutcome`] (R20),
+/// [`Error::BadMessage`] and [`Error::WrongInstance`] for returned
+/// messages (R22, R6), [`Error::TooDeep`] (R33) and [`Error::Record`] when
+/// the recording message cannot be built.
+///
 /// ```
 /// use agent_output::{messages_for, Call, FixedClock, Outcome};
 /// use serde_json::json;

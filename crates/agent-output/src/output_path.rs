@@ -23,6 +23,13 @@ pub struct OutputPath {
 
 impl OutputPath {
     /// Parses `_outputPath` text; it must be an expression (R15, R19).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutputPathNotExpression`](crate::Error::OutputPathNotExpression)
+    /// for text that is not an expression and
+    /// [`Error::OutputPathSyntax`](crate::Error::OutputPathSyntax) for one that
+    /// does not parse.
     pub fn parse(text: &str) -> Result<Self> {
         match agent_vars::parse(text).map_err(Error::OutputPathSyntax)? {
             Text::Expression(expression) => Ok(Self::from(expression)),

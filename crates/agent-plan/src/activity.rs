@@ -78,6 +78,11 @@ impl Activities {
     /// has none — no activity registered, or the activity panicked (caught
     /// here, so one bad activity cannot take the executor down). What
     /// `Plan::run` and a worker both run.
+    ///
+    /// # Errors
+    ///
+    /// Why the call has no outcome, as text: no activity is registered for
+    /// `tool`, or the activity panicked.
     pub fn run_caught(&self, tool: &str, call: &Value) -> Result<Outcome, String> {
         let activity = self
             .get(tool)

@@ -47,6 +47,8 @@
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod activity;
 #[cfg(feature = "async")]
@@ -60,6 +62,7 @@ mod run;
 
 pub use activity::{Activities, Activity};
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
 pub use plan::Plan;

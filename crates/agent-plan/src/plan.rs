@@ -30,6 +30,12 @@ impl Plan {
     /// Checks every call (object, `_instance`, parameter syntax,
     /// `_outputPath`, `_outputMethod`) and orders them; a cycle is an error
     /// naming its calls.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadCall`] for a call that is not an object or has a bad
+    /// `_instance`, parameter, `_outputPath` or `_outputMethod`;
+    /// [`Error::Cycle`] when calls depend on each other in a cycle.
     pub fn new(calls: Vec<Value>) -> Result<Plan> {
         Plan::with_dependency_limit(calls, usize::MAX)
     }
@@ -38,6 +44,10 @@ impl Plan {
     /// in all ([`Error::TooManyDependencies`]) before it builds them: for
     /// plans from untrusted authors, where 5,000 calls reading what 5,000
     /// others write would make 25 million.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Plan::new`], and [`Error::TooManyDependencies`] past `limit`.
     pub fn with_dependency_limit(calls: Vec<Value>, limit: usize) -> Result<Plan> {
         let calls: Vec<Call> = calls
             .into_iter()

@@ -7,7 +7,10 @@ use agent_core::Reference;
 use agent_data::Message;
 use agent_output::{Clock, Outcome};
 use agent_store::{Append, AppendKey, KeyedAppend};
+#[cfg(feature = "rayon")]
 use rayon::prelude::*;
+#[cfg(not(feature = "rayon"))]
+use sequential::ParIter;
 use serde_json::Value;
 
 /// How far a run is, for a progress line ([`Plan::run_observed`]).
@@ -334,4 +337,19 @@ fn written_path(message: &Message) -> Option<String> {
             None => Reference::new(data.kind().clone(), data.destination().clone()).to_string(),
         },
     )
+}
+
+/// Without the `rayon` feature the same pipelines run in sequence on the
+/// calling thread, with the same results (decision D61).
+#[cfg(not(feature = "rayon"))]
+mod sequential {
+    /// `par_iter` as a plain `iter`.
+    pub(crate) trait ParIter<T> {
+        fn par_iter(&self) -> std::slice::Iter<'_, T>;
+    }
+    impl<T> ParIter<T> for [T] {
+        fn par_iter(&self) -> std::slice::Iter<'_, T> {
+            self.iter()
+        }
+    }
 }

@@ -31,6 +31,8 @@
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod chat;
 mod error;
@@ -40,5 +42,7 @@ mod render;
 
 pub use chat::ChatMessage;
 pub use error::{Error, Result};
-pub use payload::{Payload, Provider, count_tokens, payload};
+#[cfg(feature = "tiktoken")]
+pub use payload::count_tokens;
+pub use payload::{Payload, Provider, payload};
 pub use render::{GenericBlock, INPUT_LINE, OpaqueRenderer, RenderMode, Renderer};

@@ -90,6 +90,12 @@ impl Payload {
 
 /// Serialises chat messages for `provider` (R31).
 ///
+/// # Errors
+///
+/// [`Error::AssistantFirst`] when an Anthropic conversation would open with
+/// an assistant turn, and [`Error::UnsupportedRole`] for a role the provider
+/// has no place for.
+///
 /// ```
 /// use agent_render::{payload, ChatMessage, Payload, Provider};
 /// use serde_json::json;
@@ -181,7 +187,11 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
 }
 
 /// Tokens in `text` under the `o200k_base` encoding (GPT-4o family), for
-/// sizing contexts. Special-token text is counted as ordinary text.
+/// sizing contexts. Special-token text is counted as ordinary text. Only
+/// with the `tiktoken` feature (a default): a build without the tokenizer
+/// has no count rather than an estimate that looks like one (D61).
+#[cfg(feature = "tiktoken")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tiktoken")))]
 pub fn count_tokens(text: &str) -> usize {
     tiktoken_rs::o200k_base_singleton()
         .encode_ordinary(text)

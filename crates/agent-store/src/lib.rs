@@ -43,6 +43,7 @@
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod append;
 mod error;
@@ -63,6 +64,7 @@ pub use error::{Error, Fenced, Result};
 pub use files::{CHECKPOINT_EVERY, FileStore};
 pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use pg::{
     CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,
 };

@@ -26,6 +26,12 @@ pub struct CallReads {
 
 /// The `_instance` of a call, validated (R2). A call that is not a JSON
 /// object is an error (R18).
+///
+/// # Errors
+///
+/// [`Error::CallNotObject`] for a call that is not an object,
+/// [`Error::InstanceNotString`] / [`Error::Instance`] for an `_instance`
+/// that is not a string or that R2 refuses.
 pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
     match as_call(call)?.get("_instance") {
         None => Ok(None),
@@ -40,6 +46,10 @@ pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
 /// scope (R18): `_`-prefixed keys are kept as they are; every other value is
 /// walked at any depth and each expression string replaced by its value;
 /// `\†` literals are unescaped.
+///
+/// # Errors
+///
+/// Those of [`resolve_call_with`].
 ///
 /// ```
 /// use agent_data::Context;
@@ -60,6 +70,13 @@ pub fn resolve_call(call: &Value, context: &Context) -> Result<Resolution> {
 }
 
 /// Resolves a call against any [`Lookup`] (the scope is the caller's choice).
+///
+/// # Errors
+///
+/// Those of [`call_instance`], [`Error::Syntax`] for a parameter whose
+/// expression does not parse, and [`Error::TooDeep`] for a call nested past
+/// the limit (R33). A missing reference is not an error:
+/// [`Resolution::Pending`] names it.
 pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolution> {
     let fields = as_call(call)?;
     // Checked whole, its own object counted (agent_core's one convention):
@@ -86,6 +103,11 @@ pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolutio
 }
 
 /// Every reference a call reads, with the instance it reads in (R18).
+///
+/// # Errors
+///
+/// As [`resolve_call_with`]: a call that is not an object, a bad
+/// `_instance`, or an expression that does not parse.
 pub fn call_reads(call: &Value) -> Result<CallReads> {
     let instance = call_instance(call)?;
     // Against a lookup that finds nothing, every reference is missing, in

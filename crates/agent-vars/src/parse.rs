@@ -16,6 +16,11 @@ pub enum Text<'s> {
 /// Classifies a string: an expression when its first non-blank character is
 /// `†`, a literal otherwise (with `\†` unescaped).
 ///
+/// # Errors
+///
+/// A [`SyntaxError`], with its byte offset, for text that starts an
+/// expression (`†`) that does not parse.
+///
 /// ```
 /// use agent_vars::{parse, Text};
 /// assert!(matches!(parse("  †input.name ")?, Text::Expression(_)));
@@ -40,6 +45,11 @@ pub fn parse(text: &str) -> Result<Text<'_>, SyntaxError> {
 
 impl Expression {
     /// Parses an expression (R15); leading and trailing blanks are ignored.
+    ///
+    /// # Errors
+    ///
+    /// A [`SyntaxError`], with its byte offset, when `text` is not one
+    /// expression.
     ///
     /// ```
     /// use agent_vars::Expression;

@@ -51,6 +51,8 @@
 //! `docs/spec.md` in the repository; `docs/workers.md` is the operator's
 //! guide.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod error;
 mod listen;

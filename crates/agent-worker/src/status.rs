@@ -8,6 +8,12 @@ use agent_store::{Append, CallRow, PgCalls, PgStore, Stored};
 
 /// Where the newest plan of the context at `url` stands: what the calls
 /// table says, and for the rest whether they are ready or blocked and why.
+///
+/// # Errors
+///
+/// [`WorkerError::Store`] when the context cannot be opened or read,
+/// [`WorkerError::NoPlan`] when it holds no plan message and
+/// [`WorkerError::BadPlan`] when its newest one is not a plan.
 pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
     let store = PgStore::open(url)?;
     let mut calls = PgCalls::open(url)?;

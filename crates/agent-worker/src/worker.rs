@@ -73,6 +73,14 @@ impl Worker {
 
     /// Runs until killed, or with `until_idle` until nothing is ready or
     /// running; returns what it did.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::Store`] when the store fails for longer than the
+    /// worker's patience or in a way waiting cannot mend,
+    /// [`WorkerError::NoPlan`] / [`WorkerError::BadPlan`] for a context
+    /// without a usable plan, and [`WorkerError::Thread`] when a thread cannot
+    /// be started.
     pub fn run(&self) -> Result<WorkerReport, WorkerError> {
         let mut state = Running::open(self)?;
         let result = state.work();

@@ -62,6 +62,8 @@ pub enum Error {
     #[error(transparent)]
     Plan(#[from] agent_plan::Error),
     /// Talking to a model: tools, requests, the loop.
+    #[cfg(feature = "loop")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "loop")))]
     #[error(transparent)]
     Loop(#[from] agent_loop::Error),
 }

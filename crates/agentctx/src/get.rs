@@ -27,15 +27,30 @@ pub trait ContextExt {
     /// The value of `expression` read globally (spec R5, R17). Text that is
     /// not an expression is an [`Error::Syntax`] (a forgotten `†` is
     /// pointed out); nothing present is [`Error::Unresolved`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Syntax`] and [`Error::Unresolved`], as above.
     fn get(&self, expression: &str) -> Result<Value>;
 
     /// The value of `expression` read for `instance`: its layers over the
     /// global ones (R5).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`get`](Self::get), and [`Error::Core`] for an instance id
+    /// R2 refuses.
     fn get_in(&self, expression: &str, instance: &str) -> Result<Value>;
 
     /// `call` with every reference in its parameters replaced by its value,
     /// read in the call's `_instance` (R18); [`Error::Unresolved`] while one
     /// is missing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unresolved`] while a reference is missing, [`Error::Syntax`]
+    /// for a parameter that does not parse, and [`Error::Vars`] for a call
+    /// that is not an object or has a bad `_instance`.
     fn resolve_call(&self, call: &Value) -> Result<Value>;
 }
 

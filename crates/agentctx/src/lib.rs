@@ -48,6 +48,8 @@
 //! # Ok::<(), agentctx::Error>(())
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::missing_errors_doc)]
 
 mod activity;
 mod error;
@@ -69,7 +71,9 @@ pub use agent_data as data;
 pub use agent_instancing as instancing;
 /// The model in the loop: tools, the answer schema, OpenAI-compatible and
 /// Anthropic providers over HTTP, turns until a final output (the
-/// `agent-loop` crate).
+/// `agent-loop` crate; the `loop` feature).
+#[cfg(feature = "loop")]
+#[cfg_attr(docsrs, doc(cfg(feature = "loop")))]
 pub use agent_loop;
 /// Recording a call's result at its `_outputPath` (the `agent-output` crate).
 pub use agent_output as output;
@@ -87,6 +91,7 @@ pub use agent_vars as vars;
 /// Many workers, on any machines, running one plan stored in PostgreSQL
 /// (the `agent-worker` crate; the `postgres` feature).
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use agent_worker as worker;
 
 /// What a small agent flow imports: `use agentctx::prelude::*;`.
@@ -94,6 +99,7 @@ pub mod prelude {
     pub use crate::{ContextExt, Failure, StoredContext, activity, render};
     pub use agent_core::{Instance, Kind, Method, Path, Reference};
     pub use agent_data::{Context, Message};
+    #[cfg(feature = "loop")]
     pub use agent_loop::{Anthropic, Finish, Loop, OpenAi, Tool};
     pub use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
     pub use agent_plan::{Activities, Activity, Plan, Report, Status};
@@ -103,6 +109,12 @@ pub mod prelude {
 /// What the model sees of `context`: rendered in `mode` (spec R28, R30)
 /// and serialised for `provider` (R31) as one JSON value — the payload for
 /// `plain`, `openai` and `anthropic`, a JSON string for `text`.
+///
+/// # Errors
+///
+/// [`Error::Render`] when the provider cannot carry the rendered
+/// conversation (an Anthropic payload opening with an assistant turn, a
+/// role it has no place for).
 pub fn render(
     context: &data::Context,
     provider: agent_render::Provider,

@@ -79,6 +79,11 @@ impl StoredContext {
     /// creates it. Reads its snapshot and the messages after it, in
     /// O(tail) ([`Stored::open_or_create_tail`]); see [the type's
     /// docs](Self#opening-costs-otail) for what then reads the whole log.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the file or database cannot be read, is locked
+    /// beyond waiting, or holds a log that does not load.
     pub fn open(address: &str) -> Result<Self> {
         let store = agent_store::open(address)?;
         Ok(Self::from_stored(
@@ -89,6 +94,11 @@ impl StoredContext {
 
     /// Opens the context at `address`, which must exist, in O(tail) as
     /// [`open`](Self::open) does ([`Stored::open_tail`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] as for [`open`](Self::open), and when the context does
+    /// not exist.
     pub fn open_existing(address: &str) -> Result<Self> {
         let store = agent_store::open(address)?;
         Ok(Self::from_stored(address, Stored::open_tail(store)?))
@@ -154,6 +164,10 @@ impl StoredContext {
     /// own and held from then on (with what other writers appended since
     /// this handle last read). A failed read is [`Error::Store`] and
     /// changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the whole log cannot be read; nothing changes.
     pub fn whole(&mut self) -> Result<&Context> {
         if !self.stored.context().is_complete() {
             // A store of its own: a read that fails half way leaves this
@@ -168,6 +182,10 @@ impl StoredContext {
     /// Message `index` of the context as this handle holds it, normalised;
     /// `None` past its end. One from before [`Context::held_from`] reads
     /// the whole log first (once, as [`whole`](Self::whole) does).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the whole log has to be read and cannot be.
     pub fn message(&mut self, index: usize) -> Result<Option<Message>> {
         if index >= self.context().len() {
             return Ok(None);
@@ -184,17 +202,31 @@ impl StoredContext {
     }
 
     /// Reads what other writers appended since this handle last did.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the store cannot be read.
     pub fn refresh(&mut self) -> Result<()> {
         Ok(self.stored.refresh()?)
     }
 
     /// [`ContextExt::get`] on the context as this handle holds it (call
     /// [`refresh`](Self::refresh) first to see other writers' appends).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`ContextExt::get`]: [`Error::Syntax`] for an expression that
+    /// does not parse, [`Error::Unresolved`] when what it reads is not present.
     pub fn get(&self, expression: &str) -> Result<Value> {
         self.context().get(expression)
     }
 
     /// [`ContextExt::get_in`]: read for `instance`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`get`](Self::get), and [`Error::Core`] for an instance id R2
+    /// refuses.
     pub fn get_in(&self, expression: &str, instance: &str) -> Result<Value> {
         self.context().get_in(expression, instance)
     }
@@ -204,6 +236,12 @@ impl StoredContext {
     /// the engine does not read is refused unless
     /// [allowed](Self::allow_keys). Returns how many messages were
     /// appended.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Data`] for a message that is not valid, an unknown `_` key or
+    /// an append refused (R13, R25); [`Error::Store`] when the store fails.
+    /// Nothing is appended on error.
     pub fn append(&mut self, messages: Value) -> Result<usize> {
         let items = match messages {
             Value::Array(items) => items,
@@ -229,6 +267,11 @@ impl StoredContext {
 
     /// Records a call's result where its `_outputPath` says (R19–R22) and
     /// returns the messages appended (none without `_outputPath`, R21).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Output`] for a bad call or outcome or a refused append, and
+    /// [`Error::Store`] when the store fails. Nothing is appended on error.
     pub fn apply(&mut self, call: Value, outcome: Outcome) -> Result<Vec<Message>> {
         let call = Call::parse(call)?;
         call.check_keys(&self.allowed)?;
@@ -242,6 +285,12 @@ impl StoredContext {
 
     /// Runs `plan` (calls in dependency order, spec §10 `run`) with
     /// `activities`, committing each result as it is written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Plan`] for a plan that does not build (a bad call, a cycle).
+    /// A call that fails, or a store failure that stops the run (D42), is
+    /// not an error: the [`Report`] says so.
     pub fn run(&mut self, plan: Vec<Value>, activities: &Activities) -> Result<Report> {
         let plan = Plan::new(plan)?;
         for (index, call) in plan.calls().iter().enumerate() {
@@ -258,6 +307,11 @@ impl StoredContext {
     /// every message — read whole first when this handle holds only the
     /// tail ([`whole`](Self::whole)), so it renders exactly what a handle
     /// that read the whole log would.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the whole log cannot be read, and those of
+    /// [`crate::render()`].
     pub fn render(&mut self, provider: Provider, mode: RenderMode) -> Result<Value> {
         crate::render(self.whole()?, provider, mode)
     }

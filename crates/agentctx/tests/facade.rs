@@ -250,6 +250,7 @@ fn r34b_a_stored_context_sees_other_writers_after_refresh() {
     assert_eq!(first.get("†state.log").unwrap(), json!(["b"]));
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
     let base = std::env::var("AGENTCTX_TEST_DATABASE_URL")
