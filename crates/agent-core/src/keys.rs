@@ -107,6 +107,10 @@ fn tail(key: &str, known: &[&str]) -> String {
 
 /// Checks `keys`: each starting with `_` must be one of `known` or of
 /// `allowed`; the first that is neither is the error.
+///
+/// # Errors
+/// [`UnknownKey`] for the first `_` key that is neither known nor allowed,
+/// naming the known key it most likely meant.
 pub fn check_keys<'k>(
     keys: impl IntoIterator<Item = &'k str>,
     known: &'static [&'static str],

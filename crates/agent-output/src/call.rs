@@ -107,6 +107,10 @@ impl Call {
     /// assert!(call.check_keys(&["_outputpath".into()]).is_ok());
     /// # Ok::<(), agent_output::Error>(())
     /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnknownKey`](crate::Error::UnknownKey) naming the first `_` key of the call
+    /// that the engine does not read and `allowed` does not list.
     pub fn check_keys(&self, allowed: &[String]) -> Result<()> {
         let keys = self.value.as_object().into_iter().flat_map(|c| c.keys());
         Ok(agent_core::check_keys(
