@@ -9,6 +9,8 @@
 //! - `cargo xtask layers`: only the layering check.
 //! - `cargo xtask tidy`: only the conventions check (spec, spec map and its
 //!   anchors, tests, docs, file length, comments).
+//! - `cargo xtask public-api [--check]`: write (or check) the public API
+//!   snapshots in `docs/public-api/`.
 //! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
 //!   configured OpenAI-compatible server or a scripted one (CI runs it
 //!   scripted).
@@ -21,6 +23,7 @@ mod bench_workers;
 mod database;
 mod layers;
 mod loop_demo;
+mod public_api;
 mod spread;
 mod stress;
 mod tidy;
@@ -33,11 +36,12 @@ fn main() -> ExitCode {
         "ci" => ci(),
         "layers" => layers::check(),
         "tidy" => tidy::check(),
+        "public-api" => public_api::run(std::env::args().nth(2).as_deref() == Some("--check")),
         "loop-demo" => loop_demo::run(false),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy|loop-demo>"
+            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|tidy|public-api [--check]|loop-demo>"
         )),
     };
     match result {
@@ -83,6 +87,7 @@ fn ci() -> Result<(), String> {
     }
     layers::check()?;
     tidy::check()?;
+    public_api::run(true)?;
     // The README's loop example, against the scripted model.
     loop_demo::run(true)?;
     eprintln!("xtask: ci passed");
