@@ -42,7 +42,7 @@ fn exercise(ctx: &Context, call: &Value) {
     let _ = agent_vars::resolve_call(call, ctx);
     let _ = agent_vars::call_reads(call);
     let _ = agent_instancing::split(ctx);
-    let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let clock = FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     // Hostile calls must fail to parse, not panic; the rest go on.
     let Ok(parsed) = agent_output::Call::parse(call.clone()) else {
         return;
@@ -217,7 +217,7 @@ fn r33_ten_thousand_deep_nesting_is_an_error() {
     let call = object(vec![("p", Value::from(1)), ("_meta", deep())]);
     let err = agent_vars::resolve_call(&call, &Context::new()).unwrap_err();
     assert!(matches!(err, agent_vars::Error::TooDeep { .. }), "{err}");
-    let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let clock = FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     let outcome = Outcome::Success(deep());
     let shallow = agent_output::Call::parse(json!({"_outputPath": "†state.x"})).unwrap();
     let err = agent_output::messages_for(&shallow, outcome, &clock).unwrap_err();
@@ -248,7 +248,7 @@ fn r33_ten_megabyte_strings_and_huge_arrays_load() {
     let chat = Renderer::new().render(&ctx, RenderMode::Merged);
     assert!(payload(&chat, Provider::OpenAi).is_ok());
     assert!(agent_vars::resolve_call(&json!({"s": "†state.s"}), &ctx).is_ok());
-    let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let clock = FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     let call =
         agent_output::Call::parse(json!({"_outputPath": "†state.s", "_outputMethod": "concat"}))
             .unwrap();

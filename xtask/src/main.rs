@@ -13,6 +13,8 @@
 //!   licenses, metadata, nothing from outside it); dependencies' MSRV.
 //! - `cargo xtask tidy`: only the conventions check (spec, spec map and its
 //!   anchors, tests, docs, file length, comments).
+//! - `cargo xtask public-api [--check]`: write (or check) the public API
+//!   snapshots in `docs/public-api/`.
 //! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
 //!   configured OpenAI-compatible server or a scripted one (CI runs it
 //!   scripted).
@@ -27,6 +29,7 @@ mod features;
 mod layers;
 mod loop_demo;
 mod package;
+mod public_api;
 mod spread;
 mod stress;
 mod tidy;
@@ -41,11 +44,13 @@ fn main() -> ExitCode {
         "features" => features::check(),
         "package" => package::check(),
         "tidy" => tidy::check(),
+        "public-api" => public_api::run(std::env::args().nth(2).as_deref() == Some("--check")),
         "loop-demo" => loop_demo::run(false),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
-            "unknown task {task:?}\nusage: cargo xtask <ci|bench|stress|layers|features|package|tidy|loop-demo>"
+            "unknown task {task:?}
+usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--check]|loop-demo>"
         )),
     };
     match result {
@@ -101,6 +106,7 @@ fn ci() -> Result<(), String> {
     features::check()?;
     package::check()?;
     tidy::check()?;
+    public_api::run(true)?;
     // The README's loop example, against the scripted model.
     loop_demo::run(true)?;
     eprintln!("xtask: ci passed");

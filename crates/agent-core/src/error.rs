@@ -7,6 +7,7 @@ use crate::Path;
 /// Each variant says what was wrong and where: a byte offset into the text
 /// that failed to parse, or the path at which a write failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Text that should be a path, kind, reference or method does not parse.
     #[error("syntax error at byte {offset}: {reason}")]

@@ -12,6 +12,7 @@ use std::fmt;
 
 /// How a written value combines with what is already at its path (R10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Method {
     /// Replace (last write wins).
     Set,

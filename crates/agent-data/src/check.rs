@@ -10,6 +10,7 @@ use std::fmt;
 
 /// One problem [`Context::check`] found.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Problem {
     /// A write the fold skipped (R12).
     Fold(Diagnostic),

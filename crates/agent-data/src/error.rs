@@ -36,6 +36,7 @@ impl fmt::Display for SchemaViolation {
 
 /// What is wrong with one message (R1, R2, R9, R25).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MessageFault {
     /// The message is not a JSON object.
     #[error("a message must be a JSON object, found {found}")]
@@ -70,6 +71,21 @@ pub enum MessageFault {
     /// A message nested deeper than the limit (R33).
     #[error("the message is {0}")]
     TooDeep(#[source] agent_core::TooDeep),
+    /// An opaque message whose `type` loads as a text or data message (R1).
+    #[error(
+        "type {} is not an opaque message's: it loads as a text or data message",
+        agent_core::quoted(found)
+    )]
+    NotOpaque {
+        /// The `type` given.
+        found: String,
+    },
+    /// A native message that would not load back as one: it has a `type`
+    /// or `data`, or no tool calls or results (R1).
+    #[error(
+        "not a native message: it needs a `role`, no `type` or `data`, and tool calls or tool results"
+    )]
+    NotNative,
     /// A value that had to be one data message is something else.
     #[error("expected exactly one data message")]
     NotData,
@@ -154,6 +170,7 @@ pub enum MessageFault {
 
 /// Everything that can go wrong in `agent-data`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The input is not well-formed JSON (or a JSONL line is not).
     #[error("invalid JSON{}: {reason}", at(*line, *column))]

@@ -23,6 +23,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Messages are built through constructors that accept only what loading
+//! would give back unchanged — [`TextMessage::new`], [`DataMessage::builder`],
+//! [`OpaqueMessage::new`], [`NativeMessage::new`], [`Message::from_value`] —
+//! so a context built through this API always loads back as itself. The
+//! vocabulary those take ([`Kind`], [`Instance`], [`Method`], [`Path`],
+//! [`Reference`]) is re-exported from agent-core.
+//!
 //! Reads never fail: an absent path is `None`, and a write the fold cannot
 //! apply is skipped and reported by [`Context::diagnostics`]. Appends are
 //! where validation happens; a refused append changes nothing.
@@ -37,6 +44,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod builder;
 mod chain;
 mod check;
 mod context;
@@ -55,7 +63,10 @@ mod schema;
 mod scratch;
 mod snapshot;
 mod stage;
+mod verbatim;
 
+pub use agent_core::{Instance, Kind, Method, Path, Reference};
+pub use builder::DataMessageBuilder;
 pub use chain::{BadDigest, Digest};
 pub use check::Problem;
 pub use context::Context;
@@ -68,5 +79,6 @@ pub use prepare::Prepared;
 pub use refs::MAX_REF_DEPTH;
 pub use schema::{CheckMode, Schema};
 pub use stage::{Committed, Staged};
+pub use verbatim::{NativeMessage, OpaqueMessage};
 
 use agent_core::json_type;

@@ -1,6 +1,6 @@
 //! The three kinds of message (R1) and the data message's fields (R2, R9).
 
-use crate::MessageFault;
+use crate::{MessageFault, NativeMessage, OpaqueMessage};
 use agent_core::{DisplayPath, Instance, Kind, Method, Path, Reference, json_type};
 use serde_json::{Map, Value};
 
@@ -12,13 +12,13 @@ pub enum Message {
     /// Structured data: a write to one layer.
     Data(DataMessage),
     /// Any other `type` (`plan`, `tool`, …), kept verbatim.
-    Opaque(Map<String, Value>),
+    Opaque(OpaqueMessage),
     /// A provider's own chat message that carries tool calls or tool
     /// results, kept verbatim (R1): an OpenAI message with `tool_calls` or
     /// `tool_call_id`, or an Anthropic message whose content holds
     /// `tool_use` / `tool_result` blocks. It renders in its role (R28) and
     /// reaches its own provider's payload as it is (R31).
-    Native(Map<String, Value>),
+    Native(NativeMessage),
 }
 
 impl Message {
@@ -32,7 +32,8 @@ impl Message {
         match self {
             Message::Text(t) => &t.fields,
             Message::Data(d) => &d.fields,
-            Message::Opaque(fields) | Message::Native(fields) => fields,
+            Message::Opaque(o) => &o.fields,
+            Message::Native(n) => &n.fields,
         }
     }
 
@@ -91,6 +92,18 @@ impl Message {
 impl From<DataMessage> for Message {
     fn from(data: DataMessage) -> Self {
         Message::Data(data)
+    }
+}
+
+impl From<OpaqueMessage> for Message {
+    fn from(opaque: OpaqueMessage) -> Self {
+        Message::Opaque(opaque)
+    }
+}
+
+impl From<NativeMessage> for Message {
+    fn from(native: NativeMessage) -> Self {
+        Message::Native(native)
     }
 }
 

@@ -1,6 +1,7 @@
 //! R1: every accepted wire shape, normalised to [`Message`]s.
 
 use crate::message::TextMessage;
+use crate::verbatim::{NativeMessage, OpaqueMessage};
 use crate::{DataMessage, Message, MessageFault, json_type};
 use agent_core::{MAX_DEPTH, TooDeep};
 use serde_json::{Map, Value};
@@ -103,7 +104,7 @@ fn typed(t: &str, mut fields: Map<String, Value>) -> Result<Message, MessageFaul
             normalised.extend(fields);
             Ok(Message::Data(DataMessage::from_fields(normalised)?))
         }
-        _ => Ok(Message::Opaque(fields)),
+        _ => Ok(Message::Opaque(OpaqueMessage::from_checked(fields))),
     }
 }
 
@@ -123,7 +124,7 @@ fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(),
         }
     };
     if is_native(&fields)? {
-        out.push(Message::Native(fields));
+        out.push(Message::Native(NativeMessage::from_checked(fields)));
         return Ok(());
     }
     let content = fields.shift_remove("content").unwrap_or(Value::Null);
@@ -140,7 +141,7 @@ fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(),
 /// verbatim, [`Message::Native`]): OpenAI's `tool_calls` (an array) or
 /// `tool_call_id` (a string), or Anthropic content blocks of type
 /// `tool_use` or `tool_result`.
-fn is_native(fields: &Map<String, Value>) -> Result<bool, MessageFault> {
+pub(crate) fn is_native(fields: &Map<String, Value>) -> Result<bool, MessageFault> {
     match fields.get("tool_calls") {
         Some(Value::Array(_)) => return Ok(true),
         Some(_) => {

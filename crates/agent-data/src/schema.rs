@@ -16,6 +16,7 @@ use std::sync::Arc;
 /// How strict [`Context::check`](crate::Context::check) and
 /// [`Schema::violations`] are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CheckMode {
     /// `required` is tolerated, as while views are being built (R25, R27).
     #[default]

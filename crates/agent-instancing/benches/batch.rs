@@ -31,7 +31,7 @@ fn setup() -> (Context, Vec<(Call, Outcome)>) {
 
 fn batch(c: &mut Criterion) {
     let (ctx, items) = setup();
-    let clock = FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let clock = FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     for (name, mode) in [
         ("batch/1000x20-sequential", Schedule::Sequential),
         ("batch/1000x20-parallel", Schedule::Parallel),

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 /// How a batch runs. Both schedules produce the same results and the same
 /// context, message order included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Schedule {
     /// One call after another, on the calling thread.
     Sequential,

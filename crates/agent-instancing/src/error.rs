@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong in a batch operation.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Reading or appending to the context failed.
     #[error(transparent)]

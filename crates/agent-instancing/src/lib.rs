@@ -28,7 +28,7 @@
 //!     let call = json!({"_tool": "moderate", "_instance": x.as_str(), "_outputPath": "†state.verdict"});
 //!     Ok((Call::parse(call)?, Outcome::Success(json!(verdict))))
 //! }).collect::<Result<_, agent_output::Error>>()?;
-//! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
+//! let clock = FixedClock::parse("2026-01-01T00:00:00Z")?;
 //! for result in apply_batch(&mut ctx, verdicts, &clock, Schedule::Parallel) {
 //!     result?;
 //! }

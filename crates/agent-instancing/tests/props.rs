@@ -99,7 +99,7 @@ fn item(global: bool) -> impl Strategy<Value = (Call, Outcome)> {
 }
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 fn every_view(ctx: &Context, instance: Option<&Instance>) -> Vec<Option<Value>> {

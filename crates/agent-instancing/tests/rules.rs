@@ -14,7 +14,7 @@ use agent_vars::Resolution;
 use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 fn call(value: Value) -> Call {

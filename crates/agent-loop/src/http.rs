@@ -17,7 +17,18 @@ use std::time::{Duration, Instant};
 /// `4 × base`, … (never more than `max`) — or what the server's
 /// `Retry-After` asks, when it says, up to `max`. No attempt starts and no
 /// wait ends after the request's timeout, which covers every attempt.
+///
+/// `#[non_exhaustive]`: build it from [`Retry::default`] and the `with_*`
+/// setters, so a new setting is not a breaking change.
+///
+/// ```
+/// use agent_loop::Retry;
+/// use std::time::Duration;
+/// let retry = Retry::default().with_attempts(3).with_base(Duration::from_millis(10));
+/// assert_eq!((retry.attempts, retry.max), (3, Duration::from_secs(60)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Retry {
     /// Attempts in all, the first included (at least 1).
     pub attempts: u32,
@@ -40,6 +51,24 @@ impl Default for Retry {
 }
 
 impl Retry {
+    /// With `attempts` in all, the first included (0 counts as 1).
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// With `base` as the first wait.
+    pub fn with_base(mut self, base: Duration) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// With `max` as the longest wait.
+    pub fn with_max(mut self, max: Duration) -> Self {
+        self.max = max;
+        self
+    }
+
     /// The wait before attempt `attempt + 1` (0-based `attempt` just failed).
     fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         let backoff = self
@@ -486,11 +515,10 @@ mod tests {
 
     #[test]
     fn r41_waits_double_and_honour_retry_after_up_to_the_maximum() {
-        let retry = Retry {
-            attempts: 5,
-            base: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-        };
+        let retry = Retry::default()
+            .with_attempts(5)
+            .with_base(Duration::from_millis(100))
+            .with_max(Duration::from_secs(1));
         assert_eq!(retry.wait(0, None), Duration::from_millis(100));
         assert_eq!(retry.wait(2, None), Duration::from_millis(400));
         assert_eq!(retry.wait(9, None), Duration::from_secs(1));

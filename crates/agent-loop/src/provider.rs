@@ -7,7 +7,12 @@ use serde_json::Value;
 
 /// One request: the model, the instructions, the rendered context and the
 /// schema of the answer.
+///
+/// `#[non_exhaustive]`: a provider reads its fields; a caller builds it
+/// with [`Request::new`] and the `with_*` setters, so a new field is not a
+/// breaking change.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Request<'a> {
     /// The model's name, as the provider knows it.
     pub model: &'a str,
@@ -19,6 +24,31 @@ pub struct Request<'a> {
     pub answer_schema: &'a Value,
     /// The most tokens the answer may take (Anthropic requires a bound).
     pub max_tokens: u32,
+}
+
+impl<'a> Request<'a> {
+    /// A request for `model` with the system text, the chat and the
+    /// answer's schema, its answer bounded to 4096 tokens.
+    pub fn new(
+        model: &'a str,
+        system: &'a str,
+        chat: &'a [ChatMessage],
+        answer_schema: &'a Value,
+    ) -> Self {
+        Request {
+            model,
+            system,
+            chat,
+            answer_schema,
+            max_tokens: 4096,
+        }
+    }
+
+    /// With the answer bounded to `max_tokens` tokens.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
 }
 
 /// Tokens a request used, as the provider counted them.

@@ -69,7 +69,17 @@ pub enum Event<'a> {
 
 /// A loop's settings: the model, the caller's tools and output schema, and
 /// its bounds.
+///
+/// `#[non_exhaustive]`: build it with [`Loop::new`] and the `with_*`
+/// setters (or set its fields), so a new setting is not a breaking change.
+///
+/// ```
+/// use agent_loop::Loop;
+/// let settings = Loop::new("gpt-4o").with_max_turns(3).with_parallel(2);
+/// assert_eq!((settings.max_turns, settings.parallel, settings.max_tokens), (3, 2, 4096));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Loop {
     /// The model's name.
     pub model: String,
@@ -108,6 +118,55 @@ impl Loop {
             new_instances: false,
             parallel: 8,
         }
+    }
+
+    /// With the caller's tools, after the context's (R35).
+    pub fn with_tools(mut self, tools: Vec<Tool>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// With the schema the final output must match.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// With at most `max_turns` turns.
+    pub fn with_max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// With the context rendered in `mode` (R38).
+    pub fn with_mode(mut self, mode: RenderMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// With each answer bounded to `max_tokens` tokens.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// With at most `max_calls` calls run from one answer (R39b).
+    pub fn with_max_calls(mut self, max_calls: usize) -> Self {
+        self.max_calls = max_calls;
+        self
+    }
+
+    /// Whether a model's call may start an instance (R39b).
+    pub fn with_new_instances(mut self, new_instances: bool) -> Self {
+        self.new_instances = new_instances;
+        self
+    }
+
+    /// With at most `parallel` activities of one answer at once (0 counts
+    /// as 1).
+    pub fn with_parallel(mut self, parallel: usize) -> Self {
+        self.parallel = parallel;
+        self
     }
 
     /// Runs turns against `target` — a context in memory, or a stored one
@@ -163,13 +222,10 @@ impl Loop {
             );
             let chat = Renderer::new().render(target.context(), self.mode);
             observe(Event::Asking { turn });
-            let reply = provider.send(&Request {
-                model: &self.model,
-                system: SYSTEM_TEXT,
-                chat: &chat,
-                answer_schema: &schema,
-                max_tokens: self.max_tokens,
-            })?;
+            let reply = provider.send(
+                &Request::new(&self.model, SYSTEM_TEXT, &chat, &schema)
+                    .with_max_tokens(self.max_tokens),
+            )?;
             let (ran, mut errors, output) = match reply.answer {
                 Ok(answer) => {
                     let rules = Rules {

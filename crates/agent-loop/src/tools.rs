@@ -98,12 +98,13 @@ impl Tools {
     pub fn from_context(context: &Context) -> Result<Tools> {
         let mut tools = Tools::new();
         for (index, message) in context.messages().enumerate() {
-            let Message::Opaque(fields) = message else {
+            let Message::Opaque(opaque) = message else {
                 continue;
             };
-            if fields.get("type").and_then(Value::as_str) != Some("tool") {
+            if opaque.type_name() != "tool" {
                 continue;
             }
+            let fields = opaque.fields();
             let at = format!("message {index}");
             let schema = fields.get("tool").cloned().ok_or_else(|| Error::BadTool {
                 at: at.clone(),

@@ -65,11 +65,10 @@ impl Default for Setup {
     fn default() -> Self {
         Setup {
             timeout: Duration::from_secs(5),
-            retry: Retry {
-                attempts: 3,
-                base: Duration::from_millis(10),
-                max: Duration::from_millis(50),
-            },
+            retry: Retry::default()
+                .with_attempts(3)
+                .with_base(Duration::from_millis(10))
+                .with_max(Duration::from_millis(50)),
             max_answer_bytes: None,
             notices: None,
         }
@@ -127,13 +126,7 @@ fn send(provider: &dyn Provider) -> Result<Reply, Error> {
         agent_loop::CallInstances::Existing(&[]),
         None,
     );
-    provider.send(&Request {
-        model: "m",
-        system: SYSTEM_TEXT,
-        chat: &chat,
-        answer_schema: &schema,
-        max_tokens: 100,
-    })
+    provider.send(&Request::new("m", SYSTEM_TEXT, &chat, &schema).with_max_tokens(100))
 }
 
 /// A loopback server that reads each request whole and lets a script
@@ -467,11 +460,10 @@ fn r41_retries_stop_at_the_timeout_and_each_is_told_to_the_observer() {
         });
         let setup = Setup {
             timeout: Duration::from_millis(1500),
-            retry: Retry {
-                attempts: 10,
-                base: Duration::from_millis(300),
-                max: Duration::from_secs(60),
-            },
+            retry: Retry::default()
+                .with_attempts(10)
+                .with_base(Duration::from_millis(300))
+                .with_max(Duration::from_secs(60)),
             notices: Some(notices.clone()),
             ..Setup::default()
         };

@@ -18,11 +18,10 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 const ANSWER: &str = r#"{"calls": [{"_tool": "weather", "city": "†input.city", "_outputPath": "†state.forecast"}], "output": null}"#;
 
 fn fast() -> Retry {
-    Retry {
-        attempts: 3,
-        base: Duration::from_millis(10),
-        max: Duration::from_millis(50),
-    }
+    Retry::default()
+        .with_attempts(3)
+        .with_base(Duration::from_millis(10))
+        .with_max(Duration::from_millis(50))
 }
 
 fn context() -> Context {
@@ -55,13 +54,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn send(provider: impl Provider) -> Result<Reply, Error> {
     let chat = Renderer::new().render(&context(), RenderMode::Merged);
     let schema = schema();
-    provider.send(&Request {
-        model: "test-model",
-        system: SYSTEM_TEXT,
-        chat: &chat,
-        answer_schema: &schema,
-        max_tokens: 1024,
-    })
+    provider.send(&Request::new("test-model", SYSTEM_TEXT, &chat, &schema).with_max_tokens(1024))
 }
 
 /// A Chat Completions response as in OpenAI's API reference.

@@ -175,11 +175,10 @@ fn anthropic_event(name: &str, data: &Value) -> String {
 }
 
 fn fast() -> Retry {
-    Retry {
-        attempts: 3,
-        base: Duration::from_millis(10),
-        max: Duration::from_millis(50),
-    }
+    Retry::default()
+        .with_attempts(3)
+        .with_base(Duration::from_millis(10))
+        .with_max(Duration::from_millis(50))
 }
 
 /// A server answering each connection with `steps`, chunked or
@@ -307,13 +306,7 @@ fn send(
         None,
     );
     provider.send_streaming(
-        &Request {
-            model: "m",
-            system: SYSTEM_TEXT,
-            chat: &chat,
-            answer_schema: &schema,
-            max_tokens: 1024,
-        },
+        &Request::new("m", SYSTEM_TEXT, &chat, &schema).with_max_tokens(1024),
         &mut |i, call| reported.push((i, call.clone(), Instant::now())),
     )
 }

@@ -4,11 +4,13 @@ use agent_data::SchemaViolation;
 
 /// Everything that can go wrong writing a result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The call is not a JSON object, or its `_instance` is bad.
     #[error(transparent)]
     Call(#[from] agent_vars::Error),
-    /// A write time that is not an RFC 3339 date ([`crate::FixedClock::parse`]).
+    /// A write time that is not an RFC 3339 date ([`crate::FixedClock::parse`]),
+    /// or a clock's time outside the years 0000 to 9999 (`text` is its debug form).
     #[error("{} is not RFC 3339: {reason}", agent_core::quoted(text))]
     Date {
         /// The text given.

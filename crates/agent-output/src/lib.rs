@@ -24,7 +24,7 @@
 //! use serde_json::json;
 //!
 //! let mut ctx = Context::new();
-//! let clock = FixedClock("2026-01-01T00:00:00Z".parse()?);
+//! let clock = FixedClock::parse("2026-01-01T00:00:00Z")?;
 //! let call = Call::parse(json!({"_tool": "charge", "_outputPath": "†state.receipt || †state.error"}))?;
 //!
 //! apply(&mut ctx, &call, Outcome::Failure(json!("card declined")), &clock)?;

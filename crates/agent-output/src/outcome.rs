@@ -47,7 +47,7 @@ pub enum Outcome {
 ///
 /// let written = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
 /// let call = Call::parse(written.clone())?;
-/// let clock = FixedClock("2025-10-26T12:00:00Z".parse()?);
+/// let clock = FixedClock::parse("2025-10-26T12:00:00Z")?;
 /// let messages = messages_for(&call, Outcome::Success(json!("inactive")), &clock)?;
 /// assert_eq!(messages[0].to_value(), json!({
 ///     "type": "data", "kind": "data", "data": {"user": {"status": "inactive"}},
@@ -103,7 +103,7 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
             return Err(too_deep());
         }
     }
-    let date = stamp(clock.now());
+    let date = stamp(clock.now())?;
     destinations
         .iter()
         .enumerate()
@@ -172,7 +172,7 @@ fn returned_message(
         fields.insert("_call".into(), call.clone());
     }
     if !fields.contains_key("_date") {
-        fields.insert("_date".into(), stamp(clock.now()).into());
+        fields.insert("_date".into(), stamp(clock.now())?.into());
     }
     if let Some(x) = instance {
         fields.insert("_instance".into(), x.as_str().into());

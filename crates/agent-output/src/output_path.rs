@@ -47,9 +47,9 @@ impl From<Expression> for OutputPath {
     fn from(expression: Expression) -> Self {
         OutputPath {
             outcomes: expression
-                .alternatives
+                .into_alternatives()
                 .into_iter()
-                .map(|a| a.references)
+                .map(agent_vars::Alternative::into_references)
                 .collect(),
         }
     }
@@ -64,15 +64,15 @@ impl std::str::FromStr for OutputPath {
 
 impl fmt::Display for OutputPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let expression = Expression {
-            alternatives: self
-                .outcomes
-                .iter()
-                .map(|references| agent_vars::Alternative {
-                    references: references.clone(),
-                })
-                .collect(),
-        };
-        write!(f, "{expression}")
+        // Built from an expression, so never empty: every part is `Some`.
+        let expression = self
+            .outcomes
+            .iter()
+            .filter_map(|references| agent_vars::Alternative::new(references.clone()))
+            .collect();
+        match Expression::new(expression) {
+            Some(expression) => write!(f, "{expression}"),
+            None => Ok(()),
+        }
     }
 }

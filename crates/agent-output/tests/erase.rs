@@ -8,7 +8,7 @@ use agent_output::{Call, FixedClock, Outcome};
 use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
-    FixedClock("2026-11-21T10:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-11-21T10:00:00Z").unwrap()
 }
 
 fn apply(ctx: &mut Context, call: &Value, outcome: Outcome) -> Vec<Value> {

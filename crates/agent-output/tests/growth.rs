@@ -17,7 +17,7 @@ fn fan_out(n: usize) -> Call {
 }
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 /// The fastest of three runs of `f` (noise only ever adds time).

@@ -54,7 +54,7 @@ fn context() -> impl Strategy<Value = Context> {
 }
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 proptest! {

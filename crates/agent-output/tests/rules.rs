@@ -32,7 +32,7 @@ fn check_tool_schema(call: &Value, context: &Context, schema: &Value) -> Result<
 }
 
 fn clock() -> FixedClock {
-    FixedClock("2026-11-21T10:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-11-21T10:00:00Z").unwrap()
 }
 
 fn read(ctx: &Context, r: &str, instance: Option<&str>) -> Option<Value> {
@@ -657,4 +657,22 @@ fn r18_r20_a_call_parses_its_meta_keys_once_and_says_what_is_wrong() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn d60_a_clock_is_a_system_time_and_one_outside_rfc_3339_fails_the_write() {
+    use std::time::{Duration, UNIX_EPOCH};
+    let call = Call::parse(json!({"_outputPath": "†state.x"})).unwrap();
+    let at = |clock: &FixedClock| {
+        let messages = agent_output::messages_for(&call, Outcome::Success(json!(1)), clock)?;
+        Ok::<_, Error>(messages[0].fields()["_date"].clone())
+    };
+    let epoch = FixedClock::at(UNIX_EPOCH + Duration::from_millis(1500));
+    assert_eq!(at(&epoch).unwrap(), json!("1970-01-01T00:00:01.500Z"));
+    let far = FixedClock::at(UNIX_EPOCH + Duration::from_secs(300_000_000_000));
+    let fault = at(&far).unwrap_err().to_string();
+    assert!(
+        fault.ends_with("is not RFC 3339: the clock's time is outside the years 0000 to 9999"),
+        "{fault}"
+    );
 }

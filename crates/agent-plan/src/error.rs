@@ -2,6 +2,7 @@
 
 /// A plan that cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A call is malformed: not an object, a bad `_instance`, a syntax
     /// error in a parameter, or a bad `_outputPath` / `_outputMethod`.

@@ -150,6 +150,7 @@ impl Plan {
 
 /// Why a call cannot run now, or never will.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Blocker {
     /// A call it depends on has not finished.
     WaitsFor(usize),

@@ -52,6 +52,7 @@ impl Taken {
 
 /// How one call of a plan ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Status {
     /// The activity ran and its outcome was written (or there was no
     /// `_outputPath`, R21). A handled failure is done (D17).

@@ -8,7 +8,7 @@ use agent_plan::{Activities, Error, Plan, Status, Taken};
 use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 fn echo(call: &Value) -> Result<Value, Value> {

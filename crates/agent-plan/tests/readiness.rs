@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn clock() -> FixedClock {
-    FixedClock("2026-01-01T00:00:00Z".parse().unwrap())
+    FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
 }
 
 /// A context whose store fails (as a database gone away does) from its

@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong when building a provider payload (R31).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Anthropic conversations must start with a user turn (R31).
     #[error("the anthropic payload cannot start with an assistant turn (chat message {index})")]

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 /// Where the chat messages go (R31).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Provider {
     /// `[{"role", "content"}]`, one element per chat message.
     #[default]
@@ -51,6 +52,7 @@ impl std::str::FromStr for Provider {
 
 /// A rendered payload: JSON for the API providers, text for the transcript.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Payload {
     /// `plain`, `openai` and `anthropic`.
     Json(Value),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 /// How data reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum RenderMode {
     /// One block per layer, at its first message, holding the folded view (R28).
     #[default]
@@ -123,15 +124,14 @@ impl Renderer {
             }
             match context.message(index) {
                 Some(Message::Text(text)) => out.push(ChatMessage::new(text.role(), text.text())),
-                Some(Message::Native(fields)) => out.push(ChatMessage::native(fields)),
-                Some(Message::Opaque(fields)) => {
-                    let type_name = fields
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let chat = match self.opaque.get(type_name) {
-                        Some(renderer) => renderer.render(&fields),
-                        None => GenericBlock.render(&fields),
+                Some(Message::Native(native)) => {
+                    out.push(ChatMessage::native(native.into_fields()));
+                }
+                Some(Message::Opaque(opaque)) => {
+                    let fields = opaque.fields();
+                    let chat = match self.opaque.get(opaque.type_name()) {
+                        Some(renderer) => renderer.render(fields),
+                        None => GenericBlock.render(fields),
                     };
                     out.extend(chat);
                 }

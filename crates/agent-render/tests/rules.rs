@@ -196,7 +196,7 @@ fn r29_a_fanned_out_results_call_and_call_at_are_never_rendered() {
         json!({"_tool": "SECRET", "_outputPath": "†state.a && †state.b && †audit.c"}),
     )
     .unwrap();
-    let clock = agent_output::FixedClock("2026-01-01T00:00:00Z".parse().unwrap());
+    let clock = agent_output::FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     let appended = agent_output::apply(
         &mut c,
         &call,

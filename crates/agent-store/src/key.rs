@@ -91,6 +91,7 @@ impl std::fmt::Display for AppendKey {
 
 /// What an append with a key did ([`Store::commit_once`](crate::Store::commit_once)).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Once {
     /// This append landed: the index range of its messages.
     Appended(Range<usize>),

@@ -47,6 +47,7 @@ impl std::error::Error for SyntaxError {}
 
 /// Everything that can go wrong in `agent-vars`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An expression does not parse. `at` is the JSON Pointer of the string
     /// inside the call (`""` for a lone expression).

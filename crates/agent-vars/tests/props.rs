@@ -30,10 +30,11 @@ fn reference() -> impl Strategy<Value = Reference> {
 
 fn expression() -> impl Strategy<Value = Expression> {
     prop::collection::vec(
-        prop::collection::vec(reference(), 1..4).prop_map(|references| Alternative { references }),
+        prop::collection::vec(reference(), 1..4)
+            .prop_map(|references| Alternative::new(references).unwrap()),
         1..4,
     )
-    .prop_map(|alternatives| Expression { alternatives })
+    .prop_map(|alternatives| Expression::new(alternatives).unwrap())
 }
 
 /// A lookup over a fixed map from reference text to value.

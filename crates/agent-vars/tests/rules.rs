@@ -82,7 +82,11 @@ fn r15_escaped_dagger_is_literal_with_backslash_removed() {
 #[test]
 fn r15_and_binds_tighter_than_or() {
     let e = Expression::parse("†a.x || †b.y && †c.z || †d").unwrap();
-    let shape: Vec<usize> = e.alternatives.iter().map(|a| a.references.len()).collect();
+    let shape: Vec<usize> = e
+        .alternatives()
+        .iter()
+        .map(|a| a.references().len())
+        .collect();
     assert_eq!(shape, [1, 2, 1]);
 }
 

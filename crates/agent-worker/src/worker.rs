@@ -221,7 +221,11 @@ impl<'w> Running<'w> {
         if !busy && self.mine.is_empty() && self.unsent.is_empty() && self.options().until_idle {
             return Ok(None);
         }
-        let free = self.options().concurrency.saturating_sub(self.mine.len());
+        let free = self
+            .options()
+            .concurrency
+            .max(1)
+            .saturating_sub(self.mine.len());
         let candidates: Vec<usize> = standing
             .iter()
             .enumerate()

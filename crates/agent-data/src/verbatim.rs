@@ -1,0 +1,159 @@
+//! The messages kept verbatim (R1): opaque ones and a provider's native
+//! tool-call messages. Their fields are private so that every one that
+//! exists, however it was built, loads back as the same kind of message.
+
+use crate::MessageFault;
+use crate::normalise::is_native;
+use agent_core::{MAX_DEPTH, TooDeep};
+use serde_json::{Map, Value};
+
+/// The `type`s loading turns into text or data messages (R1): an opaque
+/// message of one of these would not load back as itself.
+const NOT_OPAQUE: [&str; 4] = ["text", "data", "input", "state"];
+
+/// A message of any other `type` (`plan`, `tool`, …), kept verbatim (R1).
+///
+/// ```
+/// use agent_data::OpaqueMessage;
+/// use serde_json::json;
+///
+/// let plan = OpaqueMessage::new(json!({"type": "plan", "calls": []}))?;
+/// assert_eq!(plan.type_name(), "plan");
+/// // A data message is not opaque: it would load back as data.
+/// assert_eq!(
+///     OpaqueMessage::new(json!({"type": "data", "data": 1})).unwrap_err().to_string(),
+///     "type \"data\" is not an opaque message's: it loads as a text or data message"
+/// );
+/// # Ok::<(), agent_data::MessageFault>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpaqueMessage {
+    pub(crate) fields: Map<String, Value>,
+}
+
+impl OpaqueMessage {
+    /// An opaque message: a JSON object whose `type` is a string other than
+    /// `text`, `data`, `input` and `state`, nested at most `MAX_DEPTH` deep.
+    pub fn new(value: Value) -> Result<Self, MessageFault> {
+        let fields = object(value)?;
+        match fields.get("type") {
+            Some(Value::String(t)) if NOT_OPAQUE.contains(&t.as_str()) => {
+                Err(MessageFault::NotOpaque { found: t.clone() })
+            }
+            Some(Value::String(_)) => Ok(OpaqueMessage { fields }),
+            Some(_) => Err(MessageFault::TypeNotString),
+            None => Err(MessageFault::Unrecognised),
+        }
+    }
+
+    /// Wraps fields the normaliser found to have another `type`.
+    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+        OpaqueMessage { fields }
+    }
+
+    /// Its `type`.
+    pub fn type_name(&self) -> &str {
+        // Construction checked `type` is a string.
+        self.fields
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// All fields, in their original order.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// Consumes the message, returning its fields.
+    pub fn into_fields(self) -> Map<String, Value> {
+        self.fields
+    }
+}
+
+/// A provider's own chat message with tool calls or tool results, kept
+/// verbatim (R1, decision D33).
+///
+/// ```
+/// use agent_data::NativeMessage;
+/// use serde_json::json;
+///
+/// let result = NativeMessage::new(json!({
+///     "role": "tool", "tool_call_id": "call_1", "content": "42"
+/// }))?;
+/// assert_eq!(result.role(), "tool");
+/// // A plain chat message is not native: it would load back as text.
+/// assert!(NativeMessage::new(json!({"role": "user", "content": "hi"})).is_err());
+/// # Ok::<(), agent_data::MessageFault>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeMessage {
+    pub(crate) fields: Map<String, Value>,
+}
+
+impl NativeMessage {
+    /// A native message: a JSON object with no `type` and no `data`, a
+    /// string `role`, and OpenAI's `tool_calls` (an array) or `tool_call_id`
+    /// (a string), or Anthropic `content` blocks of type `tool_use` or
+    /// `tool_result`; nested at most `MAX_DEPTH` deep.
+    pub fn new(value: Value) -> Result<Self, MessageFault> {
+        let fields = object(value)?;
+        if fields.contains_key("type") || fields.contains_key("data") {
+            return Err(MessageFault::NotNative);
+        }
+        if !fields.get("role").is_some_and(Value::is_string) {
+            return Err(MessageFault::FieldType {
+                field: "role",
+                expected: "a string",
+            });
+        }
+        if !is_native(&fields)? {
+            return Err(MessageFault::NotNative);
+        }
+        Ok(NativeMessage { fields })
+    }
+
+    /// Wraps fields the normaliser found to be native.
+    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+        NativeMessage { fields }
+    }
+
+    /// Its `role`.
+    pub fn role(&self) -> &str {
+        // Construction checked `role` is a string.
+        self.fields
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// All fields, in their original order.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// Consumes the message, returning its fields.
+    pub fn into_fields(self) -> Map<String, Value> {
+        self.fields
+    }
+}
+
+/// `fields`, refused when nested too deep to be appended (R33).
+pub(crate) fn within_depth(fields: Map<String, Value>) -> Result<Map<String, Value>, MessageFault> {
+    object(Value::Object(fields))
+}
+
+/// The object's fields, refused when `value` is not an object or is nested
+/// too deep to be appended (R33).
+fn object(value: Value) -> Result<Map<String, Value>, MessageFault> {
+    if !agent_core::within_depth(&value, MAX_DEPTH) {
+        agent_core::drop_deep(value);
+        return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));
+    }
+    match value {
+        Value::Object(fields) => Ok(fields),
+        other => Err(MessageFault::NotObject {
+            found: crate::json_type(&other),
+        }),
+    }
+}
