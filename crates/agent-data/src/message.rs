@@ -55,10 +55,8 @@ impl Message {
     pub fn check_keys(&self, allowed: &[String]) -> Result<(), MessageFault> {
         let fields = match self {
             Message::Data(d) => &d.fields,
-            Message::Opaque(fields)
-                if fields.get("type").and_then(Value::as_str) == Some("plan") =>
-            {
-                let calls = fields.get("calls").and_then(Value::as_array);
+            Message::Opaque(opaque) if opaque.type_name() == "plan" => {
+                let calls = opaque.fields().get("calls").and_then(Value::as_array);
                 for (i, call) in calls.into_iter().flatten().enumerate() {
                     let keys = call.as_object().into_iter().flat_map(|c| c.keys());
                     agent_core::check_keys(
