@@ -37,6 +37,12 @@ pub enum Error {
     /// JSON text that does not parse.
     #[error("invalid JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// Reading or writing something other than a context — the application's
+    /// own files, so that `?` on them works in a function returning
+    /// [`Result`](crate::Result). The stores report their own I/O as
+    /// [`Error::Store`], naming the context.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
     /// Paths, references, kinds, instance ids, the write methods.
     #[error(transparent)]
     Core(#[from] agent_core::Error),

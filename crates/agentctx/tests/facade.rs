@@ -290,3 +290,28 @@ fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
     );
     assert_eq!(reopened.context().len(), 2);
 }
+
+/// What an application writes around the facade: its own file read and its
+/// own JSON parsed, both with `?` into `agentctx::Error`.
+fn read_call(path: &std::path::Path) -> agentctx::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+#[test]
+fn an_applications_io_and_json_errors_convert_into_the_facades_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let err = read_call(&missing).unwrap_err();
+    assert!(matches!(err, agentctx::Error::Io(_)), "{err:?}");
+    assert!(err.to_string().starts_with("I/O error: "), "{err}");
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{").unwrap();
+    let err = read_call(&bad).unwrap_err();
+    assert_eq!(err.to_string(), "invalid JSON: EOF while parsing an object at line 1 column 1");
+
+    let good = dir.path().join("call.json");
+    std::fs::write(&good, r#"{"_tool": "t"}"#).unwrap();
+    assert_eq!(read_call(&good).unwrap(), serde_json::json!({"_tool": "t"}));
+}
