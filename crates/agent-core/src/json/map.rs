@@ -83,6 +83,22 @@ impl Members {
 }
 
 impl Index {
+    /// Takes `entries[at]` out of the table.
+    fn forget(&mut self, entries: &[(String, Value)], at: usize) {
+        let hash = self.hasher.hash_one(entries[at].0.as_str());
+        if let Ok(slot) = self.table.find_entry(hash, |&j| j == at) {
+            slot.remove();
+        }
+    }
+
+    /// `entries[from]` will be at `to`: its slot says so.
+    fn relocate(&mut self, entries: &[(String, Value)], from: usize, to: usize) {
+        let hash = self.hasher.hash_one(entries[from].0.as_str());
+        if let Some(slot) = self.table.find_mut(hash, |&j| j == from) {
+            *slot = to;
+        }
+    }
+
     /// Indexes `entries[at]`, a key not yet in the table.
     fn add(&mut self, entries: &[(String, Value)], at: usize) {
         let hasher = &self.hasher;
@@ -143,12 +159,46 @@ impl Map {
         }
     }
 
-    /// Removes `key`, keeping the order of the others (linear in the
-    /// members). Returns its value.
+    /// Removes `key` as serde_json's ordered map did: the last member
+    /// takes its place ([`swap_remove`](Self::swap_remove)), so code moved
+    /// from serde_json writes the same bytes. Returns its value.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.swap_remove(key)
+    }
+
+    /// Removes `key`; the last member moves into its place. Constant time.
+    pub fn swap_remove(&mut self, key: &str) -> Option<Value> {
         let i = self.0.position(key)?;
+        let last = self.0.entries.len() - 1;
+        if let Some(index) = &mut self.0.index {
+            index.forget(&self.0.entries, i);
+            if i != last {
+                index.relocate(&self.0.entries, last, i);
+            }
+        }
+        let (_, value) = self.0.entries.swap_remove(i);
+        if self.0.entries.len() < INDEXED_FROM {
+            self.0.index = None;
+        }
+        Some(value)
+    }
+
+    /// Removes `key`, keeping the order of the others (linear in the
+    /// members after it).
+    pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.0.position(key)?;
+        if let Some(index) = &mut self.0.index {
+            index.forget(&self.0.entries, i);
+            for position in index.table.iter_mut() {
+                if *position > i {
+                    *position -= 1;
+                }
+            }
+        }
         let (_, value) = self.0.entries.remove(i);
-        self.0.reindex();
+        if self.0.entries.len() < INDEXED_FROM {
+            self.0.index = None;
+        }
         Some(value)
     }
 

@@ -9,9 +9,14 @@
 //! bad text fails with the same message at the same place.
 //!
 //! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node.
-//! - [`from_str`], [`from_str_within`], [`from_slice`]: reading, with the
-//!   depth limit (R33) as the reader's own check, without recursion.
+//! - [`from_str`], [`from_str_within`]: reading, with the depth limit
+//!   (R33) as the reader's own check, without recursion.
 //! - [`to_string`], [`to_string_pretty`]: writing, without recursion.
+//! - [`drop_deep`]: dropping a value of any depth without recursion.
+//!   Dropping, cloning and comparing a value otherwise recurse, as
+//!   serde_json's do: a value the reader returns is at most its limit deep
+//!   (128 by default), which any stack holds; one read with a far larger
+//!   limit should be dropped with `drop_deep`.
 //! - [`json!`](crate::json!): a value from JSON-like syntax.
 //!
 //! ```
@@ -35,7 +40,8 @@ mod write;
 
 pub use map::{Iter, IterMut, Map};
 pub use number::Number;
-pub use parse::{ParseError, from_slice, from_str, from_str_within};
+pub use parse::{ParseError, from_str, from_str_within};
+pub use value::drop_deep;
 pub use value::{Index, Value};
 pub use write::{to_string, to_string_pretty};
 

@@ -91,10 +91,16 @@ impl Number {
         self.as_u64().is_some()
     }
 
-    /// True when the number is neither `i64` nor `u64` (a fraction, an
-    /// exponent, `-0`, or an integer beyond 64 bits).
+    /// True when the number is written with a fraction or an exponent and
+    /// is within `f64`'s range (serde_json's rule: an integer beyond 64
+    /// bits, or `1e400`, is none of `i64`, `u64` and `f64`).
     pub fn is_f64(&self) -> bool {
-        !self.is_i64() && !self.is_u64()
+        match &self.0 {
+            Repr::Int(_) => false,
+            Repr::Text(text) => {
+                text.contains(['.', 'e', 'E']) && text.parse::<f64>().is_ok_and(f64::is_finite)
+            }
+        }
     }
 
     /// The integer held inline: the number is exactly its `i64` text.
@@ -148,13 +154,10 @@ impl fmt::Debug for Number {
 impl FromStr for Number {
     type Err = super::ParseError;
 
-    /// Reads one JSON number (surrounding whitespace allowed), normalised
-    /// as the parser keeps it.
+    /// Reads one JSON number, nothing around it, normalised as the parser
+    /// keeps it.
     fn from_str(text: &str) -> Result<Number, Self::Err> {
-        match super::from_str(text)? {
-            super::Value::Number(n) => Ok(n),
-            _ => Err(super::ParseError::not_a_number()),
-        }
+        super::parse::number_only(text)
     }
 }
 

@@ -44,14 +44,6 @@ impl ParseError {
                 | Code::EofWhileParsingString
         )
     }
-
-    pub(crate) fn not_a_number() -> ParseError {
-        ParseError {
-            code: Code::NotANumber,
-            line: 1,
-            column: 0,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +67,6 @@ pub(super) enum Code {
     TrailingCharacters,
     UnexpectedEndOfHexEscape,
     TooDeep(usize),
-    NotANumber,
 }
 
 impl fmt::Display for Code {
@@ -102,7 +93,6 @@ impl fmt::Display for Code {
             Code::TrailingCharacters => "trailing characters",
             Code::UnexpectedEndOfHexEscape => "unexpected end of hex escape",
             Code::TooDeep(limit) => return write!(f, "nested deeper than {limit} levels"),
-            Code::NotANumber => "not a number",
         })
     }
 }
@@ -135,23 +125,24 @@ pub fn from_str_within(text: &str, limit: usize) -> Result<Value, ParseError> {
     }
 }
 
-/// As [`from_str`], for bytes that must be UTF-8.
-///
-/// # Errors
-/// [`ParseError`] as [`from_str`], and for bytes that are not UTF-8.
-pub fn from_slice(bytes: &[u8]) -> Result<Value, ParseError> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => from_str(text),
-        Err(e) => {
-            let mut parser = Parser {
-                bytes,
-                text: "",
-                index: e.valid_up_to() + 1,
-                limit: 0,
-            };
-            parser.index = parser.index.min(bytes.len());
-            Err(parser.error(Code::InvalidUnicodeCodePoint))
-        }
+/// Exactly one JSON number, as serde_json's `Number::from_str` reads one
+/// (no whitespace; anything else is an invalid number).
+pub(super) fn number_only(text: &str) -> Result<super::Number, ParseError> {
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        text,
+        index: 0,
+        limit: 0,
+    };
+    match parser.peek() {
+        Some(b'-' | b'0'..=b'9') => {}
+        Some(_) => return Err(parser.peek_error(Code::InvalidNumber)),
+        None => return Err(parser.peek_error(Code::EofWhileParsingValue)),
+    }
+    let number = parser.number()?;
+    match parser.peek() {
+        Some(_) => Err(parser.peek_error(Code::InvalidNumber)),
+        None => Ok(number),
     }
 }
 

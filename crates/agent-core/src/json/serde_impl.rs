@@ -118,7 +118,14 @@ impl<'de> Visitor<'de> for ValueVisitor {
         };
         // serde_json hands an exact number or a raw value as a one-member
         // map under its private name.
-        if first == NUMBER_TOKEN || first == RAW_TOKEN {
+        if first == NUMBER_TOKEN {
+            let text: String = access.next_value()?;
+            return text
+                .parse::<Number>()
+                .map(Value::Number)
+                .map_err(de::Error::custom);
+        }
+        if first == RAW_TOKEN {
             let text: String = access.next_value()?;
             return super::from_str(&text).map_err(de::Error::custom);
         }

@@ -186,6 +186,19 @@ impl Value {
     }
 }
 
+/// Drops `value` without recursion, however deep it nests: its arrays and
+/// objects are taken apart on a heap stack first.
+pub fn drop_deep(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
 /// An array index as a JSON Pointer writes it: digits, no leading zero.
 fn pointer_index(token: &str) -> Option<usize> {
     if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
@@ -312,7 +325,11 @@ macro_rules! from_integer {
         }
         impl PartialEq<$t> for Value {
             fn eq(&self, other: &$t) -> bool {
-                self.as_number() == Some(&Number::from(*other))
+                // As serde_json compares: by value, so `-0 == 0`.
+                match i64::try_from(*other) {
+                    Ok(n) => self.as_i64() == Some(n),
+                    Err(_) => u64::try_from(*other).is_ok_and(|n| self.as_u64() == Some(n)),
+                }
             }
         }
     )*};
