@@ -236,6 +236,10 @@ pub fn w5_jsonl(messages: usize) -> String {
 /// after it, through the store, so the records kept beside the log follow
 /// it (an open trusts the snapshot only when they do). Returns the
 /// snapshot's size in bytes.
+///
+/// # Errors
+/// The first failure, as text: writing `path` or reading its snapshot's size, a line that is
+/// not a message, or opening, loading, snapshotting or committing through the store.
 pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
     use agent_data::Message;
     use agent_store::{FileStore, Store};

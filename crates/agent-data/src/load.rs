@@ -20,6 +20,10 @@ pub enum Format {
 impl Format {
     /// The format of a file, reading at most its first 4 KiB when the
     /// extension does not decide (see [`Format::detect`]).
+    ///
+    /// # Errors
+    /// The I/O error of opening or reading `path`, when its extension does not decide the
+    /// format.
     pub fn detect_file(path: &std::path::Path) -> std::io::Result<Format> {
         let decided = path
             .extension()
@@ -113,6 +117,13 @@ pub struct Loaded {
 impl Context {
     /// Loads a context from bytes (R1). All-or-nothing: any bad message is
     /// an error naming its index (and line, for JSONL).
+    ///
+    /// # Errors
+    /// [`Error::Json`] for input that is not JSON (for JSONL: a bad line other than a torn last
+    /// one, R34); [`Error::TooDeep`] for nesting past R33's limit; [`Error::NotAnArray`] when
+    /// `format` is [`Format::Json`] and the top level is not an array; [`Error::Message`] for a
+    /// message R1 does not accept or whose `schema` is invalid (R25), naming its index (and
+    /// line, for JSONL).
     pub fn load(bytes: &[u8], format: Format) -> Result<Loaded> {
         match format {
             Format::Json => load_json(bytes),
@@ -122,6 +133,9 @@ impl Context {
 
     /// Reads and loads a file, detecting its format (see
     /// [`Format::detect_file`]). JSONL is streamed line by line.
+    ///
+    /// # Errors
+    /// As [`Context::load`], and [`Error::Io`] when `path` cannot be read.
     pub fn load_file(path: &std::path::Path) -> Result<Loaded> {
         let io = |source| Error::Io {
             path: path.display().to_string(),
@@ -140,6 +154,10 @@ impl Context {
     }
 
     /// Loads a JSON array of messages, ignoring nothing.
+    ///
+    /// # Errors
+    /// As [`Context::load`] for [`Format::Json`]: [`Error::Json`], [`Error::TooDeep`],
+    /// [`Error::NotAnArray`] or [`Error::Message`].
     pub fn from_json(text: &str) -> Result<Context> {
         load_json(text.as_bytes()).map(|loaded| loaded.context)
     }
@@ -147,6 +165,10 @@ impl Context {
     /// Builds a context from already-normalised messages, folding as loading
     /// does (type errors become diagnostics, R12). Fails only on an invalid
     /// schema (R25).
+    ///
+    /// # Errors
+    /// [`Error::Message`] when a message's `schema` is not a valid JSON Schema (R25) or its
+    /// fields nest past R33's limit, naming its index.
     pub fn from_messages(messages: Vec<Message>) -> Result<Context> {
         let mut context = Context::new();
         for (index, message) in messages.into_iter().enumerate() {
@@ -346,6 +368,12 @@ pub struct Extended {
 impl Context {
     /// Loads a JSONL context streamed from `reader` (memory holds one line
     /// at a time besides the context); `source` names it in I/O errors.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `reader` fails, naming `source`; [`Error::Json`] for a bad line other
+    /// than a torn last one (R34); [`Error::TooDeep`] for a line nested past R33's limit;
+    /// [`Error::Message`] for a message R1 does not accept or whose `schema` is invalid (R25),
+    /// naming its index and line.
     pub fn load_jsonl_reader(reader: impl BufRead, source: &str) -> Result<Loaded> {
         load_jsonl(reader, source)
     }
@@ -354,6 +382,11 @@ impl Context {
     /// onto the end of this context — what a store does when other writers
     /// appended to a JSON array file. All or nothing, like
     /// [`Context::extend_jsonl`]. Returns the number of elements in `bytes`.
+    ///
+    /// # Errors
+    /// As [`Context::load`] for [`Format::Json`], over the whole of `bytes` (a JSON error
+    /// anywhere wins); [`Error::Message`] names the message's index in `bytes`. On error the
+    /// context is unchanged.
     pub fn extend_json(&mut self, bytes: &[u8], skip: usize) -> Result<usize> {
         let mut checked = Vec::new();
         let count = parse_array(bytes, &mut |item, index| {
@@ -371,6 +404,12 @@ impl Context {
     /// does when other writers appended. All or nothing: a bad line is an
     /// error (naming its message index and file line) and the context is
     /// unchanged. A torn last line (R34) is ignored with a warning.
+    ///
+    /// # Errors
+    /// [`Error::Json`] for a bad line other than a torn last one (R34); [`Error::TooDeep`] for
+    /// a line nested past R33's limit; [`Error::Message`] for a message R1 does not accept or
+    /// whose `schema` is invalid (R25), naming its index in the context and its file line. On
+    /// error the context is unchanged.
     pub fn extend_jsonl(&mut self, tail: &[u8], at: Position) -> Result<Extended> {
         let mut checked = Vec::new();
         let base = self.len();

@@ -52,6 +52,11 @@ impl Message {
     /// assert!(typo[0].check_keys(&["_instanse".into()]).is_ok());
     /// # Ok::<(), agent_data::MessageFault>(())
     /// ```
+    ///
+    /// # Errors
+    /// [`MessageFault::UnknownKey`] for the first `_` key neither the engine nor `allowed`
+    /// knows: in a data message (`call` is `None`), or in a call of a `plan` message (`call` is
+    /// its index).
     pub fn check_keys(&self, allowed: &[String]) -> Result<(), MessageFault> {
         let fields = match self {
             Message::Data(d) => &d.fields,
@@ -202,6 +207,10 @@ impl DataMessage {
 
     /// Normalises (R1) and validates a JSON value that must be exactly one
     /// data message, in any of its wire forms.
+    ///
+    /// # Errors
+    /// [`MessageFault::NotData`] when `value` normalises to anything but exactly one data
+    /// message; otherwise the faults of [`Message::from_value`].
     pub fn from_value(value: Value) -> Result<Self, MessageFault> {
         let mut messages = Message::from_value(value)?;
         match (messages.pop(), messages.is_empty()) {

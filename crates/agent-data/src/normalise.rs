@@ -11,6 +11,18 @@ use serde_json::{Map, Value};
 impl Message {
     /// Normalises one input message (R1). A chat wrapper whose `content` is
     /// an array yields one message per element.
+    ///
+    /// # Errors
+    /// [`MessageFault::TooDeep`] for a value nested past R33's limit;
+    /// [`MessageFault::NotObject`] for a value that is not an object;
+    /// [`MessageFault::TypeNotString`], [`MessageFault::Unrecognised`],
+    /// [`MessageFault::TextWithoutText`], [`MessageFault::InputAndData`],
+    /// [`MessageFault::BadContent`] or [`MessageFault::FieldType`] for a shape R1 does not
+    /// accept; and for a data message, the fault of a field (R2, R9, R10, R10b):
+    /// [`MessageFault::InvalidKind`], [`MessageFault::InvalidInstance`],
+    /// [`MessageFault::UnknownMethod`], [`MessageFault::DataWithoutData`],
+    /// [`MessageFault::BadOutputPath`], [`MessageFault::OutputPathKind`],
+    /// [`MessageFault::ValueAbsent`] or [`MessageFault::EraseValue`].
     pub fn from_value(value: Value) -> Result<Vec<Message>, MessageFault> {
         if !agent_core::within_depth(&value, MAX_DEPTH) {
             // Refuse before anything clones or walks it recursively — and

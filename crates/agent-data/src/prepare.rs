@@ -70,6 +70,14 @@ impl Context {
     /// write fail (decision D4); if not, the error names that last write.
     /// A view between two writes of the batch is never checked: no reader
     /// can see it.
+    ///
+    /// # Errors
+    /// [`Error::Message`] for a message nested past R33's limit or whose `schema` is invalid
+    /// (R25); [`Error::TypeError`] for a write that is a type error against its view (R13) or,
+    /// to a global layer, breaks an instance layer's write (D4); [`Error::Schema`] when the
+    /// view a layer's last write leaves breaks its schema (R25); [`Error::SchemaUnchecked`]
+    /// when that schema cannot be checked, in a build without the `schema` feature (D61). Each
+    /// names the index the message would have had.
     pub fn prepare<'m>(&self, batch: &'m [Message]) -> Result<Prepared<'m>> {
         let mut scratch = Scratch::new(self, false);
         let last = batch.len().saturating_sub(1);
@@ -97,6 +105,10 @@ impl Context {
     /// the fold and reported as a diagnostic (R12), as when the messages
     /// were first loaded. For copying a context from one store to another,
     /// where every message must arrive as it was (R3) — not for new writes.
+    ///
+    /// # Errors
+    /// [`Error::Message`] for a message nested past R33's limit or whose `schema` is invalid
+    /// (R25), naming the index it would have had.
     pub fn prepare_copy<'m>(&self, batch: &'m [Message]) -> Result<Prepared<'m>> {
         let entries = batch
             .iter()
@@ -125,6 +137,10 @@ impl Context {
     /// Lands a batch prepared against this context; returns its index range.
     /// Fails with [`Error::Changed`], changing nothing, when the context has
     /// grown since the batch was prepared (prepare it again).
+    ///
+    /// # Errors
+    /// [`Error::Changed`] when the context has grown since `prepared` was validated; nothing is
+    /// appended.
     pub fn append_prepared(&mut self, prepared: Prepared<'_>) -> Result<Range<usize>> {
         if prepared.base != self.len() {
             return Err(Error::Changed {
@@ -141,6 +157,10 @@ impl Context {
     /// index. A refused message changes nothing. The context keeps the message as
     /// its JSON text and the value it writes in the view; the caller keeps
     /// `message`.
+    ///
+    /// # Errors
+    /// As [`Context::prepare`] for one message: [`Error::Message`], [`Error::TypeError`],
+    /// [`Error::Schema`] or [`Error::SchemaUnchecked`]; the context is unchanged.
     pub fn append(&mut self, message: &Message) -> Result<usize> {
         let index = self.len();
         // The same checks as `prepare`, but the message is serialised straight
@@ -179,6 +199,10 @@ impl Context {
     /// view the batch's last write to it leaves (decision D39). Either all
     /// are appended or, on the first error, none is. Returns the new
     /// messages' index range.
+    ///
+    /// # Errors
+    /// As [`Context::prepare`]: [`Error::Message`], [`Error::TypeError`], [`Error::Schema`] or
+    /// [`Error::SchemaUnchecked`] for the first refused message; none is appended.
     pub fn append_all(&mut self, batch: &[Message]) -> Result<Range<usize>> {
         let prepared = self.prepare(batch)?;
         self.append_prepared(prepared)

@@ -181,6 +181,11 @@ impl Context {
     /// The context's folded state as a snapshot, with the store's `anchor`
     /// kept verbatim; [`Context::from_snapshot`] reads it back. Everything
     /// but text, opaque and global-layer messages is in it.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] when an instance layer's message is not held (the context was opened
+    /// from a snapshot that did not keep it) or a global layer records a skipped write that is
+    /// not a type error.
     pub fn snapshot(&self, anchor: &Value) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         self.snapshot_to(anchor, &mut out)?;
@@ -190,6 +195,9 @@ impl Context {
     /// [`Context::snapshot`] written to `out` as it is produced, borrowing
     /// from the context: a snapshot is never held whole in memory. An
     /// error of `out` is an [`Error::Snapshot`] naming it.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] as [`Context::snapshot`], and when writing to `out` fails.
     pub fn snapshot_to(&self, anchor: &Value, out: &mut dyn Write) -> Result<()> {
         let held = self.held_runs()?;
         let header = HeaderOut {
@@ -256,6 +264,10 @@ impl Context {
     /// summarises (holding only the messages it kept) and the store's
     /// anchor. A damaged snapshot, or one of another version, is an
     /// [`Error::Snapshot`].
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] when `bytes` has no header line, the header is not JSON, nests too
+    /// deep or is of another format or version, or the header and the held messages disagree.
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
         let split = header_end(bytes)?;
         let (header, held) = bytes.split_at(split);
@@ -265,6 +277,9 @@ impl Context {
     /// [`Context::from_snapshot`] taking the snapshot's bytes: the held
     /// messages stay where they are and become the log, so opening holds
     /// them once.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] as [`Context::from_snapshot`].
     pub fn from_snapshot_bytes(mut bytes: Vec<u8>) -> Result<(Context, Value)> {
         let split = header_end(&bytes)?;
         let header = read_header(&bytes[..split])?;

@@ -118,6 +118,11 @@ impl Context {
     ///
     /// Fails with [`Error::Stale`], changing nothing, when a layer read
     /// during staging has grown since, or two batches stage the same instance.
+    ///
+    /// # Errors
+    /// [`Error::Stale`], changing nothing, when a layer read during staging has grown since or
+    /// two batches stage the same instance. A refused item is not an error of the call: it is
+    /// that item's result.
     pub fn commit(&mut self, staged: Vec<Staged>) -> Result<Vec<(usize, Result<Committed>)>> {
         for (i, batch) in staged.iter().enumerate() {
             let fresh = batch

@@ -34,6 +34,12 @@ pub struct OpaqueMessage {
 impl OpaqueMessage {
     /// An opaque message: a JSON object whose `type` is a string other than
     /// `text`, `data`, `input` and `state`, nested at most `MAX_DEPTH` deep.
+    ///
+    /// # Errors
+    /// [`MessageFault::TooDeep`] for a value nested past R33's limit;
+    /// [`MessageFault::NotObject`] for one that is not an object; [`MessageFault::NotOpaque`]
+    /// when its `type` is `text`, `data`, `input` or `state`; [`MessageFault::TypeNotString`]
+    /// when `type` is not a string; [`MessageFault::Unrecognised`] when it has no `type`.
     pub fn new(value: Value) -> Result<Self, MessageFault> {
         let fields = object(value)?;
         match fields.get("type") {
@@ -96,6 +102,13 @@ impl NativeMessage {
     /// string `role`, and OpenAI's `tool_calls` (an array) or `tool_call_id`
     /// (a string), or Anthropic `content` blocks of type `tool_use` or
     /// `tool_result`; nested at most `MAX_DEPTH` deep.
+    ///
+    /// # Errors
+    /// [`MessageFault::TooDeep`] for a value nested past R33's limit;
+    /// [`MessageFault::NotObject`] for one that is not an object; [`MessageFault::NotNative`]
+    /// when it has a `type` or `data`, or neither tool calls nor tool results;
+    /// [`MessageFault::FieldType`] when `role` is not a string, `tool_calls` not an array or
+    /// `tool_call_id` not a string.
     pub fn new(value: Value) -> Result<Self, MessageFault> {
         let fields = object(value)?;
         if fields.contains_key("type") || fields.contains_key("data") {

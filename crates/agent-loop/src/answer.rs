@@ -140,6 +140,10 @@ impl Answer {
     /// );
     /// # Ok::<(), String>(())
     /// ```
+    ///
+    /// # Errors
+    /// A sentence for the model when `value` is not an object, its `calls` is missing or not an
+    /// array, its `output` is missing, or it has a key besides the two.
     pub fn from_value(value: Value) -> Result<Answer, String> {
         let Value::Object(mut fields) = value else {
             return Err(format!(
@@ -181,6 +185,9 @@ impl Answer {
     /// assert_eq!(Answer::from_text(fenced)?.output, Some(serde_json::json!(7)));
     /// # Ok::<(), String>(())
     /// ```
+    ///
+    /// # Errors
+    /// As [`Answer::from_value`], and when the text (unfenced) is not JSON.
     pub fn from_text(text: &str) -> Result<Answer, String> {
         let value: Value = serde_json::from_str(unfenced(text))
             .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(text)))?;

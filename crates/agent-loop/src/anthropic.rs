@@ -43,6 +43,10 @@ impl Anthropic {
     /// than zero. Redirects are not followed. Anthropic's own server
     /// (`api.anthropic.com`) without a key is [`Error::MissingKey`], before
     /// anything is sent.
+    ///
+    /// # Errors
+    /// [`Error::Client`] when `base` is not an http(s) URL, `timeout` is zero, or TLS cannot be
+    /// set up; [`Error::MissingKey`] for Anthropic's own server without `key`.
     pub fn new(
         base: &str,
         key: Option<String>,
@@ -97,6 +101,10 @@ impl Anthropic {
 
     /// The request body (R38). The context's own system texts follow the
     /// system text, after a blank line.
+    ///
+    /// # Errors
+    /// [`Error::Request`] when the context cannot be rendered in Anthropic's format, or renders
+    /// no user or assistant message.
     pub fn body(request: &Request<'_>) -> Result<Value> {
         let rendered = payload(request.chat, Format::Anthropic)
             .map_err(|e| Error::Request(e.to_string()))?
@@ -129,6 +137,10 @@ impl Anthropic {
     /// of the `answer` tool; else the only `tool_use` block, read as an
     /// answer when its input has `calls`; else the text blocks, read as
     /// the answer's JSON text (decision D53).
+    ///
+    /// # Errors
+    /// [`Error::BadReply`] when `body` has no `content` array. A reply whose answer cannot be
+    /// read is not an error: the [`Reply`]'s `answer` says why.
     pub fn reply(body: &Value) -> Result<Reply> {
         let Some(content) = body["content"].as_array() else {
             return Err(Error::BadReply {

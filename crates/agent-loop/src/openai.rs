@@ -44,6 +44,10 @@ impl OpenAi {
     /// must be more than zero. Redirects are not followed. OpenAI's own
     /// server (`api.openai.com`) without a key is [`Error::MissingKey`],
     /// before anything is sent.
+    ///
+    /// # Errors
+    /// [`Error::Client`] when `base` is not an http(s) URL, `timeout` is zero, or TLS cannot be
+    /// set up; [`Error::MissingKey`] for OpenAI's own server without `key`.
     pub fn new(base: &str, key: Option<String>, timeout: Duration, retry: Retry) -> Result<OpenAi> {
         let endpoint = Endpoint::new(base, "/chat/completions")?;
         check_key(
@@ -92,6 +96,9 @@ impl OpenAi {
     }
 
     /// The request body (R38).
+    ///
+    /// # Errors
+    /// [`Error::Request`] when the context cannot be rendered in OpenAI's format.
     pub fn body(request: &Request<'_>) -> Result<Value> {
         let rendered = payload(request.chat, Format::OpenAi)
             .map_err(|e| Error::Request(e.to_string()))?
@@ -114,6 +121,10 @@ impl OpenAi {
     /// `choices[0].message.content` (text parts joined, when it is an
     /// array of parts), or else a native tool call carrying the answer
     /// (decision D53).
+    ///
+    /// # Errors
+    /// [`Error::BadReply`] when `body` has no `choices[0].message`. A reply whose answer cannot
+    /// be read is not an error: the [`Reply`]'s `answer` says why.
     pub fn reply(body: &Value) -> Result<Reply> {
         let message = &body["choices"][0]["message"];
         if message.is_null() {

@@ -77,6 +77,19 @@ pub trait Provider {
     /// Sends one request. An `Err` is a failed request (nothing of it is
     /// kept, R41); a reply that is not a valid answer is an `Ok` whose
     /// `answer` says why.
+    ///
+    /// # Errors
+    /// A failed request (R41). The HTTP providers give
+    /// [`Error::Request`](crate::Error::Request) when the context cannot be sent in their
+    /// format; [`Error::Connect`](crate::Error::Connect), [`Error::Http`](crate::Error::Http),
+    /// [`Error::Status`](crate::Error::Status),
+    /// [`Error::StreamError`](crate::Error::StreamError),
+    /// [`Error::Redirect`](crate::Error::Redirect),
+    /// [`Error::TooLarge`](crate::Error::TooLarge),
+    /// [`Error::TimedOut`](crate::Error::TimedOut), [`Error::GaveUp`](crate::Error::GaveUp) or
+    /// [`Error::NoTimeToRetry`](crate::Error::NoTimeToRetry) when the request fails;
+    /// [`Error::BadReply`](crate::Error::BadReply) when a successful response holds no reply
+    /// where their format puts it.
     fn send(&self, request: &Request<'_>) -> Result<Reply>;
 
     /// Sends one request and calls `on_call(i, call)` for each call of the
@@ -91,6 +104,9 @@ pub trait Provider {
     /// prefix that looked valid — the `Reply` (or `Err`) says what holds.
     /// This default sends whole and then reports every call; the HTTP
     /// providers stream unless built with `stream(false)`.
+    ///
+    /// # Errors
+    /// The errors of [`Provider::send`].
     fn send_streaming(
         &self,
         request: &Request<'_>,

@@ -174,6 +174,9 @@ impl Loop {
     /// `max_turns`. `progress` hears of each turn as it ends. A failed
     /// request (R41) or an unwritable store ends the loop with an error;
     /// what earlier turns appended stays.
+    ///
+    /// # Errors
+    /// As [`Loop::run_observed`].
     pub fn run(
         &self,
         provider: &dyn Provider,
@@ -191,6 +194,13 @@ impl Loop {
 
     /// [`Loop::run`], telling `observe` of every [`Event`] as it happens:
     /// what a live progress line shows.
+    ///
+    /// # Errors
+    /// [`Error::OutputSchema`] when the output schema is not a valid JSON Schema;
+    /// [`Error::BadTool`] when a tool the context defines is not a tool (R35); the errors of
+    /// [`Provider::send`] for a failed request (R41); [`Error::Store`] when `target` refuses or
+    /// cannot take an append; [`Error::Record`] when a message the loop builds cannot be
+    /// recorded. What earlier turns appended stays.
     pub fn run_observed(
         &self,
         provider: &dyn Provider,

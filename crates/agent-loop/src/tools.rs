@@ -18,6 +18,10 @@ pub struct Tool {
 impl Tool {
     /// Checks that `schema` defines a tool. `at` names where it came from,
     /// for the error.
+    ///
+    /// # Errors
+    /// [`Error::BadTool`], naming `at`, when `schema` is not an object, or its
+    /// `properties._tool.const` is not a string or is empty.
     pub fn new(schema: Value, at: &str) -> Result<Tool> {
         let bad = |reason: &str| Error::BadTool {
             at: at.to_owned(),
@@ -95,6 +99,10 @@ impl Tools {
 
     /// The tools the context defines: each `{"type": "tool", "tool":
     /// SCHEMA}` message, in context order.
+    ///
+    /// # Errors
+    /// [`Error::BadTool`], naming the message, when a `tool` message has no `tool` field or its
+    /// schema is not a tool ([`Tool::new`]).
     pub fn from_context(context: &Context) -> Result<Tools> {
         let mut tools = Tools::new();
         for (index, message) in context.messages().enumerate() {

@@ -42,7 +42,6 @@
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![warn(clippy::missing_errors_doc)]
 
 mod apply;
 mod call;

@@ -15,12 +15,20 @@ pub trait Append {
     /// each write against the views the earlier ones leave, each layer's
     /// schema on the view the batch's last write to it leaves (decision
     /// D39). Returns their index range.
+    ///
+    /// # Errors
+    /// [`Error::Refused`] when the batch fails validation (R13, R25); for a [`Stored`] context,
+    /// the errors of [`Store::commit`]. Nothing is appended.
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>>;
 
     /// Appends the messages `build` makes from the context as it is when
     /// they land — for messages that depend on it, like fresh instance
     /// ids, which another writer must not make stale. `build` may run more
     /// than once (once per attempt).
+    ///
+    /// # Errors
+    /// [`Error::Refused`] when `build` fails or what it makes fails validation; for a
+    /// [`Stored`] context, the errors of [`Store::commit_with`]. Nothing is appended.
     fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>>;
 
     /// [`Append::append_all`] at most once per `key` ([`Store::commit_once`]):
@@ -28,6 +36,10 @@ pub trait Append {
     /// range it wrote is [`Once::Already`]. Only a store that keeps keys
     /// can promise that; this default (and a context in memory) is
     /// [`Error::KeysUnsupported`], appending nothing.
+    ///
+    /// # Errors
+    /// [`Error::KeysUnsupported`] from this default and a context in memory; for a [`Stored`]
+    /// context, the errors of [`Store::commit_once`].
     fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
         let _ = (messages, key);
         Err(Error::KeysUnsupported {
@@ -78,6 +90,9 @@ pub struct Stored<S: Store> {
 
 impl<S: Store> Stored<S> {
     /// Loads the whole context from `store` ([`Store::load`]).
+    ///
+    /// # Errors
+    /// The errors of [`Store::load`], a missing context's included.
     pub fn open(store: S) -> Result<Self> {
         Self::opened(store, S::load).map_err(|(_, e)| e)
     }
@@ -86,17 +101,26 @@ impl<S: Store> Stored<S> {
     /// the messages after it ([`Store::load_tail`]), so opening a long
     /// context costs O(tail). The context is not
     /// [complete](Context::is_complete) when a snapshot was used.
+    ///
+    /// # Errors
+    /// The errors of [`Store::load_tail`], a missing context's included.
     pub fn open_tail(store: S) -> Result<Self> {
         Self::opened(store, S::load_tail).map_err(|(_, e)| e)
     }
 
     /// [`Stored::open`], or an empty context if it does not exist yet
     /// ([`Error::is_missing`]): the first append creates it.
+    ///
+    /// # Errors
+    /// The errors of [`Store::load`] but a missing context's ([`Error::is_missing`]).
     pub fn open_or_create(store: S) -> Result<Self> {
         Self::created(Self::opened(store, S::load))
     }
 
     /// [`Stored::open_tail`], or an empty context if it does not exist yet.
+    ///
+    /// # Errors
+    /// The errors of [`Store::load_tail`] but a missing context's ([`Error::is_missing`]).
     pub fn open_or_create_tail(store: S) -> Result<Self> {
         Self::created(Self::opened(store, S::load_tail))
     }
@@ -154,6 +178,9 @@ impl<S: Store> Stored<S> {
     }
 
     /// Loads what other writers appended since this handle last read.
+    ///
+    /// # Errors
+    /// The errors of [`Store::catch_up`].
     pub fn refresh(&mut self) -> Result<()> {
         self.store.catch_up(&mut self.context)
     }

@@ -28,6 +28,10 @@ pub struct AppendKey(String);
 
 impl AppendKey {
     /// Checks `key`: [`Error::InvalidKey`] saying what is wrong with it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] when `key` is empty, longer than [`MAX_KEY_BYTES`] bytes, or holds
+    /// a character that is not printable ASCII (a space, say).
     pub fn new(key: impl Into<String>) -> Result<AppendKey> {
         let key = key.into();
         let reason = if key.is_empty() {
@@ -52,6 +56,9 @@ impl AppendKey {
 
     /// A fresh random key (128 bits from the operating system, as 32 hex
     /// digits): unique without coordination.
+    ///
+    /// # Errors
+    /// [`Error::NoRandomness`] when the operating system gives no random bytes.
     pub fn generate() -> Result<AppendKey> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| Error::NoRandomness {
@@ -65,6 +72,10 @@ impl AppendKey {
     /// The key `self/part`: one key per step of a larger job (the commits
     /// of a plan's calls, say), each as idempotent as `self`. Fails when
     /// the result is not a valid key (too long, or `part` holds a space).
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] when `self/part` is not a valid key: longer than [`MAX_KEY_BYTES`]
+    /// bytes, or `part` holds a character that is not printable ASCII.
     pub fn derive(&self, part: &str) -> Result<AppendKey> {
         AppendKey::new(format!("{}/{part}", self.0))
     }

@@ -25,6 +25,13 @@ pub trait Store {
     fn name(&self) -> &str;
 
     /// Reads the whole context. A missing context is an error.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context does not exist (for a file, an [`Error::Io`] of kind
+    /// `NotFound`: [`Error::is_missing`] tells both); [`Error::Load`] when its messages do not
+    /// load (R1); [`Error::Replaced`] when it changed under the read. A file also fails with
+    /// [`Error::Io`], [`Error::NotAFile`] or [`Error::ByteOrderMark`]; PostgreSQL with
+    /// [`Error::Database`], or [`Error::Tampered`] when the rows do not chain (R34e).
     fn load(&mut self) -> Result<Loaded>;
 
     /// Reads what reads and appends need, in O(tail): the newest snapshot
@@ -35,6 +42,10 @@ pub trait Store {
     /// (rendering, `check`, copying) must [`Store::load`]. Without a
     /// usable snapshot this is [`Store::load`]; a store that keeps none
     /// always loads.
+    ///
+    /// # Errors
+    /// The errors of [`Store::load`]. Failing to write a snapshot that is due is not one (it is
+    /// a cache).
     fn load_tail(&mut self) -> Result<Loaded> {
         self.load()
     }
@@ -44,6 +55,11 @@ pub trait Store {
     /// ([`crate::SNAPSHOT_AFTER`] messages and a quarter of its size in
     /// bytes), or at once with `now`. Returns whether one was written.
     /// Without `now`, failing to write one is not an error: it is a cache.
+    ///
+    /// # Errors
+    /// Only with `now`, when the snapshot cannot be written: [`Error::Load`] when `context`
+    /// cannot be summarised, [`Error::Io`] or [`Error::SizeLimit`] for a file,
+    /// [`Error::Database`] for PostgreSQL. This default never fails.
     fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
         let _ = (context, now);
         Ok(false)
@@ -53,6 +69,10 @@ pub trait Store {
     /// every digest the store keeps beside the log with it (a snapshot's,
     /// a row's): what does not match is a [`Finding`](crate::Finding).
     /// Never repairs anything. This default checks nothing beside the log.
+    ///
+    /// # Errors
+    /// The errors of [`Store::load`], when the log cannot be read. A digest that does not match
+    /// is a finding, not an error.
     fn verify(&mut self) -> Result<crate::Verified> {
         let loaded = self.load()?;
         Ok(crate::Verified::of(self.name(), &loaded.context))
@@ -60,17 +80,37 @@ pub trait Store {
 
     /// Loads onto `context` — loaded from this store, or empty — the
     /// messages other writers appended after it.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] when `context` does not have the length this handle read;
+    /// [`Error::Replaced`] when the stored context was truncated, replaced or deleted since it
+    /// was read; [`Error::Load`] when the new messages do not load (`context` is then
+    /// unchanged); and the read errors of [`Store::load`] ([`Error::Io`] for a file,
+    /// [`Error::Database`] or [`Error::Tampered`] for PostgreSQL). A context not created yet is
+    /// not an error: there is nothing to catch up with.
     fn catch_up(&mut self, context: &mut Context) -> Result<()>;
 
     /// Appends `prepared` if the context still has exactly
     /// `prepared.base()` messages, durably and all or nothing; otherwise
     /// [`Error::Conflict`], appending nothing. The first append creates a
     /// missing context.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when the context no longer has `prepared.base()` messages;
+    /// [`Error::Replaced`] when it was truncated or replaced since it was read;
+    /// [`Error::Malformed`] when it cannot take an append as it is; for a file, [`Error::Io`]
+    /// or [`Error::SizeLimit`]; for PostgreSQL, [`Error::Database`], or [`Error::InDoubt`] when
+    /// the connection was lost while committing (the append may have landed). Otherwise nothing
+    /// was appended.
     fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()>;
 
     /// Starts exclusive access: until [`Store::unlock`], other writers'
     /// appends wait (a file lock). A store without locks does nothing and
     /// relies on compare-and-append.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when an existing file cannot be opened for writing. A store without locks
+    /// never fails.
     fn lock(&mut self) -> Result<()>;
 
     /// Ends exclusive access.
@@ -83,6 +123,12 @@ pub trait Store {
     /// again (at most [`MAX_ATTEMPTS`] times). On success `context` holds
     /// the new messages too and their index range is returned; on any error
     /// nothing was appended (though `context` may have caught up).
+    ///
+    /// # Errors
+    /// [`Error::Refused`] when the batch fails validation against the context as it is now
+    /// (R13, R25); [`Error::Contended`] when all [`MAX_ATTEMPTS`] attempts met an
+    /// [`Error::Conflict`]; otherwise the errors of [`Store::lock`], [`Store::catch_up`] and
+    /// [`Store::append_at`], a conflict excepted (it is retried).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
         if messages.is_empty() {
             return Ok(context.len()..context.len());
@@ -112,6 +158,11 @@ pub trait Store {
     ///
     /// This default keeps no keys: [`Error::KeysUnsupported`], appending
     /// nothing.
+    ///
+    /// # Errors
+    /// [`Error::KeysUnsupported`] from this default, and from a store that keeps no keys;
+    /// otherwise the errors of [`Store::commit`]. After any error, [`Error::InDoubt`] included,
+    /// a retry with the same `key` appends at most once.
     fn commit_once(
         &mut self,
         context: &mut Context,
@@ -129,6 +180,9 @@ pub trait Store {
     /// context as it is now, caught up, and makes them again after a
     /// conflict, so another writer can never make them stale. On success
     /// `context` holds them and their index range is returned.
+    ///
+    /// # Errors
+    /// The errors of [`Store::commit`]; [`Error::Refused`] also when `build` fails.
     fn commit_with(
         &mut self,
         context: &mut Context,
@@ -237,6 +291,11 @@ impl<S: Store + ?Sized> Store for Box<S> {
 /// An address that looks like a mistyped URL (`POSTGRES://…`,
 /// `postgres:/…`, `postgres//…`; [`crate::is_mistyped_postgres_url`]) is
 /// refused: taken for a path, it would quietly become a new file.
+///
+/// # Errors
+/// [`Error::Address`] for an address that looks like a mistyped PostgreSQL URL, or a PostgreSQL
+/// URL in a build without the `postgres` feature; otherwise the errors of
+/// [`FileStore::open`](crate::FileStore::open) or of `PgStore::open`.
 pub fn open(address: &str) -> Result<Box<dyn Store + Send>> {
     if crate::is_mistyped_postgres_url(address) {
         return Err(Error::Address {
@@ -260,11 +319,19 @@ pub fn open(address: &str) -> Result<Box<dyn Store + Send>> {
 /// Copies every message of `from` into `to`, which must be missing or
 /// empty: the messages arrive as they are stored (R3: every field, key
 /// order and number kept), in one append. Returns how many were copied.
+///
+/// # Errors
+/// The errors of [`Store::load`] on `from`, and of [`copy_context`].
 pub fn copy(from: &mut dyn Store, to: &mut dyn Store) -> Result<usize> {
     copy_context(&from.load()?.context, to)
 }
 
 /// [`copy`] from a context already in memory (read from stdin, say).
+///
+/// # Errors
+/// [`Error::NotEmpty`] when `to` already has messages; [`Error::Refused`] when a message is
+/// nested too deep (R33) or has an invalid schema (R25); otherwise the errors of
+/// [`Store::lock`], [`Store::catch_up`] and [`Store::append_at`] on `to`. Nothing is appended.
 pub fn copy_context(source: &Context, to: &mut dyn Store) -> Result<usize> {
     let messages: Vec<Message> = source.messages().collect();
     let mut target = Context::new();

@@ -52,7 +52,6 @@
 //! guide.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![warn(clippy::missing_errors_doc)]
 
 mod error;
 mod listen;

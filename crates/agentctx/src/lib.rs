@@ -49,7 +49,6 @@
 //! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
-#![warn(clippy::missing_errors_doc)]
 
 mod activity;
 mod error;

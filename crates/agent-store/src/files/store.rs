@@ -98,6 +98,11 @@ impl FileStore {
     /// before a byte is read: checked on the path, and again with `fstat`
     /// on every descriptor opened (with `O_NONBLOCK`, so opening a FIFO
     /// cannot wait for a writer).
+    ///
+    /// # Errors
+    /// [`Error::NotAFile`] when `path` names something other than a regular file; [`Error::Io`]
+    /// when its metadata, or (for an extension that does not decide the format) its first
+    /// bytes, cannot be read. A missing file is not an error.
     pub fn open(path: impl AsRef<Path>) -> Result<FileStore> {
         let path = path.as_ref().to_path_buf();
         let name = path.display().to_string();

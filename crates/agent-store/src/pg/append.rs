@@ -473,6 +473,12 @@ impl PgStore {
     /// result already landed the error is [`Error::AlreadyWritten`], so
     /// retrying after any other error (a lost connection,
     /// [`Error::InDoubt`]) is safe.
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when `claim` is not the call's current claim or the call is not
+    /// running; [`Error::AlreadyWritten`] when this claim's result already landed;
+    /// [`Error::Malformed`] when the call has no row; otherwise the errors of
+    /// [`Store::commit`].
     pub fn commit_call(
         &mut self,
         context: &mut Context,
@@ -489,6 +495,9 @@ impl Stored<PgStore> {
     /// Commits the result of the call `claim` holds ([`PgStore::commit_call`]):
     /// written once, by the call's current claim, or [`Error::Fenced`] or
     /// [`Error::AlreadyWritten`].
+    ///
+    /// # Errors
+    /// The errors of [`PgStore::commit_call`].
     pub fn commit_call(&mut self, messages: &[Message], claim: &Claim) -> Result<Range<usize>> {
         let (store, context) = self.parts();
         store.commit_call(context, messages, claim)

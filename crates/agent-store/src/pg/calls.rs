@@ -123,6 +123,10 @@ pub struct PgCalls {
 impl PgCalls {
     /// Connects to the context at `url` (which must exist: a plan is one of
     /// its messages).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context does not exist; otherwise the errors of
+    /// [`PgStore::open`].
     pub fn open(url: &str) -> Result<PgCalls> {
         let mut store = PgStore::open(url)?;
         if store.id()?.is_none() {
@@ -184,6 +188,11 @@ impl PgCalls {
 
     /// The newest plan message: its row and its JSON text; `None` when the
     /// context has none.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn newest_plan(&mut self) -> Result<Option<(u64, String)>> {
         let mut before = i64::MAX;
         loop {
@@ -210,6 +219,11 @@ impl PgCalls {
     /// Makes sure the plan at row `plan` has a row for each of its `calls`
     /// calls (the first worker to see a plan creates them; the rest find
     /// them there).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn set_up(&mut self, plan: u64, calls: usize) -> Result<()> {
         let plan = to_i64(plan);
         let count = i32::try_from(calls).unwrap_or(i32::MAX);
@@ -220,6 +234,11 @@ impl PgCalls {
     }
 
     /// Every call's row of the plan at row `plan`, in plan order.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn rows(&mut self, plan: u64) -> Result<Vec<CallRow>> {
         let plan = to_i64(plan);
         self.with("read the calls of", ROWS, |client, statement, id| {
@@ -248,6 +267,11 @@ impl PgCalls {
     /// Claims up to `max` of `candidates` for `worker`, each for `lease`:
     /// those nobody holds (or whose holder's lease ran out). Calls another
     /// worker is claiming at this instant are skipped, not waited for.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn claim(
         &mut self,
         plan: u64,
@@ -292,6 +316,11 @@ impl PgCalls {
     /// Extends `claim`'s lease to `lease` from now: false when the claim is
     /// no longer this worker's (its lease ran out and another took it, or
     /// the call finished).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn renew(&mut self, claim: &Claim, lease: Duration) -> Result<bool> {
         let (plan, call, attempt) = claim_key(claim);
         let seconds = lease.as_secs_f64();
@@ -308,6 +337,11 @@ impl PgCalls {
     /// waits `retry_in` before it may be claimed again, or with `None` it
     /// has failed for good. False when the claim was no longer this
     /// worker's.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn release(
         &mut self,
         claim: &Claim,
@@ -327,6 +361,11 @@ impl PgCalls {
 
     /// Records that `worker`, with activities for `tools`, is alive for
     /// `alive_for` more (call again before then to stay alive).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn register(&mut self, worker: &str, tools: &[String], alive_for: Duration) -> Result<()> {
         let seconds = alive_for.as_secs_f64();
         self.with("register a worker of", REGISTER, |client, statement, id| {
@@ -336,6 +375,11 @@ impl PgCalls {
     }
 
     /// Removes `worker`'s row (when it stops).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn unregister(&mut self, worker: &str) -> Result<()> {
         self.with(
             "unregister a worker of",
@@ -348,6 +392,11 @@ impl PgCalls {
     }
 
     /// The tools some live worker has an activity for, sorted.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
+    /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
+    /// again finds tables of a newer schema version).
     pub fn live_tools(&mut self) -> Result<Vec<String>> {
         self.with(
             "read the workers of",

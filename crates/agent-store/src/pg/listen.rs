@@ -30,6 +30,10 @@ impl std::fmt::Debug for Listener {
 
 impl Listener {
     /// Starts listening for changes of the calls of the context at `url`.
+    ///
+    /// # Errors
+    /// [`Error::Address`] when `url` cannot be used; [`Error::Database`] when connecting or
+    /// `LISTEN` fails.
     pub fn open(url: &str) -> Result<Listener> {
         let address = Address::parse(url)?;
         let mut listener = Listener {
@@ -73,6 +77,9 @@ impl Listener {
     /// wake-up costs one look at the calls). True when one came; after a
     /// lost connection, which may have hidden one, it reconnects and says
     /// true as well. An error only when it cannot reconnect.
+    ///
+    /// # Errors
+    /// [`Error::Database`] when it cannot connect again and listen.
     pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
         let was_connected = self.client.as_ref().is_some_and(|c| !c.is_closed());
         let client = self.connect()?;

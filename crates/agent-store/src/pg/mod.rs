@@ -142,6 +142,12 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Parses `url`, connects, and creates or upgrades the tables if needed
     /// (one query when they are current). The context need not exist.
+    ///
+    /// # Errors
+    /// [`Error::Address`] when `url` cannot be used (not a URL, no `context` parameter, a bad
+    /// context name); [`Error::Database`] when connecting, or creating or upgrading the tables,
+    /// fails; [`Error::Malformed`] when the tables are of a newer schema version than this
+    /// build knows.
     pub fn open(url: &str) -> Result<PgStore> {
         let mut store = PgStore {
             address: Address::parse(url)?,
