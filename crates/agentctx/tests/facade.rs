@@ -309,7 +309,10 @@ fn an_applications_io_and_json_errors_convert_into_the_facades_error() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{").unwrap();
     let err = read_call(&bad).unwrap_err();
-    assert_eq!(err.to_string(), "invalid JSON: EOF while parsing an object at line 1 column 1");
+    assert_eq!(
+        err.to_string(),
+        "invalid JSON: EOF while parsing an object at line 1 column 1"
+    );
 
     let good = dir.path().join("call.json");
     std::fs::write(&good, r#"{"_tool": "t"}"#).unwrap();
