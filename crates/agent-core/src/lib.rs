@@ -11,7 +11,7 @@
 //!   writing at a path (R10, R10b, R11). Type errors are values, never panics.
 //! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
 //!   limit (R33) and its one way of counting.
-//! - [`json`]: agentctx's own JSON value — exact numbers, ordered members,
+//! - [`json`](mod@json): agentctx's own JSON value — exact numbers, ordered members,
 //!   the depth limit as the reader's own check — which the layers are moving
 //!   onto from `serde_json::Value` (decision D58).
 //! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
