@@ -5,11 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage, Format, Message};
 use agent_output::{FixedClock, Outcome, OutputPath};
 use agent_render::{Provider, RenderMode, Renderer, payload};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 
 /// Everything the library offers, run on one context and one call; the
 /// results are ignored — only panics (which fail the test) matter.

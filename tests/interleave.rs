@@ -14,7 +14,7 @@
 //! `cargo xtask bench` turns them into a median and a spread and says
 //! when the spread is too wide to judge (decision D51).
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use std::time::{Duration, Instant};
 
 /// About how long one side's batch runs in a round: short enough that the

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::io::Write;
 use std::path::Path;
 

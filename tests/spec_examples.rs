@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Kind, Reference};
+use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage};
-use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Context {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,8 +2,8 @@
 //! the same contexts.
 
 use agent_core::{Method, Path, Reference, write};
+use agent_core::{json, json::Value};
 use agent_data::{Context, DataMessage, Format};
-use serde_json::{Value, json};
 
 /// xorshift64*: small, fixed-seed, good enough to spread paths.
 pub struct Rng(pub u64);
@@ -261,7 +261,7 @@ pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
         .map_err(|e| e.to_string())?;
     let mut tail = Vec::new();
     for line in jsonl[cut..].lines() {
-        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let value: Value = agent_core::json::from_str(line).map_err(|e| e.to_string())?;
         tail.extend(Message::from_value(value).map_err(|e| e.to_string())?);
     }
     store

@@ -4,13 +4,13 @@
 //! `{workload}-{baseline}`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench support code
 
+use agent_core::json::Value;
 use agent_core::{Method, Path, write};
 use agent_data::{Context, DataMessage, Message};
 use agent_render::{RenderMode, Renderer};
 use agent_store::{FileStore, Store};
 use agentctx_tests::workloads::{self, kind};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use serde_json::Value;
 use std::hint::black_box;
 use std::io::Write;
 
@@ -144,7 +144,7 @@ fn s1(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("s1.jsonl");
     std::fs::write(&path, "{\"type\":\"state\",\"data\":{\"n\":0}}\n").unwrap();
-    let set: Vec<Message> = Message::from_value(serde_json::json!({"type": "state",
+    let set: Vec<Message> = Message::from_value(agent_core::json!({"type": "state",
         "data": {"n": 1}, "_outputPath": "†state.n"}))
     .unwrap();
     let mut store = FileStore::open(&path).unwrap();

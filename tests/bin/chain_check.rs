@@ -6,8 +6,8 @@
 //! Knobs: `CHAIN_BYTES` (1 GiB), `CHAIN_ROUNDS` (5; fewer leave no spread
 //! to judge). The log is written once under `target/`.
 
+use agent_core::json;
 use agent_data::Digest;
-use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::Command;

@@ -27,13 +27,13 @@
 //! this process's own, dropped when it ends.
 #![forbid(unsafe_code)]
 
+use agent_core::{json, json::Value};
 use agent_data::{Context, Format, Message};
 use agent_store::Store;
 use agentctx::StoredContext;
 use agentctx_tests::interleave::{self, interleave, timed};
 use agentctx_tests::workloads::{self, W5_TAIL};
 use postgres::{Client, NoTls};
-use serde_json::{Value, json};
 use std::time::Instant;
 
 type Outcome<T> = Result<T, String>;
@@ -208,7 +208,7 @@ impl Scratch {
         store.snapshot(&held, true).map_err(|e| e.to_string())?;
         let mut tail = Vec::new();
         for line in jsonl[cut..].lines() {
-            let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            let value: Value = agent_core::json::from_str(line).map_err(|e| e.to_string())?;
             tail.extend(Message::from_value(value).map_err(|e| e.to_string())?);
         }
         store.commit(&mut held, &tail).map_err(|e| e.to_string())?;

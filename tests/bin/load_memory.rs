@@ -27,7 +27,8 @@ fn main() -> ExitCode {
     match agent_data::Context::load_file(path) {
         Ok(loaded) => {
             let snapshot = match std::env::args().nth(2).as_deref() {
-                Some("--snapshot") => match loaded.context.snapshot(&serde_json::Value::Null) {
+                Some("--snapshot") => match loaded.context.snapshot(&agent_core::json::Value::Null)
+                {
                     Ok(bytes) => Some(bytes.len()),
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
             let peak = peak_bytes().unwrap_or(0);
             println!(
                 "{}",
-                serde_json::json!({"file_bytes": size, "messages": loaded.context.len(), "peak_rss_bytes": peak,
+                agent_core::json!({"file_bytes": size, "messages": loaded.context.len(), "peak_rss_bytes": peak,
                                    "ratio": peak as f64 / size.max(1) as f64, "snapshot_bytes": snapshot})
             );
             ExitCode::SUCCESS

@@ -44,7 +44,7 @@ fn main() -> ExitCode {
     };
     println!(
         "{}",
-        serde_json::json!({
+        agent_core::json!({
             "wall_ns": wall_ns,
             // Linux reports ru_maxrss in KiB.
             "max_rss_bytes": max_rss_kib.max(0) * 1024,

@@ -38,11 +38,11 @@
 //! `options=-c search_path=…`), dropped when it ends.
 #![forbid(unsafe_code)]
 
+use agent_core::{json, json::Value};
 use agent_data::{Context, Message};
 use agent_store::{FileStore, PgStore, Store};
 use agentctx_tests::{interleave, workloads};
 use postgres::{Client, NoTls};
-use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// The variable naming the server (the tests read it too).
@@ -491,7 +491,7 @@ fn bytes_run(
         .map(|row| row.try_get(0))
         .collect::<Result<_, _>>()
         .map_err(|e| pg(&e))?;
-    let mut tables = serde_json::Map::new();
+    let mut tables = agent_core::json::Map::new();
     let mut stored = 0i64;
     let mut snapshot_bytes = 0i64;
     let counted = ["agentctx_messages", "agentctx_contexts"];

@@ -14,12 +14,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a bench binary: a failed set-up is a bug to see at once
 
 use agent_core::{Method, Path, write};
+use agent_core::{json, json::Value};
 use agent_data::{Context, DataMessage, Message};
 use agent_render::{RenderMode, Renderer};
 use agent_store::{FileStore, Store};
 use agentctx_tests::interleave::{interleave, row, timed, timed_before_drop};
 use agentctx_tests::workloads::{self, kind};
-use serde_json::{Value, json};
 use std::hint::black_box;
 
 const MESSAGES: usize = 100_000;
@@ -110,7 +110,7 @@ fn w1(rounds: usize, rows: &mut Vec<Value>) {
     );
     rows.push(row(
         "W1-read-vs-pointer",
-        "serde_json::Value::pointer on the materialised view",
+        "agent_core::json::Value::pointer on the materialised view",
         &a,
         &b,
     ));
@@ -179,9 +179,10 @@ fn w2(rounds: usize) -> Value {
 
 fn w3(rounds: usize, rows: &mut Vec<Value>) {
     let ctx = workloads::w3_context();
-    let views: Vec<Value> = ctx
+    // The baseline is serde_json printing its own value of each view.
+    let views: Vec<serde_json::Value> = ctx
         .identities()
-        .map(|id| ctx.layer_view(id).unwrap().clone())
+        .map(|id| serde_json::Value::from(ctx.layer_view(id).unwrap()))
         .collect();
     let renderer = Renderer::new();
     let ours = || timed(|| renderer.render(black_box(&ctx), RenderMode::Merged));
@@ -196,7 +197,7 @@ fn w3(rounds: usize, rows: &mut Vec<Value>) {
     });
     rows.push(row(
         "W3-render-vs-serde",
-        "serde_json::to_string_pretty of cloned views",
+        "serde_json::to_string_pretty of the views as serde_json values",
         &a,
         &b,
     ));
@@ -205,13 +206,13 @@ fn w3(rounds: usize, rows: &mut Vec<Value>) {
         timed(|| {
             let ctx = black_box(&ctx);
             ctx.identities()
-                .map(|id| serde_json::to_string_pretty(ctx.layer_view(id).unwrap()).unwrap())
+                .map(|id| agent_core::json::to_string_pretty(ctx.layer_view(id).unwrap()))
                 .collect::<Vec<String>>()
         })
     });
     rows.push(row(
         "W3-render-vs-serde-in-context",
-        "serde_json::to_string_pretty of the context's own views",
+        "the pretty text of the context's own views, without rendering",
         &a,
         &b,
     ));
@@ -227,8 +228,8 @@ fn w4(rounds: usize) -> Value {
             timed(|| {
                 black_box(&jsonl)
                     .lines()
-                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                    .collect::<Vec<Value>>()
+                    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                    .collect::<Vec<serde_json::Value>>()
             })
         },
     );
@@ -283,7 +284,7 @@ fn w6(rounds: usize) -> Value {
         || {
             timed(|| {
                 for line in black_box(&jsonl).lines() {
-                    black_box(serde_json::from_str::<Value>(line).unwrap());
+                    black_box(serde_json::from_str::<serde_json::Value>(line).unwrap());
                 }
             })
         },

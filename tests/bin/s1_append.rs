@@ -37,7 +37,7 @@ fn run() -> Result<(), String> {
     let path = dir.path().join("s1.jsonl");
     std::fs::write(&path, "{\"type\":\"state\",\"data\":{\"n\":0}}\n")
         .map_err(|e| e.to_string())?;
-    let set = Message::from_value(serde_json::json!({"type": "state",
+    let set = Message::from_value(agent_core::json!({"type": "state",
         "data": {"n": 1}, "_outputPath": "†state.n"}))
     .map_err(|e| e.to_string())?;
     let mut store = FileStore::open(&path).map_err(|e| e.to_string())?;
@@ -75,7 +75,7 @@ fn run() -> Result<(), String> {
         &a,
         &b,
     );
-    summary["pairs"] = serde_json::json!(rounds);
+    summary["pairs"] = agent_core::json!(rounds);
     println!("{summary}");
     Ok(())
 }

@@ -29,7 +29,7 @@ fn run() -> Result<(), String> {
     let mut context = store.load().map_err(|e| e.to_string())?.context;
     let started = Instant::now();
     for i in 0..count {
-        let push = Message::from_value(serde_json::json!({"type": "state",
+        let push = Message::from_value(agent_core::json!({"type": "state",
             "data": {"log": format!("{writer}.{i}")},
             "_outputPath": "†state.log", "_outputMethod": "push"}))
         .map_err(|e| e.to_string())?;
@@ -40,7 +40,7 @@ fn run() -> Result<(), String> {
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "{}",
-        serde_json::json!({"appends": count, "seconds": seconds})
+        agent_core::json!({"appends": count, "seconds": seconds})
     );
     Ok(())
 }

@@ -24,7 +24,7 @@ fn main() {
     let context_bytes = after.saturating_sub(before.saturating_sub(jsonl_bytes));
     println!(
         "{}",
-        serde_json::json!({
+        agent_core::json!({
             "workload": "W1-memory",
             "messages": context.len(),
             "jsonl_bytes": jsonl_bytes,

@@ -10,9 +10,9 @@
 //!   the snapshot).
 #![forbid(unsafe_code)]
 
+use agent_core::json;
 use agent_store::{FileStore, Store};
 use agentctx_tests::workloads::{self, W5_TAIL};
-use serde_json::json;
 use std::time::Instant;
 
 fn main() -> std::process::ExitCode {

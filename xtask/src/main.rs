@@ -28,6 +28,7 @@ mod database;
 mod features;
 mod layers;
 mod loop_demo;
+mod outside;
 mod package;
 mod public_api;
 mod spread;
@@ -104,6 +105,7 @@ fn ci() -> Result<(), String> {
     }
     layers::check()?;
     features::check()?;
+    outside::check()?;
     package::check()?;
     tidy::check()?;
     public_api::run(true)?;

@@ -3,9 +3,9 @@
 
 use crate::Failure;
 use agent_core::quoted;
+use agent_core::{json, json::Value};
 use agent_output::Outcome;
 use agent_plan::{Activities, Activity};
-use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
@@ -216,7 +216,7 @@ impl Activity for ShellActivity {
         if stdout.trim().is_empty() {
             return Outcome::Success(Value::Null);
         }
-        match serde_json::from_str(&stdout) {
+        match agent_core::json::from_str(&stdout) {
             Ok(value) => Outcome::Success(value),
             Err(e) => Outcome::Failure(json!({
                 "exitStatus": 0,

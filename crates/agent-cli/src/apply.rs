@@ -106,7 +106,7 @@ pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
 fn check_tool_schema(
     call: &Call,
     context: &agent_data::Context,
-    schema: Option<&serde_json::Value>,
+    schema: Option<&agent_core::json::Value>,
 ) -> Result<(), Failure> {
     let Some(schema) = schema else {
         return Ok(());
@@ -120,7 +120,7 @@ fn check_tool_schema(
 fn outcome(args: &ApplyArgs) -> Result<Outcome, Failure> {
     let success = match (&args.result, &args.result_text) {
         (Some(v), None) => Some(value_arg("--result", v)?),
-        (None, Some(text)) => Some(serde_json::Value::from(text.as_str())),
+        (None, Some(text)) => Some(agent_core::json::Value::from(text.as_str())),
         (None, None) => None,
         (Some(_), Some(_)) => {
             return Err(Failure::usage("give --result or --result-text, not both"));
@@ -149,7 +149,7 @@ fn outcome(args: &ApplyArgs) -> Result<Outcome, Failure> {
 /// A `--result` or `--failure` value: JSON or @path. Text that is not
 /// JSON is most often a string without its quotes, and the error says how
 /// to give one.
-fn value_arg(what: &str, arg: &str) -> Result<serde_json::Value, Failure> {
+fn value_arg(what: &str, arg: &str) -> Result<agent_core::json::Value, Failure> {
     json_arg(what, arg).map_err(|failure| {
         if arg.starts_with('@') {
             return failure;

@@ -122,7 +122,7 @@ pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure>
     let ctx = load_context(context, Reading::Views)?;
     if aliases {
         let known: Vec<&Instance> = ctx.instances().collect();
-        let map: serde_json::Map<String, serde_json::Value> = known
+        let map: agent_core::json::Map = known
             .iter()
             .map(|x| {
                 let alias = crate::hints::alias(x.as_str(), &known);
@@ -132,7 +132,7 @@ pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure>
                 )
             })
             .collect();
-        return Ok(print_value(&serde_json::Value::Object(map), false));
+        return Ok(print_value(&agent_core::json::Value::Object(map), false));
     }
     let ids = Ids(&ctx);
     Ok(stream_value(&ids, false))
@@ -160,7 +160,7 @@ pub(crate) fn check(context: &str, complete: bool, json: bool) -> Result<String,
     if json {
         let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
         let text = print_value(
-            &serde_json::json!({"ok": texts.is_empty(), "problems": texts}),
+            &agent_core::json!({"ok": texts.is_empty(), "problems": texts}),
             false,
         );
         return match texts.len() {
@@ -193,7 +193,7 @@ pub(crate) fn verify(context: &str, expect: Option<&str>, pretty: bool) -> Resul
     if let Some(expected) = expected {
         verified.expect(expected);
     }
-    let text = print_value(&serde_json::json!(verified), pretty);
+    let text = print_value(&agent_core::json!(verified), pretty);
     match verified.findings.len() {
         0 => Ok(text),
         n => Err(

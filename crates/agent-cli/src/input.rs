@@ -1,9 +1,9 @@
 //! Reading CONTEXT arguments and printing values.
 
 use crate::Failure;
+use agent_core::json::Value;
 use agent_data::{Context, Format};
 use agent_store::{Store, Stored};
-use serde_json::Value;
 use std::io::Read;
 
 /// A stored context of any kind: a file, or (spec §10) a PostgreSQL URL.
@@ -91,13 +91,9 @@ fn warn(name: &str, warnings: &[agent_data::Warning]) {
 
 /// A value as one line of compact JSON, or pretty JSON.
 pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
-    let text = if pretty {
-        serde_json::to_string_pretty(value)
-    } else {
-        serde_json::to_string(value)
-    };
-    // Serialising a Value cannot fail (its keys are strings).
-    text.unwrap_or_default() + "\n"
+    let mut text = String::new();
+    agent_core::json::write_into(&mut text, value, pretty);
+    text + "\n"
 }
 
 /// Writes `value` to stdout as [`print_value`] formats it, as it is
@@ -126,7 +122,7 @@ pub(crate) fn json_arg(what: &str, arg: &str) -> Result<Value, Failure> {
             .map_err(|e| Failure::invalid(format!("cannot read {what} from {path}: {e}")))?,
         None => arg.to_owned(),
     };
-    serde_json::from_str(&text)
+    agent_core::json::from_str(&text)
         .map_err(|e| Failure::invalid(format!("{what} is not valid JSON: {e}")))
 }
 

@@ -2,10 +2,10 @@
 
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored, print_value, render_mode};
+use agent_core::json::Value;
 use agent_loop::{
     Anthropic, Event, Finish, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry, RetryNotice, Tool,
 };
-use serde_json::Value;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -155,7 +155,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         ),
         Event::TurnEnded(turn) => {
             sent += turn.tokens_sent;
-            turns.push(serde_json::json!({
+            turns.push(agent_core::json!({
                 "turn": turn.turn,
                 "callsRun": turn.calls_run,
                 "errors": turn.errors,
@@ -205,7 +205,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         ),
     };
     let text = if args.json {
-        let summary = serde_json::json!({
+        let summary = agent_core::json!({
             "finished": unfinished.is_none(),
             "output": output,
             "turns": turns,

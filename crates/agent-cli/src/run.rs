@@ -3,11 +3,11 @@
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored};
 use crate::keyed::Noting;
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Plan, Progress, Report, Status};
 use agent_store::Append as _;
-use serde_json::{Value, json};
 use std::io::IsTerminal;
 
 /// The arguments of `agentctx run`.
@@ -189,7 +189,8 @@ pub(crate) fn demo(json: bool) -> Result<String, Failure> {
     let mut context = Context::load(DEMO_CONTEXT.as_bytes(), agent_data::Format::Jsonl)
         .map_err(Failure::invalid)?
         .context;
-    let calls: Vec<Value> = serde_json::from_str(DEMO_PLAN).map_err(Failure::invalid)?;
+    let plan = agent_core::json::from_str(DEMO_PLAN).map_err(Failure::invalid)?;
+    let calls: Vec<Value> = agent_core::json::from_value(plan).map_err(Failure::invalid)?;
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let report = plan.run(&mut context, &demo_activities(), &SystemClock);
     let chat = agent_render::Renderer::new().render(&context, agent_render::RenderMode::Merged);

@@ -2,8 +2,8 @@
 //! newest plan message of a context in PostgreSQL (decision D41).
 
 use crate::Failure;
+use agent_core::json;
 use agent_worker::{PlanStatus, Worker, WorkerOptions};
-use serde_json::json;
 use std::time::Duration;
 
 /// The arguments of `agentctx worker`.
@@ -127,10 +127,10 @@ fn exit_for(status: &PlanStatus, text: String) -> Result<String, Failure> {
 }
 
 /// The counts, and with `calls` each call's state.
-fn status_json(status: &PlanStatus, calls: bool) -> serde_json::Value {
+fn status_json(status: &PlanStatus, calls: bool) -> agent_core::json::Value {
     let mut out = json!(status.counts());
-    if calls {
-        out["calls"] = json!(status.calls());
+    if calls && let Some(fields) = out.as_object_mut() {
+        fields.insert("calls".into(), json!(status.calls()));
     }
     out
 }

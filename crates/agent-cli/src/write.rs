@@ -4,9 +4,9 @@
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_store, open_stored};
 use crate::keyed::Noting;
+use agent_core::json::Value;
 use agent_data::{Context, Format, Message};
 use agent_store::{Append, AppendKey};
-use serde_json::Value;
 
 /// `agentctx append CONTEXT MESSAGES`: MESSAGES is a JSON object, a JSON
 /// array of them, or `@file` holding a JSON array or JSONL. They are
@@ -84,7 +84,7 @@ fn parse_messages(arg: &str) -> Result<Vec<Message>, Failure> {
             (bytes, format)
         }
         None => {
-            let value: Value = serde_json::from_str(arg)
+            let value: Value = agent_core::json::from_str(arg)
                 .map_err(|e| Failure::invalid(format!("MESSAGES is not valid JSON: {e}")))?;
             let array = match value {
                 Value::Array(_) => value,

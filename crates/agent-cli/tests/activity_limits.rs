@@ -7,7 +7,7 @@
 
 mod support;
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::time::{Duration, Instant};
 use support::{Run, spawn};
 
@@ -35,7 +35,7 @@ fn finishes_within(args: &[&str], limit: Duration) -> Run {
 }
 
 fn report(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout).unwrap()
+    agent_core::json::from_str(&run.stdout).unwrap()
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn an_activity_that_hangs_is_killed_after_the_timeout_and_its_failure_says_so() 
     assert_eq!(call["outcome"], "failure");
     assert_eq!(
         call["failure"],
-        serde_json::json!({"error": "timed out after 1 s", "stderr": "started"})
+        agent_core::json!({"error": "timed out after 1 s", "stderr": "started"})
     );
 }
 

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod support;
-use serde_json::Value;
+use agent_core::json::Value;
 use support::agentctx;
 
 const DATE: &str = "2026-01-01T00:00:00Z";
@@ -22,7 +22,7 @@ fn context(content: &str) -> (tempfile::TempDir, String) {
 /// The value `apply` printed it wrote at `†state.x`.
 fn written(run: &support::Run) -> Value {
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let message: Value = serde_json::from_str(&run.stdout).unwrap();
+    let message: Value = agent_core::json::from_str(&run.stdout).unwrap();
     message["data"]["x"].clone()
 }
 

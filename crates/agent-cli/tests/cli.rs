@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -795,7 +795,7 @@ fn run_report_names_outcome_paths_and_a_failing_commands_exit_status_and_stderr_
     );
     assert_eq!(run.code, 1);
     assert_eq!(run.stderr, "error: 1 call(s) failed\n");
-    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let report: Value = agent_core::json::from_str(&run.stdout).unwrap();
     let failure = json!({"exitStatus": 4, "stderr": "first line\nnope"});
     assert_eq!(
         report["calls"][0],
@@ -832,7 +832,7 @@ fn run_failure_keeps_only_the_end_of_a_long_stderr() {
         Some("[]"),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let report: Value = agent_core::json::from_str(&run.stdout).unwrap();
     let stderr = report["calls"][0]["failure"]["stderr"].as_str().unwrap();
     assert!(stderr.starts_with('…'), "{stderr}");
     assert!(stderr.ends_with("line 498\nline 499"), "{stderr}");

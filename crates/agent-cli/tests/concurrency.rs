@@ -12,7 +12,7 @@ mod support;
 
 use support::{PUSH, Run, agentctx, assigners_never_share_an_instance, spawn};
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
@@ -86,7 +86,7 @@ fn view(path: &Path, kind: &str) -> Value {
         (0, ""),
         "view {kind}: {run:?}"
     );
-    serde_json::from_str(&run.stdout).unwrap()
+    agent_core::json::from_str(&run.stdout).unwrap()
 }
 
 /// The `items` list of the `state` view.
@@ -113,7 +113,7 @@ fn assert_pushed(run: &Run, value: &Value) {
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{run:?}");
-    let message: Value = serde_json::from_str(lines[0]).unwrap();
+    let message: Value = agent_core::json::from_str(lines[0]).unwrap();
     assert_eq!(message["data"]["items"], *value, "{run:?}");
     assert_eq!(message["_outputPath"], "†state.items");
     assert_eq!(message["_outputMethod"], "push");
@@ -343,7 +343,7 @@ fn r34_torn_tail_is_repaired_under_concurrent_writers() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + 6 + 2, "{text}");
     for line in &lines {
-        let parsed: Result<Value, _> = serde_json::from_str(line);
+        let parsed: Result<Value, _> = agent_core::json::from_str(line);
         assert!(parsed.is_ok(), "torn bytes left in the file: {line:?}");
     }
     for note in &notes {
@@ -671,7 +671,7 @@ fn r34b_full_disk_leaves_json_array_as_it_was_and_no_temp_file() {
     fs::remove_file(tiny.join("filler")).unwrap();
     let run = agentctx(&write);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-    assert_eq!(view(&path, "state"), serde_json::json!({"n": 1}));
+    assert_eq!(view(&path, "state"), agent_core::json!({"n": 1}));
     assert_eq!(names(&tiny.0), ["c.json"]);
 }
 
@@ -896,7 +896,7 @@ fn r34_planted_temp_names_are_never_written_through() {
         }
         assert_eq!(
             view(&path, "state"),
-            serde_json::json!({"items": [0, 1, 2], "a": 9, "b": 9}),
+            agent_core::json!({"items": [0, 1, 2], "a": 9, "b": 9}),
             "{name}"
         );
     }
@@ -946,7 +946,7 @@ fn jsonl(messages: &[&str]) -> String {
 /// The elements of a JSON array file, each as compact JSON (key order and
 /// number text kept: serde_json here preserves order and precision).
 fn elements(path: &Path) -> Vec<String> {
-    let value: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let value: Value = agent_core::json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
     match value {
         Value::Array(items) => items.iter().map(ToString::to_string).collect(),
         other => panic!("{} is not an array: {other}", path.display()),

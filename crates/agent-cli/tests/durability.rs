@@ -11,9 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::Kind;
+use agent_core::json::Value;
 use agent_data::{Context, Loaded};
 use agent_store::{FileStore, Store};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;

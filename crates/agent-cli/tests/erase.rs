@@ -122,7 +122,7 @@ fn r10b_cli_a_call_reading_an_erased_path_is_blocked_again_by_run() {
         "--write",
     ]);
     assert_eq!(code, 3, "{out}{err}");
-    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let report: agent_core::json::Value = agent_core::json::from_str(&out).unwrap();
     assert_eq!(report["calls"][0]["status"], "blocked", "{report}");
     assert_eq!(report["calls"][1]["status"], "done", "{report}");
     assert_eq!(agentctx(&["resolve", &ctx, "†state.used"]).0, 3);

@@ -10,13 +10,13 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use support::{PUSH, agentctx, fresh};
 
 fn state(url: &str) -> Value {
     let run = agentctx(&["view", url, "state"]);
     assert_eq!(run.code, 0, "{run:?}");
-    serde_json::from_str(&run.stdout).unwrap()
+    agent_core::json::from_str(&run.stdout).unwrap()
 }
 
 fn ok(args: &[&str]) -> support::Run {
@@ -119,7 +119,7 @@ fn r34b_run_write_with_a_key_again_writes_each_result_once() {
         "{second:?}"
     );
     assert!(!second.stderr.contains("call-1"), "{second:?}");
-    let report: Value = serde_json::from_str(&second.stdout).unwrap();
+    let report: Value = agent_core::json::from_str(&second.stdout).unwrap();
     assert_eq!(report["calls"][0]["status"], "done");
     assert_eq!(report["calls"][1]["status"], "done");
     assert_eq!(state(&url), json!({"a": [1], "b": [2]}));

@@ -5,7 +5,7 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use support::agentctx;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};

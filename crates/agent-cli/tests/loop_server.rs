@@ -292,12 +292,12 @@ fn r41_loop_stops_at_the_answer_size_limit() {
 }
 
 /// A successful response carrying `answer` where `provider`'s format puts it.
-fn answer_body(provider: &str, answer: &serde_json::Value) -> String {
+fn answer_body(provider: &str, answer: &agent_core::json::Value) -> String {
     let body = match provider {
-        "openai" => serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant",
+        "openai" => agent_core::json!({"choices": [{"index": 0, "message": {"role": "assistant",
             "content": answer.to_string()}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
-        _ => serde_json::json!({"type": "message", "role": "assistant",
+        _ => agent_core::json!({"type": "message", "role": "assistant",
             "content": [{"type": "tool_use", "id": "t1", "name": "answer", "input": answer}],
             "usage": {"input_tokens": 1, "output_tokens": 1}}),
     };
@@ -306,7 +306,7 @@ fn answer_body(provider: &str, answer: &serde_json::Value) -> String {
 
 #[test]
 fn r39b_loop_survives_a_hostile_model_and_the_next_run_works() {
-    use serde_json::{Value, json};
+    use agent_core::{json, json::Value};
     let n = 10_000;
     let cycle: Vec<Value> = (0..n)
         .map(|i| {
@@ -369,8 +369,8 @@ fn r39b_loop_survives_a_hostile_model_and_the_next_run_works() {
 
 /// A streamed answer in `provider`'s documented event shapes, the answer's
 /// text sent a few characters per event.
-fn answer_stream(provider: &str, answer: &serde_json::Value) -> String {
-    use serde_json::json;
+fn answer_stream(provider: &str, answer: &agent_core::json::Value) -> String {
+    use agent_core::json;
     let text = answer.to_string();
     let pieces: Vec<String> = text
         .chars()
@@ -391,7 +391,7 @@ fn answer_stream(provider: &str, answer: &serde_json::Value) -> String {
         events.push(format!("data: {usage}\n\ndata: [DONE]\n\n"));
     } else {
         let event =
-            |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+            |name: &str, data: agent_core::json::Value| format!("event: {name}\ndata: {data}\n\n");
         events.push(event(
             "message_start",
             json!({"type": "message_start", "message": {
@@ -423,7 +423,7 @@ fn answer_stream(provider: &str, answer: &serde_json::Value) -> String {
 
 #[test]
 fn r38_loop_streams_its_answers_unless_told_not_to() {
-    let answer = serde_json::json!({"calls": [], "output": {"city": "Austin"}});
+    let answer = agent_core::json!({"calls": [], "output": {"city": "Austin"}});
     for provider in ["openai", "anthropic"] {
         let (streamed, whole) = (
             answer_stream(provider, &answer),

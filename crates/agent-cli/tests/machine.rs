@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 mod support;
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use support::agentctx;
 
 fn parsed(run: &support::Run) -> Value {
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+    agent_core::json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
 }
 
 #[test]

@@ -19,7 +19,7 @@ use support::{PUSH, Run, agentctx, database, fresh, spawn, with_context};
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -42,7 +42,7 @@ fn raw(url: &str) -> postgres::Client {
 fn items(url: &str) -> Vec<Value> {
     let run = agentctx(&["view", url, "state"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-    let view: Value = serde_json::from_str(&run.stdout).unwrap();
+    let view: Value = agent_core::json::from_str(&run.stdout).unwrap();
     view["items"].as_array().cloned().unwrap_or_default()
 }
 
@@ -100,7 +100,7 @@ fn r34b_eight_processes_writing_one_postgres_context_lose_nothing() {
     eprintln!("800 applies to PostgreSQL in {:?}", started.elapsed());
     for (value, run) in &runs {
         assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-        let message: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+        let message: Value = agent_core::json::from_str(run.stdout.trim()).unwrap();
         assert_eq!(message["data"]["items"], *value);
     }
     let landed: Vec<i64> = items(&url).iter().map(|v| v.as_i64().unwrap()).collect();
@@ -336,7 +336,7 @@ fn r34b_two_processes_migrating_one_database_at_once_both_succeed() {
         "each migration once"
     );
     let run = agentctx(&["view", &url, "state"]);
-    let view: Value = serde_json::from_str(&run.stdout).unwrap();
+    let view: Value = agent_core::json::from_str(&run.stdout).unwrap();
     assert_eq!(view.as_object().unwrap().len(), 2, "{view}");
 }
 
@@ -395,7 +395,7 @@ fn r34b_a_restarted_server_and_terminated_backends_lose_nothing_acknowledged() {
                             let batch: Vec<Value> = values
                                 .iter()
                                 .map(|v| {
-                                    serde_json::json!({"type": "state", "data": {"items": v},
+                                    agent_core::json!({"type": "state", "data": {"items": v},
                                     "_outputPath": "†state.items", "_outputMethod": "push"})
                                 })
                                 .collect();

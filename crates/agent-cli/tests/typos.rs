@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod support;
-use serde_json::Value;
+use agent_core::json::Value;
 use support::agentctx;
 
 const DATE: &str = "2026-01-01T00:00:00Z";
@@ -73,7 +73,7 @@ fn d63_an_unknown_key_far_from_any_names_the_engines_keys_and_allow_key_admits_i
         DATE,
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let written: Value = serde_json::from_str(&run.stdout).unwrap();
+    let written: Value = agent_core::json::from_str(&run.stdout).unwrap();
     assert_eq!(written["_call"]["_trace"], "run-7");
 }
 

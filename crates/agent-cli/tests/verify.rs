@@ -6,11 +6,11 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use support::{agentctx, command, fresh};
 
 fn report(stdout: &str) -> Value {
-    serde_json::from_str(stdout).unwrap()
+    agent_core::json::from_str(stdout).unwrap()
 }
 
 /// A JSONL log of `n` state writes, each its own line.
@@ -36,7 +36,7 @@ fn r34e_verify_gives_one_head_for_a_file_a_json_array_stdin_and_a_postgres_copy(
     let array = dir.path().join("c.json");
     let messages: Vec<Value> = log(5)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| agent_core::json::from_str(l).unwrap())
         .collect();
     std::fs::write(&array, serde_json::to_string(&messages).unwrap()).unwrap();
     let from_array = report(&agentctx(&["verify", array.to_str().unwrap()]).stdout);

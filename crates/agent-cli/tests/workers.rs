@@ -21,9 +21,9 @@ use support::{Run, agentctx, fresh, spawn, with_context};
 #[path = "../../../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -74,12 +74,12 @@ fn status(url: &str, calls: bool) -> Value {
     };
     let run = agentctx(args);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
-    serde_json::from_str(&run.stdout).unwrap()
+    agent_core::json::from_str(&run.stdout).unwrap()
 }
 
 /// The JSON a worker prints with --until-idle.
 fn report(run: &Run) -> Value {
-    serde_json::from_str(run.stdout.trim())
+    agent_core::json::from_str(run.stdout.trim())
         .unwrap_or_else(|e| panic!("worker printed no report ({e}): {run:?}"))
 }
 
@@ -92,7 +92,7 @@ fn messages(url: &str) -> Vec<Value> {
     std::fs::read_to_string(&out)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| agent_core::json::from_str(l).unwrap())
         .collect()
 }
 
@@ -855,7 +855,7 @@ fn workers_match_run(instances: usize, plan: &[RandomCall], crew: &Crew) {
         "--write",
     ]);
     assert!([0, 1, 3].contains(&run.code), "{run:?}");
-    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let report: Value = agent_core::json::from_str(&run.stdout).unwrap();
     let count = |states: &[&str]| {
         report["calls"]
             .as_array()
@@ -867,7 +867,7 @@ fn workers_match_run(instances: usize, plan: &[RandomCall], crew: &Crew) {
     let lines: Vec<Value> = std::fs::read_to_string(file)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| agent_core::json::from_str(l).unwrap())
         .collect();
 
     // Workers.
@@ -964,7 +964,7 @@ fn workers_match_run(instances: usize, plan: &[RandomCall], crew: &Crew) {
 
 /// A worker's printed report, whatever its exit status.
 fn report_of(run: &Run) -> Value {
-    serde_json::from_str(run.stdout.trim()).unwrap_or(Value::Null)
+    agent_core::json::from_str(run.stdout.trim()).unwrap_or(Value::Null)
 }
 
 proptest! {

@@ -9,7 +9,7 @@
 //! checked where it becomes one; a call the engine only reads is held to the
 //! same limit, its own object counted.
 
-use serde_json::Value;
+use crate::json::Value;
 
 /// How deep one message may nest, its own object counted (R33).
 pub const MAX_DEPTH: usize = 128;
@@ -28,7 +28,7 @@ pub struct TooDeep {
 ///
 /// ```
 /// use agent_core::within_depth;
-/// use serde_json::json;
+/// use agent_core::json;
 /// assert!(within_depth(&json!([[1]]), 2));
 /// assert!(!within_depth(&json!([[1]]), 1));
 /// assert!(within_depth(&json!("scalar"), 0));
@@ -55,27 +55,18 @@ pub fn within_depth(value: &Value, limit: usize) -> bool {
     }
 }
 
-/// Drops `value` without recursion. serde_json's own drop recurses once
-/// per level, so a value nested tens of thousands deep — which a caller
-/// can build in memory, or get from a parser without a depth limit — would
-/// overflow the stack when dropped after being refused; this takes it apart
-/// level by level instead.
+/// Drops `value` without recursion: dropping a value recurses once per
+/// level, so a value nested tens of thousands deep — which a caller can
+/// build in memory — would overflow the stack when dropped after being
+/// refused; this takes it apart level by level instead (the same function
+/// as [`json::drop_deep`](crate::json::drop_deep)).
 ///
 /// ```
-/// use serde_json::Value;
+/// use agent_core::json::Value;
 /// let deep = (0..100_000).fold(Value::Null, |inner, _| Value::Array(vec![inner]));
 /// agent_core::drop_deep(deep);
 /// ```
-pub fn drop_deep(value: Value) {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
-            _ => {}
-        }
-    }
-}
+pub use crate::json::drop_deep;
 
 /// The name of a JSON value's type as error messages say it: `null`, `a
 /// boolean`, `a number`, `a string`, `an array`, `an object`.

@@ -83,7 +83,7 @@ pub struct UnknownMethod {
 /// assert_eq!(agent_core::quoted("a\"b\u{1b}"), r#""a\"b\u001b""#);
 /// ```
 pub fn quoted(text: &str) -> String {
-    serde_json::Value::from(text).to_string()
+    crate::json::Value::from(text).to_string()
 }
 
 /// A path printed in its canonical form, or `(root)` when empty.

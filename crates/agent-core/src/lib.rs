@@ -12,20 +12,19 @@
 //! - [`MAX_DEPTH`], [`within_depth`] and [`drop_deep`]: the one nesting
 //!   limit (R33) and its one way of counting.
 //! - [`json`](mod@json): agentctx's own JSON value — exact numbers, ordered members,
-//!   the depth limit as the reader's own check — which the layers are moving
-//!   onto from `serde_json::Value` (decision D58).
+//!   the depth limit as the reader's own check — which every layer holds
+//!   (decisions D58, D66).
 //! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
 //!   `_` keys the engine reads, and the name a typo most likely meant.
 //!
 //! Facts every layer reports — [`InvalidKind`], [`UnknownMethod`],
 //! [`TooDeep`] — are declared here once; the layers above wrap them.
 //!
-//! A view is an `Option<serde_json::Value>`: `None` is *absent*, which is
+//! A view is an `Option<agent_core::json::Value>`: `None` is *absent*, which is
 //! different from `null`.
 //!
 //! ```
-//! use agent_core::{write, Method, Reference};
-//! use serde_json::json;
+//! use agent_core::{json, write, Method, Reference};
 //!
 //! let mut view = Some(json!({"user": {"name": "Alex", "status": "active"}}));
 //! let status: Reference = "†data.user.status".parse()?;

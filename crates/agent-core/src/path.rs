@@ -1,7 +1,7 @@
 //! Paths into JSON values: grammar (R7), canonical display, traversal (R8).
 
+use crate::json::Value;
 use crate::{Error, Result};
-use serde_json::Value;
 use std::fmt;
 
 /// One step of a [`Path`].
@@ -56,7 +56,7 @@ pub(crate) fn canonical_index(s: &str) -> Option<usize> {
 ///
 /// ```
 /// use agent_core::Path;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let path: Path = ".user[\"full name\"].tags[-1]".parse()?;
 /// assert_eq!(path.to_string(), ".user[\"full name\"].tags[-1]");
@@ -195,14 +195,14 @@ impl Path {
     ///
     /// ```
     /// use agent_core::Path;
-    /// use serde_json::json;
+    /// use agent_core::json;
     /// let path: Path = ".arr[2]".parse()?;
     /// assert_eq!(path.nest(json!(1)), json!({"arr": {"2": 1}}));
     /// # Ok::<(), agent_core::Error>(())
     /// ```
     pub fn nest(&self, value: Value) -> Value {
         self.0.iter().rev().fold(value, |inner, segment| {
-            let mut map = serde_json::Map::new();
+            let mut map = crate::json::Map::new();
             map.insert(segment.as_key().into_owned(), inner);
             Value::Object(map)
         })
@@ -308,7 +308,7 @@ impl std::str::FromStr for Path {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::json;
 
     fn p(s: &str) -> Path {
         Path::parse(s).unwrap()

@@ -5,9 +5,9 @@
 //! refused write leaves the view untouched.
 
 use crate::error::DisplayPath;
+use crate::json::{Map, Value};
 use crate::path::canonical_index;
 use crate::{Error, Path, Result, Segment, UnknownMethod};
-use serde_json::{Map, Value};
 use std::fmt;
 
 /// How a written value combines with what is already at its path (R10).
@@ -173,7 +173,7 @@ fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Resul
 ///
 /// ```
 /// use agent_core::{write, Method, Path};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let mut view = None; // absent
 /// let tags: Path = ".user.tags".parse()?;
@@ -284,9 +284,7 @@ fn child_or_create<'v>(
     segment: &Segment,
 ) -> Result<&'v mut Value> {
     let child = match container {
-        Value::Object(map) => map
-            .entry(segment.as_key().into_owned())
-            .or_insert(Value::Null),
+        Value::Object(map) => map.get_or_insert_with(segment.as_key().into_owned(), || Value::Null),
         Value::Array(items) => {
             let index = write_index(path, depth, segment, items.len())?;
             if index == items.len() {

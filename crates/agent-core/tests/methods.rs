@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Error, Method, Path, UnknownMethod, check_write, write};
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 
 fn apply(
     view: Option<Value>,

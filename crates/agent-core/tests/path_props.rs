@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Method, Path, Reference, Segment, write};
+use agent_core::{json, json::Value};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 
 fn segment() -> impl Strategy<Value = Segment> {
     prop_oneof![

@@ -2,8 +2,8 @@
 //! checks it.
 
 use crate::{DataMessage, MessageFault};
+use agent_core::json::{Map, Value};
 use agent_core::{Instance, Kind, Method, Path, Reference};
-use serde_json::{Map, Value};
 
 /// Builds a [`DataMessage`]: a kind, the value written, and optionally an
 /// instance, a destination (`_outputPath`), a method, a schema and a
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use agent_data::{DataMessage, Instance, Kind, Method, Path};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let msg = DataMessage::builder(Kind::new("state")?)
 ///     .instance(Instance::new("①")?)

@@ -4,7 +4,7 @@
 use crate::layer::{Diagnostic, Layer};
 use crate::schema::CheckMode;
 use crate::{Context, Identity, SchemaViolation};
-use serde_json::Value;
+use agent_core::json::Value;
 use std::borrow::Cow;
 use std::fmt;
 

@@ -8,8 +8,8 @@ use crate::layer::{Layer, Write};
 use crate::log::{Log, Written};
 use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
+use agent_core::json::Value;
 use agent_core::{Instance, Kind};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ const COPY_LIMIT: usize = 1 << 20;
 /// ```
 /// use agent_core::{Instance, Kind};
 /// use agent_data::{Context, DataMessage};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let mut ctx = Context::from_json(r#"[
 ///   {"type": "state", "data": {"user": {"name": "Ada"}}},

@@ -1,7 +1,7 @@
 //! The one error type of this crate.
 
 use crate::Identity;
-use serde_json::Value;
+use agent_core::json::Value;
 use std::fmt;
 
 /// One way a view breaks its schema (R25): where, which rule, what value.

@@ -9,8 +9,8 @@
 use crate::identity::Identity;
 use crate::log::Log;
 use crate::schema::Compiled;
+use agent_core::json::Value;
 use agent_core::{Method, Path, write};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};

@@ -8,7 +8,7 @@
 //! ```
 //! use agent_core::Kind;
 //! use agent_data::{CheckMode, Context};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! // spec §11, example 1: two `user` messages merge into one view.
 //! let ctx = Context::from_json(r#"[
@@ -48,6 +48,7 @@ mod builder;
 mod chain;
 mod check;
 mod context;
+mod elements;
 mod error;
 mod identity;
 mod instances;
@@ -65,7 +66,7 @@ mod snapshot;
 mod stage;
 mod verbatim;
 
-pub use agent_core::{Instance, Kind, Method, Path, Reference};
+pub use agent_core::{Instance, Kind, Method, Path, Reference, json};
 pub use builder::DataMessageBuilder;
 pub use chain::{BadDigest, Digest};
 pub use check::Problem;

@@ -2,9 +2,8 @@
 
 use crate::normalise::normalise;
 use crate::{Context, Error, Message, Result, json_type};
+use agent_core::json::Value;
 use agent_core::{MAX_DEPTH, TooDeep};
-use serde::Deserialize;
-use serde_json::Value;
 use std::fmt;
 use std::io::{BufRead, Read};
 
@@ -250,52 +249,40 @@ fn parse_array(bytes: &[u8], sink: &mut dyn FnMut(Value, usize) -> Result<()>) -
     let json_space = |b: &&u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     if bytes.iter().find(|b| !json_space(b)) != Some(&b'[') {
         // Not an array (or not JSON): parsed whole to say what it is.
-        let value = parse(bytes, 0)?;
+        let value = parse(bytes, 0, MAX_DEPTH + 1)?;
         return Err(Error::NotAnArray {
             found: json_type(&value),
         });
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    // Depth was bounded by `too_deep` first, so the recursion is safe.
-    de.disable_recursion_limit();
-    let mut elements = Elements {
-        sink,
-        count: 0,
-        failed: None,
+    let Some(ranges) = crate::elements::ranges(bytes) else {
+        return Err(whole_array_fault(bytes));
     };
-    serde::Deserializer::deserialize_seq(&mut de, &mut elements).map_err(json_error(0))?;
-    de.end().map_err(json_error(0))?;
-    match elements.failed {
-        Some(error) => Err(error),
-        None => Ok(elements.count),
-    }
-}
-
-/// The serde visitor of [`parse_array`]: the elements of the outer array.
-struct Elements<'a> {
-    sink: &'a mut dyn FnMut(Value, usize) -> Result<()>,
-    count: usize,
-    /// The first error of `sink`; later elements are only parsed.
-    failed: Option<Error>,
-}
-
-impl<'de> serde::de::Visitor<'de> for &mut Elements<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON array of messages")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(value) = seq.next_element::<Value>()? {
-            if self.failed.is_none()
-                && let Err(error) = (self.sink)(value, self.count)
-            {
-                self.failed = Some(error);
-            }
-            self.count += 1;
+    let mut failed = None;
+    for (index, &(start, end)) in ranges.iter().enumerate() {
+        let Ok(item) = parse(&bytes[start..end], 0, MAX_DEPTH) else {
+            return Err(whole_array_fault(bytes));
+        };
+        if failed.is_none()
+            && let Err(error) = sink(item, index)
+        {
+            failed = Some(error);
         }
-        Ok(())
+    }
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(ranges.len()),
+    }
+}
+
+/// The fault of a JSON array context that does not read element by
+/// element, as the reader reports it for the whole text (line and column
+/// of the file).
+fn whole_array_fault(bytes: &[u8]) -> Error {
+    match parse(bytes, 0, MAX_DEPTH + 1) {
+        Err(error) => error,
+        Ok(value) => Error::NotAnArray {
+            found: json_type(&value),
+        },
     }
 }
 
@@ -467,7 +454,7 @@ fn read_jsonl(
                 offset: start + at,
                 line: Some(line),
             }),
-            None => parse(raw, line - 1),
+            None => parse(raw, line - 1, MAX_DEPTH),
         };
         match parsed {
             Ok(value) => {
@@ -495,22 +482,32 @@ fn read_jsonl(
     })
 }
 
-/// Parses one JSON document; errors report lines shifted by `first_line`.
-fn parse(bytes: &[u8], first_line: usize) -> Result<Value> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    // Depth was bounded by `too_deep` first, so the recursion is safe.
-    de.disable_recursion_limit();
-    let value = Value::deserialize(&mut de).map_err(json_error(first_line))?;
-    de.end().map_err(json_error(first_line))?;
-    Ok(value)
-}
-
-/// A JSON error, its lines shifted by `first_line`.
-fn json_error(first_line: usize) -> impl Fn(serde_json::Error) -> Error {
-    move |e| Error::Json {
+/// Parses one JSON document at most `limit` deep (checked by `too_deep`
+/// first, which places the fault); errors report lines shifted by
+/// `first_line`.
+fn parse(bytes: &[u8], first_line: usize, limit: usize) -> Result<Value> {
+    let text = std::str::from_utf8(bytes).map_err(|e| not_utf8(bytes, e, first_line))?;
+    agent_core::json::from_str_within(text, limit).map_err(|e| Error::Json {
         line: e.line() + first_line,
         column: e.column(),
         reason: e.to_string(),
+    })
+}
+
+/// Bytes that are not UTF-8, reported where serde_json's reader did.
+fn not_utf8(bytes: &[u8], error: std::str::Utf8Error, first_line: usize) -> Error {
+    let before = &bytes[..error.valid_up_to()];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let column = before.len()
+        - before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1)
+        + 1;
+    Error::Json {
+        line: line + first_line,
+        column,
+        reason: format!("invalid unicode code point at line {line} column {column}"),
     }
 }
 

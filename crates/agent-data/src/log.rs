@@ -7,10 +7,10 @@
 //! parsed `serde_json::Map` costs about fifteen times its text.
 
 use crate::{DataMessage, Digest, Message, MessageFault};
+use agent_core::json::{Map, Value};
 use agent_core::{MAX_DEPTH, TooDeep};
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
-use serde::{Deserialize, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde::{Serialize, Serializer};
 
 /// Normalised messages as JSONL text, with each one's layer.
 ///
@@ -120,7 +120,7 @@ impl Log {
     /// the log: [`Log::seal`] makes it the next message. Refuses (writing nothing) a message nested deeper than
     /// [`MAX_DEPTH`], counting the message object as one level — checked
     /// while serialising, so a message is walked once.
-    pub(crate) fn write(&mut self, fields: &Map<String, Value>) -> Result<Written, MessageFault> {
+    pub(crate) fn write(&mut self, fields: &Map) -> Result<Written, MessageFault> {
         let start = self.jsonl.len();
         if let Err(fault) = serialise_into(&mut self.jsonl, fields) {
             self.jsonl.truncate(start);
@@ -183,10 +183,9 @@ impl Log {
 
     /// Message `index` as a JSON value.
     pub(crate) fn value(&self, index: usize) -> Option<Value> {
-        let mut de = serde_json::Deserializer::from_slice(self.bytes(index)?);
         // Stored messages were depth-checked before they were stored.
-        de.disable_recursion_limit();
-        Value::deserialize(&mut de).ok()
+        let text = std::str::from_utf8(self.bytes(index)?).ok()?;
+        agent_core::json::from_str_within(text, MAX_DEPTH).ok()
     }
 
     /// Message `index`, parsed and normalised again (stored messages are
@@ -245,7 +244,7 @@ impl Line {
 }
 
 /// Serialises a message's fields as [`Log::write`] would.
-pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, MessageFault> {
+pub(crate) fn serialise(fields: &Map) -> Result<Line, MessageFault> {
     let mut bytes = Vec::with_capacity(128);
     serialise_into(&mut bytes, fields)?;
     Ok(Line(bytes))
@@ -253,7 +252,7 @@ pub(crate) fn serialise(fields: &Map<String, Value>) -> Result<Line, MessageFaul
 
 /// Refuses ([`MessageFault::TooDeep`]) a message nested deeper than
 /// [`MAX_DEPTH`]; what was written before the refusal stays in `out`.
-fn serialise_into(out: &mut Vec<u8>, fields: &Map<String, Value>) -> Result<(), MessageFault> {
+fn serialise_into(out: &mut Vec<u8>, fields: &Map) -> Result<(), MessageFault> {
     let object = Fields {
         fields,
         depth: MAX_DEPTH - 1,
@@ -272,7 +271,7 @@ pub(crate) struct Written {
 
 /// A message's fields, serialised with each value limited to `depth` levels.
 struct Fields<'a> {
-    fields: &'a Map<String, Value>,
+    fields: &'a Map,
     depth: usize,
 }
 

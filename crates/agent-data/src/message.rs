@@ -1,8 +1,8 @@
 //! The three kinds of message (R1) and the data message's fields (R2, R9).
 
 use crate::{MessageFault, NativeMessage, OpaqueMessage};
+use agent_core::json::{Map, Value};
 use agent_core::{DisplayPath, Instance, Kind, Method, Path, Reference, json_type};
-use serde_json::{Map, Value};
 
 /// One message of a context, normalised (R1).
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +28,7 @@ impl Message {
     }
 
     /// The message's fields.
-    pub fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Map {
         match self {
             Message::Text(t) => &t.fields,
             Message::Data(d) => &d.fields,
@@ -45,7 +45,7 @@ impl Message {
     ///
     /// ```
     /// use agent_data::Message;
-    /// use serde_json::json;
+    /// use agent_core::json;
     /// let typo = Message::from_value(json!({"type": "state", "x": 1, "_instanse": "①"}))?;
     /// let err = typo[0].check_keys(&[]).unwrap_err();
     /// assert_eq!(err.to_string(), r#"unknown key "_instanse"; did you mean "_instance"?"#);
@@ -119,7 +119,7 @@ impl From<TextMessage> for Message {
 /// A text message: `{"type":"text","role":…,"text":…}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextMessage {
-    fields: Map<String, Value>,
+    fields: Map,
 }
 
 impl TextMessage {
@@ -133,7 +133,7 @@ impl TextMessage {
     }
 
     /// Wraps fields already checked to hold a string `text` and, if any, a string `role`.
-    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+    pub(crate) fn from_checked(fields: Map) -> Self {
         TextMessage { fields }
     }
 
@@ -166,7 +166,7 @@ impl TextMessage {
 ///
 /// ```
 /// use agent_data::DataMessage;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let msg = DataMessage::from_value(json!({
 ///     "type": "data", "kind": "state",
@@ -180,7 +180,7 @@ impl TextMessage {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataMessage {
-    fields: Map<String, Value>,
+    fields: Map,
     kind: Kind,
     instance: Option<Instance>,
     destination: Path,
@@ -220,7 +220,7 @@ impl DataMessage {
     }
 
     /// Validates the fields of a normalised data message (R2, R9, R10, R10b).
-    pub(crate) fn from_fields(fields: Map<String, Value>) -> Result<Self, MessageFault> {
+    pub(crate) fn from_fields(fields: Map) -> Result<Self, MessageFault> {
         let kind = match fields.get("kind") {
             None => Kind::data(),
             Some(Value::String(k)) => Kind::new(k.as_str()).map_err(|_| {
@@ -335,12 +335,12 @@ impl DataMessage {
     }
 
     /// All fields, in their original order.
-    pub fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Map {
         &self.fields
     }
 
     /// Consumes the message, returning its fields.
-    pub fn into_fields(self) -> Map<String, Value> {
+    pub fn into_fields(self) -> Map {
         self.fields
     }
 
@@ -376,10 +376,7 @@ fn field_type(field: &'static str, expected: &'static str) -> MessageFault {
 
 /// The destination path from `_outputPath`, or from a one-reference
 /// `_call._outputPath` when there is no own `_outputPath` (R9).
-fn output_destination(
-    fields: &Map<String, Value>,
-    kind: &Kind,
-) -> Result<Option<Path>, MessageFault> {
+fn output_destination(fields: &Map, kind: &Kind) -> Result<Option<Path>, MessageFault> {
     match fields.get("_outputPath") {
         Some(Value::String(text)) => {
             let reference =

@@ -3,8 +3,8 @@
 use crate::message::TextMessage;
 use crate::verbatim::{NativeMessage, OpaqueMessage};
 use crate::{DataMessage, Message, MessageFault, json_type};
+use agent_core::json::{Map, Value};
 use agent_core::{MAX_DEPTH, TooDeep};
-use serde_json::{Map, Value};
 
 // Here rather than in `message.rs`, so the message types do not depend on
 // the normalising that builds them.
@@ -72,7 +72,7 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
     }
 }
 
-fn typed(t: &str, mut fields: Map<String, Value>) -> Result<Message, MessageFault> {
+fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
     match t {
         "text" => {
             if !fields.get("text").is_some_and(Value::is_string) {
@@ -100,7 +100,7 @@ fn typed(t: &str, mut fields: Map<String, Value>) -> Result<Message, MessageFaul
                 Some(data) => data,
                 None => {
                     // Shorthand: every field that is not metadata is the data.
-                    let (meta, data): (Map<_, _>, Map<_, _>) = std::mem::take(&mut fields)
+                    let (meta, data): (Map, Map) = std::mem::take(&mut fields)
                         .into_iter()
                         .partition(|(k, _)| is_meta_field(k));
                     fields = meta;
@@ -125,7 +125,7 @@ fn is_meta_field(key: &str) -> bool {
 }
 
 /// `{"role":R,"content":S|M|[…]}`.
-fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+fn wrapper(mut fields: Map, out: &mut Vec<Message>) -> Result<(), MessageFault> {
     let role = match fields.get("role") {
         Some(Value::String(role)) => role.clone(),
         _ => {
@@ -153,7 +153,7 @@ fn wrapper(mut fields: Map<String, Value>, out: &mut Vec<Message>) -> Result<(),
 /// verbatim, [`Message::Native`]): OpenAI's `tool_calls` (an array) or
 /// `tool_call_id` (a string), or Anthropic content blocks of type
 /// `tool_use` or `tool_result`.
-pub(crate) fn is_native(fields: &Map<String, Value>) -> Result<bool, MessageFault> {
+pub(crate) fn is_native(fields: &Map) -> Result<bool, MessageFault> {
     match fields.get("tool_calls") {
         Some(Value::Array(_)) => return Ok(true),
         Some(_) => {

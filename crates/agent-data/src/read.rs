@@ -6,8 +6,8 @@ use crate::identity::IdentityRef;
 use crate::layer::Layer;
 use crate::schema::Compiled;
 use crate::{Context, Diagnostic, Identity};
+use agent_core::json::Value;
 use agent_core::{Instance, Kind, Reference, write};
-use serde_json::Value;
 use std::sync::Arc;
 
 impl Context {

@@ -3,7 +3,7 @@
 //! is checked first, without recursion, and refused when a `$ref` leads
 //! through more than [`MAX_REF_DEPTH`] others.
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::collections::HashMap;
 
 /// The most `$ref`s one `$ref` may lead through, itself included.
@@ -100,10 +100,10 @@ fn local_refs(value: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use agent_core::json;
 
     fn chain(n: usize, nested: bool) -> Value {
-        let mut defs = serde_json::Map::new();
+        let mut defs = agent_core::json::Map::new();
         for i in 0..n {
             let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
             let def = if nested {

@@ -7,8 +7,8 @@
 
 use crate::{MessageFault, SchemaViolation};
 #[cfg(feature = "schema")]
-use serde_json::Map;
-use serde_json::Value;
+use agent_core::json::Map;
+use agent_core::json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -55,11 +55,12 @@ impl Compiled {
     #[cfg(feature = "schema")]
     pub(crate) fn violations(&self, view: &Value, complete: bool) -> Option<Vec<SchemaViolation>> {
         let validator = if complete { &self.full } else { &self.lenient };
-        let found = validator.iter_errors(view).map(|e| SchemaViolation {
+        let view = serde_json::Value::from(view);
+        let found = validator.iter_errors(&view).map(|e| SchemaViolation {
             instance_path: e.instance_path().to_string(),
             rule: e.kind().keyword().to_owned(),
             schema_path: e.schema_path().to_string(),
-            value: e.instance().clone().into_owned(),
+            value: Value::from(e.instance().clone().into_owned()),
             message: e.to_string(),
         });
         Some(found.collect())
@@ -82,7 +83,7 @@ impl Compiled {
 ///
 /// ```
 /// use agent_data::{CheckMode, Schema};
-/// use serde_json::json;
+/// use agent_core::json;
 /// let schema = Schema::compile(&json!({"properties": {"_outputPath": {"const": "†data.x"}}}))?;
 /// assert!(schema.violations(&json!({"_outputPath": "†data.x"}), CheckMode::Complete).is_empty());
 /// assert_eq!(schema.violations(&json!({"_outputPath": "†data.y"}), CheckMode::Complete)[0].rule, "const");
@@ -176,8 +177,9 @@ fn compile(schema: &Value) -> Result<Compiled, MessageFault> {
     };
     Ok(Compiled {
         schema: schema.clone(),
-        full: jsonschema::validator_for(schema).map_err(invalid)?,
-        lenient: jsonschema::validator_for(&without_required(schema)).map_err(invalid)?,
+        full: jsonschema::validator_for(&serde_json::Value::from(schema)).map_err(invalid)?,
+        lenient: jsonschema::validator_for(&serde_json::Value::from(&without_required(schema)))
+            .map_err(invalid)?,
     })
 }
 
@@ -263,7 +265,7 @@ pub(crate) fn without_required(schema: &Value) -> Value {
 #[cfg(all(test, feature = "schema"))]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use agent_core::json;
 
     #[test]
     fn r25_without_required_strips_only_keywords() {

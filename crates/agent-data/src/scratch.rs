@@ -12,8 +12,8 @@ use crate::layer::Layer;
 use crate::log::{Line, serialise};
 use crate::schema::Compiled;
 use crate::{Context, DataMessage, Diagnostic, Error, Identity, Message, Result};
+use agent_core::json::{Map, Value};
 use agent_core::{Instance, Kind, Method, Path, check_write, write};
-use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 

@@ -29,10 +29,10 @@ use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
 use crate::{Context, Diagnostic, Digest, Error, Result};
+use agent_core::json::{self, Value};
 use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::borrow::Cow;
 use std::io::Write;
 
@@ -301,10 +301,10 @@ fn read_header(bytes: &[u8]) -> Result<Header> {
     if let Some(offset) = too_deep(bytes, MAX_DEPTH + WRAPPING) {
         return Err(invalid(format!("nested too deep at byte {offset}")));
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    de.disable_recursion_limit();
-    let header = Header::deserialize(&mut de).map_err(|e| invalid(e.to_string()))?;
-    de.end().map_err(|e| invalid(e.to_string()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid(e.to_string()))?;
+    let value =
+        json::from_str_within(text, MAX_DEPTH + WRAPPING).map_err(|e| invalid(e.to_string()))?;
+    let header: Header = json::from_value(value).map_err(|e| invalid(e.to_string()))?;
     if header.format != FORMAT || header.version != VERSION {
         return Err(invalid(format!(
             "{} version {} (this build reads {FORMAT} version {VERSION})",
@@ -419,11 +419,10 @@ fn read_held(line: &[u8]) -> std::result::Result<HeldFields<'_>, String> {
     if let Some(offset) = too_deep(line, MAX_DEPTH) {
         return Err(format!("nested too deep at byte {offset}"));
     }
-    let mut de = serde_json::Deserializer::from_slice(line);
     // Depth was bounded by `too_deep` first.
-    de.disable_recursion_limit();
-    let fields = HeldFields::deserialize(&mut de).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
+    let text = std::str::from_utf8(line).map_err(|e| e.to_string())?;
+    let value = json::from_str_within(text, MAX_DEPTH).map_err(|e| e.to_string())?;
+    let fields: HeldFields<'_> = json::from_value(value).map_err(|e| e.to_string())?;
     if fields.type_ != "data" {
         return Err(format!("a {} message, not a data message", fields.type_));
     }

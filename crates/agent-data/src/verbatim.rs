@@ -4,8 +4,8 @@
 
 use crate::MessageFault;
 use crate::normalise::is_native;
+use agent_core::json::{Map, Value};
 use agent_core::{MAX_DEPTH, TooDeep};
-use serde_json::{Map, Value};
 
 /// The `type`s loading turns into text or data messages (R1): an opaque
 /// message of one of these would not load back as itself.
@@ -15,7 +15,7 @@ const NOT_OPAQUE: [&str; 4] = ["text", "data", "input", "state"];
 ///
 /// ```
 /// use agent_data::OpaqueMessage;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let plan = OpaqueMessage::new(json!({"type": "plan", "calls": []}))?;
 /// assert_eq!(plan.type_name(), "plan");
@@ -28,7 +28,7 @@ const NOT_OPAQUE: [&str; 4] = ["text", "data", "input", "state"];
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpaqueMessage {
-    pub(crate) fields: Map<String, Value>,
+    pub(crate) fields: Map,
 }
 
 impl OpaqueMessage {
@@ -53,7 +53,7 @@ impl OpaqueMessage {
     }
 
     /// Wraps fields the normaliser found to have another `type`.
-    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+    pub(crate) fn from_checked(fields: Map) -> Self {
         OpaqueMessage { fields }
     }
 
@@ -67,12 +67,12 @@ impl OpaqueMessage {
     }
 
     /// All fields, in their original order.
-    pub fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Map {
         &self.fields
     }
 
     /// Consumes the message, returning its fields.
-    pub fn into_fields(self) -> Map<String, Value> {
+    pub fn into_fields(self) -> Map {
         self.fields
     }
 }
@@ -82,7 +82,7 @@ impl OpaqueMessage {
 ///
 /// ```
 /// use agent_data::NativeMessage;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let result = NativeMessage::new(json!({
 ///     "role": "tool", "tool_call_id": "call_1", "content": "42"
@@ -94,7 +94,7 @@ impl OpaqueMessage {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct NativeMessage {
-    pub(crate) fields: Map<String, Value>,
+    pub(crate) fields: Map,
 }
 
 impl NativeMessage {
@@ -127,7 +127,7 @@ impl NativeMessage {
     }
 
     /// Wraps fields the normaliser found to be native.
-    pub(crate) fn from_checked(fields: Map<String, Value>) -> Self {
+    pub(crate) fn from_checked(fields: Map) -> Self {
         NativeMessage { fields }
     }
 
@@ -141,24 +141,24 @@ impl NativeMessage {
     }
 
     /// All fields, in their original order.
-    pub fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Map {
         &self.fields
     }
 
     /// Consumes the message, returning its fields.
-    pub fn into_fields(self) -> Map<String, Value> {
+    pub fn into_fields(self) -> Map {
         self.fields
     }
 }
 
 /// `fields`, refused when nested too deep to be appended (R33).
-pub(crate) fn within_depth(fields: Map<String, Value>) -> Result<Map<String, Value>, MessageFault> {
+pub(crate) fn within_depth(fields: Map) -> Result<Map, MessageFault> {
     object(Value::Object(fields))
 }
 
 /// The object's fields, refused when `value` is not an object or is nested
 /// too deep to be appended (R33).
-fn object(value: Value) -> Result<Map<String, Value>, MessageFault> {
+fn object(value: Value) -> Result<Map, MessageFault> {
     if !agent_core::within_depth(&value, MAX_DEPTH) {
         agent_core::drop_deep(value);
         return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));

@@ -9,9 +9,12 @@
 mod support;
 
 use agent_core::{Instance, Kind};
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::{CheckMode, DataMessage, Error, Message, Schema};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
 use std::ops::Range;
 use support::*;
 

@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::{Context, Digest, Format, Message, Position};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 
 fn message() -> impl Strategy<Value = Value> {
     prop_oneof![

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind, Reference};
+use agent_core::{json, json::Value};
 use agent_data::{Context, DataMessage, Message};
-use serde_json::{Value, json};
 
 fn kind(k: &str) -> Kind {
     Kind::new(k).unwrap()

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind, Reference};
+use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage, Error, Identity, Message, Problem};
-use serde_json::{Value, json};
 
 fn ctx(messages: Value) -> Context {
     Context::from_json(&messages.to_string()).unwrap()

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::Kind;
+use agent_core::{json, json::Value};
 use agent_data::{Context, Error, Format, Message, MessageFault, Warning};
-use serde_json::{Value, json};
 
 fn load(text: &str) -> Result<Context, Error> {
     Context::from_json(text)
@@ -574,7 +574,9 @@ fn r1_openai_tool_call_messages_load_verbatim_as_native() {
     let messages: Vec<Message> = ctx.messages().collect();
     assert_eq!(messages.len(), 4);
     assert!(matches!(messages[0], Message::Text(_)));
-    let expected: Vec<Value> = serde_json::from_str(OPENAI_TOOL_TURNS).unwrap();
+    let expected: Vec<Value> =
+        agent_core::json::from_value(agent_core::json::from_str(OPENAI_TOOL_TURNS).unwrap())
+            .unwrap();
     for i in 1..4 {
         assert!(matches!(messages[i], Message::Native(_)), "{i}");
         // R3: kept exactly as given, `content: null` included.
@@ -614,7 +616,7 @@ fn r1_native_fields_of_the_wrong_type_are_rejected() {
 
 #[test]
 fn r33_a_schema_whose_ref_chain_is_50000_long_is_refused_without_overflowing() {
-    let mut defs = serde_json::Map::new();
+    let mut defs = agent_core::json::Map::new();
     for i in 0..50_000 {
         defs.insert(
             format!("d{i}"),

@@ -8,8 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::Kind;
+use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage, Error, Message, MessageFault, Problem, Schema};
-use serde_json::{Value, json};
 
 fn data(v: Value) -> Message {
     DataMessage::from_value(v).unwrap().into()

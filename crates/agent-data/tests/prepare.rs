@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::json;
 use agent_data::{Context, Error, Message};
-use serde_json::json;
 
-fn message(value: serde_json::Value) -> Message {
+fn message(value: agent_core::json::Value) -> Message {
     Message::from_value(value).unwrap().remove(0)
 }
 
@@ -72,7 +72,7 @@ fn r25_a_batch_is_checked_against_the_schema_its_own_messages_declare() {
     );
 }
 
-fn set(path: &str, value: serde_json::Value) -> Message {
+fn set(path: &str, value: agent_core::json::Value) -> Message {
     let data = path
         .parse::<agent_core::Reference>()
         .unwrap()

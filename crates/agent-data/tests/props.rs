@@ -6,9 +6,12 @@
 mod support;
 
 use agent_core::Kind;
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::{Context, DataMessage, Message};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
 use support::*;
 
 /// Every layer's own view (R28), in order.
@@ -104,7 +107,7 @@ proptest! {
     fn r9_plain_patches_with_disjoint_keys_commute(a in value(), b in value()) {
         let patch = |v: Value, prefix: &str| {
             let obj = match v { Value::Object(m) => m, other => [("v".to_owned(), other)].into_iter().collect() };
-            let renamed: Map<String, Value> = obj.into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect();
+            let renamed: Map = obj.into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect();
             DataMessage::new(Kind::new("state").unwrap(), Value::Object(renamed))
         };
         let ab = to_context(vec![patch(a.clone(), "x"), patch(b.clone(), "y")]);
@@ -157,7 +160,7 @@ proptest! {
             let text = ctx.message_json(i).unwrap();
             prop_assert_eq!(&serde_json::from_str::<Value>(text).unwrap(), value);
         }
-        let lines: Vec<Value> = ctx.to_jsonl().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = ctx.to_jsonl().lines().map(|l| agent_core::json::from_str(l).unwrap()).collect();
         prop_assert_eq!(&lines, &given);
     }
 

@@ -6,12 +6,12 @@
 
 mod support;
 
+use agent_core::{json, json::Value};
 use agent_data::{
     Context, DataMessage, Format, Instance, Kind, Message, NativeMessage, OpaqueMessage,
     TextMessage,
 };
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use support::{method, path, value};
 
 /// One attempt at building a message through a public constructor.

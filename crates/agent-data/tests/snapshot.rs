@@ -4,9 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::{CheckMode, Context, Error, Format, Message, Position};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
 
 const KINDS: [&str; 2] = ["state", "input"];
 const INSTANCES: [Option<&str>; 4] = [None, None, Some("x"), Some("y \"q\"")];

@@ -2,11 +2,11 @@
 //! same run: the ratio is the parallel speed-up on this machine.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench support code
 
+use agent_core::json;
 use agent_data::Context;
 use agent_instancing::{Schedule, apply_batch, assign_inputs};
 use agent_output::{Call, FixedClock, Outcome};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use serde_json::json;
 
 fn setup() -> (Context, Vec<(Call, Outcome)>) {
     let mut ctx =

@@ -2,6 +2,7 @@
 //! resolving and applying many calls, sequentially or on all cores.
 
 use crate::{Error, Result};
+use agent_core::json::{Map, Value};
 use agent_core::{Instance, Kind};
 use agent_data::{Context, DataMessage, Message};
 use agent_output::{Call, Clock, Outcome};
@@ -12,7 +13,6 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 #[cfg(not(feature = "rayon"))]
 use sequential::{IntoParIter, ParIter};
-use serde_json::{Map, Value};
 
 /// How a batch runs. Both schedules produce the same results and the same
 /// context, message order included.

@@ -18,7 +18,7 @@
 //! use agent_data::Context;
 //! use agent_instancing::{apply_batch, assign_inputs, views, Schedule};
 //! use agent_output::{Call, FixedClock, Outcome};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! let mut ctx = Context::from_json(r#"[{"type":"input","data":{"policy":"be kind"}}]"#)?;
 //! let (ids, _) = assign_inputs(&mut ctx, vec![json!({"comment": "great post"}), json!({"comment": "spam!!"})])?;

@@ -4,11 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind, Method};
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_instancing::{Schedule, apply_batch, split};
 use agent_output::{Call, FixedClock, Outcome};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 
 const INSTANCES: [&str; 3] = ["①", "②", "③"];
 const KINDS: [&str; 2] = ["state", "input"];

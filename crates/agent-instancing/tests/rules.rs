@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind};
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_instancing::{
     Schedule, apply_batch, assign_inputs, fresh_ids, group_calls, nth_id, resolve_batch, split,
@@ -11,7 +12,6 @@ use agent_instancing::{
 };
 use agent_output::{Call, FixedClock, Outcome};
 use agent_vars::Resolution;
-use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
     FixedClock::parse("2026-01-01T00:00:00Z").unwrap()

@@ -2,7 +2,10 @@
 
 use crate::Tools;
 use agent_core::Instance;
-use serde_json::{Map, Value, json};
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 
 /// The schema of a `^†` reference string: what every parameter also
 /// accepts, and `_outputPath` when the tool does not declare it.
@@ -34,7 +37,7 @@ pub enum CallInstances<'a> {
 ///
 /// ```
 /// use agent_loop::{answer_schema, CallInstances, Tool, Tools};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let mut tools = Tools::new();
 /// tools.add(Tool::new(json!({"type": "object",
@@ -80,7 +83,7 @@ pub fn answer_schema(
 }
 
 /// One tool's schema as a call in the answer.
-fn call_schema(mut schema: Map<String, Value>, instances: CallInstances<'_>) -> Map<String, Value> {
+fn call_schema(mut schema: Map, instances: CallInstances<'_>) -> Map {
     schema
         .entry("type")
         .or_insert_with(|| Value::String("object".into()));
@@ -131,7 +134,7 @@ impl Answer {
     ///
     /// ```
     /// use agent_loop::Answer;
-    /// use serde_json::json;
+    /// use agent_core::json;
     /// let answer = Answer::from_value(json!({"calls": [], "output": {"done": true}}))?;
     /// assert_eq!(answer.output, Some(json!({"done": true})));
     /// assert_eq!(
@@ -182,14 +185,14 @@ impl Answer {
     /// ```
     /// use agent_loop::Answer;
     /// let fenced = "```json\n{\"calls\": [], \"output\": 7}\n```";
-    /// assert_eq!(Answer::from_text(fenced)?.output, Some(serde_json::json!(7)));
+    /// assert_eq!(Answer::from_text(fenced)?.output, Some(agent_core::json!(7)));
     /// # Ok::<(), String>(())
     /// ```
     ///
     /// # Errors
     /// As [`Answer::from_value`], and when the text (unfenced) is not JSON.
     pub fn from_text(text: &str) -> Result<Answer, String> {
-        let value: Value = serde_json::from_str(unfenced(text))
+        let value: Value = agent_core::json::from_str(unfenced(text))
             .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(text)))?;
         Answer::from_value(value)
     }

@@ -10,8 +10,8 @@ use crate::scan::Scanner;
 use crate::sse::Event;
 use crate::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::{Answer, Error, Result};
+use agent_core::{json, json::Value};
 use agent_render::{Provider as Format, payload};
-use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The Messages API: `POST {base}/v1/messages` with the `anthropic-version`
@@ -221,7 +221,9 @@ impl Provider for Anthropic {
             return Ok(reply);
         }
         let mut body = Anthropic::body(request)?;
-        body["stream"] = json!(true);
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert("stream".into(), json!(true));
+        }
         let mut reporter = Reporter::new(on_call);
         self.http
             .exchange(&self.endpoint, &self.headers(), &body, &mut |success| {
@@ -340,7 +342,7 @@ impl Assemble for Blocks {
             let input = if text.trim().is_empty() {
                 block.start.clone()
             } else {
-                match serde_json::from_str::<Value>(text) {
+                match agent_core::json::from_str(text) {
                     Ok(input) => input,
                     // The answer's own text says what is wrong with it.
                     Err(_) if self.answer == Some(*index) => {

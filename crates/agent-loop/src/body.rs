@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::http::describe_io;
-use serde_json::Value;
+use agent_core::json::Value;
 use std::io::Read;
 
 /// How a successful response was read.
@@ -54,7 +54,10 @@ impl<'a> Success<'a> {
     pub(crate) fn json(mut self) -> Received<Value> {
         match read_at_most(&mut self.response, self.limit) {
             Ok((_, false)) => Received::Fatal(self.too_large()),
-            Ok((bytes, true)) => match serde_json::from_slice(&bytes) {
+            Ok((bytes, true)) => match std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|text| agent_core::json::from_str(text).map_err(|e| e.to_string()))
+            {
                 Ok(value) => Received::Done(value),
                 Err(e) => Received::Fatal(Error::BadReply {
                     reason: format!("the response is not JSON ({e})"),

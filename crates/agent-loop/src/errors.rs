@@ -3,8 +3,11 @@
 //! answer, and stays readable when the answer is hostile.
 
 use crate::{Error, Result};
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::Message;
-use serde_json::{Map, Value, json};
 
 /// The longest error text recorded, in characters; the rest is cut.
 pub(crate) const ERROR_CHARS: usize = 1_000;

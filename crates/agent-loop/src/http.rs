@@ -7,8 +7,8 @@
 
 use crate::body::{Fault, Received, Success, read_at_most};
 use crate::{Error, Result};
+use agent_core::json::Value;
 use reqwest::Url;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -260,7 +260,7 @@ impl Http {
         body: &Value,
         read: &mut dyn FnMut(Success<'_>) -> Received<T>,
     ) -> Result<T> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Request(e.to_string()))?;
+        let bytes = agent_core::json::to_string(body).into_bytes();
         let url = endpoint.shown();
         let started = Instant::now();
         let attempts = self.retry.attempts.max(1);
@@ -443,7 +443,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// characters and quoted as JSON, so no escape sequence reaches a terminal
 /// (R33).
 pub(crate) fn provider_message(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let parsed: Option<Value> = agent_core::json::from_str(body).ok();
     let message = parsed
         .as_ref()
         .and_then(|v| v.get("error"))

@@ -27,7 +27,7 @@
 //! ```
 //! use agent_data::Context;
 //! use agent_loop::{answer_schema, Answer, CallInstances, Tools};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! let ctx = Context::from_json(r#"[
 //!   {"type": "tool", "tool": {"type": "object", "properties": {

@@ -10,8 +10,8 @@ use crate::scan::Scanner;
 use crate::sse::Event;
 use crate::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::{Answer, Error, Result};
+use agent_core::{json, json::Value};
 use agent_render::{Provider as Format, payload};
-use serde_json::{Value, json};
 use std::time::Duration;
 
 /// A Chat Completions server: `POST {base}/chat/completions` with the
@@ -222,8 +222,10 @@ impl Provider for OpenAi {
             return Ok(reply);
         }
         let mut body = OpenAi::body(request)?;
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert("stream".into(), json!(true));
+            fields.insert("stream_options".into(), json!({"include_usage": true}));
+        }
         let mut reporter = Reporter::new(on_call);
         self.http
             .exchange(&self.endpoint, &self.headers(), &body, &mut |success| {

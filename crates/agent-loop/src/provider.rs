@@ -2,8 +2,8 @@
 //! the provider.
 
 use crate::{Answer, Result};
+use agent_core::json::Value;
 use agent_render::ChatMessage;
-use serde_json::Value;
 
 /// One request: the model, the instructions, the rendered context and the
 /// schema of the answer.
@@ -164,7 +164,7 @@ pub(crate) const ANSWER_NAME: &str = "answer";
 pub(crate) fn native_answer(name: &str, arguments: &Value) -> std::result::Result<Answer, String> {
     let value = match arguments {
         // OpenAI sends the arguments as JSON text.
-        Value::String(text) => match serde_json::from_str::<Value>(text) {
+        Value::String(text) => match agent_core::json::from_str(text) {
             Ok(value) => value,
             Err(_) if name == ANSWER_NAME => return Answer::from_text(text),
             Err(_) => Value::Null,

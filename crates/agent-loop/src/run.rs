@@ -8,12 +8,12 @@ use crate::{
     CallInstances, Error, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools, answer_schema,
 };
 use agent_core::Kind;
+use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, Message, Schema};
 use agent_output::Clock;
 use agent_plan::Activities;
 use agent_render::{RenderMode, Renderer};
 use agent_store::Append;
-use serde_json::{Value, json};
 
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@
 //! the end, and [`crate::stream::Reporter`] checks that what was yielded
 //! is what the whole answer holds.
 
-use serde_json::Value;
+use agent_core::json::Value;
 
 /// Where the scanner is in the answer's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +99,7 @@ impl Scanner {
                 Phase::Object => self.object(i, byte),
                 Phase::Calls => {
                     if let Some(element) = self.calls(i, byte) {
-                        match serde_json::from_str::<Value>(element.trim()) {
+                        match agent_core::json::from_str(element.trim()) {
                             Ok(value) => done.push(value),
                             // Not JSON after all: the whole answer says why.
                             Err(_) => self.phase = Phase::Done,
@@ -264,8 +264,8 @@ impl Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_core::json;
     use proptest::prelude::*;
-    use serde_json::json;
 
     /// Every call the scanner yields for `text` pushed in `chunks`.
     fn scan(text: &str, sizes: &[usize]) -> Vec<Value> {
@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn r38_calls_split_byte_by_byte_inside_escaped_strings_are_whole() {
         let answer = r#"{"output": null, "calls": [{"_tool": "w", "q": "a \"}\" \\ {[ ✓"}, 7, "s\"]", [1, {"a": []}], null, {}]}"#;
-        let whole: Value = serde_json::from_str(answer).unwrap();
+        let whole: Value = agent_core::json::from_str(answer).unwrap();
         assert_eq!(
             scan(answer, &[1]),
             whole["calls"].as_array().unwrap().clone()
@@ -374,7 +374,7 @@ mod tests {
             pretty in any::<bool>(),
             sizes in prop::collection::vec(1usize..40, 1..8),
         ) {
-            let mut answer = serde_json::Map::new();
+            let mut answer = agent_core::json::Map::new();
             if output_first {
                 answer.insert("output".into(), output.clone());
             }

@@ -6,10 +6,10 @@
 
 use crate::Tools;
 use crate::turn::Rules;
+use agent_core::json::Value;
 use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
 use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
 use agent_store::Append;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::mpsc;
 

@@ -7,7 +7,7 @@ use crate::body::{Fault, Received, Success};
 use crate::provider::Reply;
 use crate::sse::{self, Event};
 use crate::{Error, Result};
-use serde_json::Value;
+use agent_core::json::Value;
 
 /// Reports an answer's calls once each, in order, as they become known.
 pub(crate) struct Reporter<'a> {
@@ -150,7 +150,7 @@ pub(crate) fn receive(
 
 /// An event's data as JSON; a stream that is not is no reply.
 pub(crate) fn event_json(event: &Event) -> Result<Value> {
-    serde_json::from_str(&event.data).map_err(|e| Error::BadReply {
+    agent_core::json::from_str(&event.data).map_err(|e| Error::BadReply {
         reason: format!(
             "a stream event's data is not JSON ({e}): {}",
             agent_core::quoted(&crate::provider::short(&event.data, 200))

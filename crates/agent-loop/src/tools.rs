@@ -1,9 +1,9 @@
 //! Tools (spec R35) and what the model sees of them (R36).
 
 use crate::{Error, Result};
+use agent_core::json::{Map, Value};
 use agent_data::{Context, Message};
 use indexmap::IndexMap;
-use serde_json::{Map, Value};
 
 /// A tool: a JSON Schema object whose `properties._tool.const` is its name
 /// (R35). Its other non-`_` properties are the call's parameters;
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     name: String,
-    schema: Map<String, Value>,
+    schema: Map,
 }
 
 impl Tool {
@@ -53,12 +53,12 @@ impl Tool {
     }
 
     /// The tool's schema as defined.
-    pub fn schema(&self) -> &Map<String, Value> {
+    pub fn schema(&self) -> &Map {
         &self.schema
     }
 
     /// `properties`, the call's keys.
-    pub(crate) fn properties(&self) -> Option<&Map<String, Value>> {
+    pub(crate) fn properties(&self) -> Option<&Map> {
         self.schema.get("properties").and_then(Value::as_object)
     }
 
@@ -70,7 +70,7 @@ impl Tool {
     /// The schema the model sees (R36): an explicit tool's `_output` is
     /// removed (its activity computes the result), also from `required`; a
     /// latent tool's stays, for the model to fill in.
-    pub fn for_model(&self, explicit: bool) -> Map<String, Value> {
+    pub fn for_model(&self, explicit: bool) -> Map {
         let mut schema = self.schema.clone();
         if explicit {
             if let Some(Value::Object(properties)) = schema.get_mut("properties") {

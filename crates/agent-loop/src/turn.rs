@@ -5,10 +5,10 @@ use crate::errors::shortened;
 use crate::guard::Guard;
 use crate::schedule::run_plan;
 use crate::{Answer, Error, Result, Tools};
+use agent_core::json::Value;
 use agent_output::{Call, Clock};
 use agent_plan::{Activities, Plan};
 use agent_store::Append;
-use serde_json::Value;
 
 /// Dependencies between one answer's calls, in all: 10,000 calls can make
 /// 25 million (half writing a place the other half reads).

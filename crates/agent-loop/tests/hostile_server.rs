@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{
     Anthropic, Error, OpenAi, Provider, Reply, Request, Retry, RetryNotice, SYSTEM_TEXT, Tool,
     Tools, answer_schema,
 };
 use agent_render::{RenderMode, Renderer};
-use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -578,7 +578,7 @@ fn reply(format: Format, body: Value) -> Result<agent_loop::Answer, String> {
 
 #[test]
 fn r38_an_answer_given_as_a_native_tool_call_is_read() {
-    let answer: Value = serde_json::from_str(ANSWER).unwrap();
+    let answer: Value = agent_core::json::from_str(ANSWER).unwrap();
     let openai_call = |name: &str, arguments: &str| {
         json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
             "tool_calls": [{"id": "call_1", "type": "function",

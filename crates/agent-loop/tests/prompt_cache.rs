@@ -6,12 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{Answer, Error, Loop, OpenAi, Provider, Reply, Request, Tool, Usage};
 use agent_output::FixedClock;
 use agent_plan::Activities;
 use agent_render::RenderMode;
-use serde_json::{Value, json};
 use std::sync::Mutex;
 
 const TURNS: u32 = 20;

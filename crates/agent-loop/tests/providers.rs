@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{
     Anthropic, CallInstances, Error, OpenAi, Provider, Reply, Request, Retry, SYSTEM_TEXT, Tool,
     Tools, answer_schema,
 };
 use agent_render::{RenderMode, Renderer};
-use serde_json::{Value, json};
 use std::time::Duration;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -159,7 +159,7 @@ fn r38_openai_request_body_is_chat_completions_with_a_json_schema_response_forma
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     // The body is a request async-openai's types accept.
     let typed: async_openai::types::chat::CreateChatCompletionRequest =
-        serde_json::from_value(body).unwrap();
+        agent_core::json::from_value(body).unwrap();
     assert_eq!(typed.messages.len(), 3);
     assert_eq!(typed.stream, Some(true));
 }
@@ -201,7 +201,7 @@ fn r38_without_a_key_no_key_header_is_sent() {
 fn r38_anthropic_request_forces_one_answer_tool_and_reads_its_input() {
     let rt = runtime();
     let server = rt.block_on(MockServer::start());
-    let input: Value = serde_json::from_str(ANSWER).unwrap();
+    let input: Value = agent_core::json::from_str(ANSWER).unwrap();
     rt.block_on(
         Mock::given(method("POST"))
             .and(path("/v1/messages"))

@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 use agent_core::Instance;
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{Answer, CallInstances, SYSTEM_TEXT, Tool, Tools, answer_schema};
-use serde_json::{Value, json};
 
 fn tool(name: &str, extra: Value) -> Value {
     let mut schema = json!({"type": "object", "properties": {"_tool": {"const": name}}});

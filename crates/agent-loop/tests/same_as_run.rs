@@ -5,12 +5,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 use agent_core::{Instance, Kind};
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{Answer, Error, Loop, Provider, Reply, Request, Tool, Usage};
 use agent_output::FixedClock;
 use agent_plan::{Activities, Plan};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::sync::Mutex;
 
 /// Answers once with the given calls.

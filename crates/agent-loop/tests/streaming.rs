@@ -6,13 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{
     Anthropic, Error, OpenAi, Provider, Reply, Request, Retry, SYSTEM_TEXT, Tool, Tools,
     answer_schema,
 };
 use agent_render::{RenderMode, Renderer};
-use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -281,7 +281,7 @@ fn read_request(stream: &mut TcpStream) -> Option<String> {
 /// The body of a recorded request.
 fn request_body(request: &str) -> Value {
     let (_, body) = request.split_once("\r\n\r\n").unwrap();
-    serde_json::from_str(body).unwrap()
+    agent_core::json::from_str(body).unwrap()
 }
 
 /// Sends one request, noting each reported call with when it came.
@@ -320,8 +320,8 @@ fn answer_text() -> String {
 
 fn calls() -> Vec<Value> {
     vec![
-        serde_json::from_str(FIRST).unwrap(),
-        serde_json::from_str(SECOND).unwrap(),
+        agent_core::json::from_str(FIRST).unwrap(),
+        agent_core::json::from_str(SECOND).unwrap(),
     ]
 }
 
@@ -387,7 +387,7 @@ fn r38_calls_split_byte_by_byte_are_read_whole() {
 #[test]
 fn r38_a_server_that_does_not_stream_is_read_whole() {
     for format in FORMATS {
-        let answer: Value = serde_json::from_str(&answer_text()).unwrap();
+        let answer: Value = agent_core::json::from_str(&answer_text()).unwrap();
         let body = match format {
             Format::OpenAi => json!({"choices": [{"index": 0, "message": {"role": "assistant",
                 "content": answer_text()}, "finish_reason": "stop"}],

@@ -6,12 +6,12 @@
 mod common;
 use common::{Script, clock};
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{
     Answer, Error, Finish, Loop, OpenAi, Provider, Reply, Request, Retry, Tool, TurnReport, Usage,
 };
 use agent_plan::Activities;
-use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;

@@ -5,11 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 mod common;
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{Loop, Tool};
 use agent_plan::Activities;
 use common::{Script, clock};
-use serde_json::{Value, json};
 
 /// A latent tool whose schema declares an application key, `_trace`.
 fn note() -> Tool {

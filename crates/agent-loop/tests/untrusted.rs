@@ -5,11 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 mod common;
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{Answer, CallInstances, Finish, Loop, Tool, Tools, answer_schema};
 use agent_plan::Activities;
 use common::{Script, clock};
-use serde_json::{Value, json};
 
 /// A latent tool writing wherever the model says.
 fn note() -> Tool {

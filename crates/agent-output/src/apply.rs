@@ -1,10 +1,10 @@
 //! Validating and appending a call's result (R20, R23).
 
 use crate::{Call, Clock, Error, Outcome, Result, messages_for};
+use agent_core::json::{Map, Value};
 use agent_data::{CheckMode, Context, Message, Schema};
 use agent_store::Append;
 use agent_vars::Resolution;
-use serde_json::{Map, Value};
 
 /// Checks a call against its tool's schema (R23): the `_`-keys
 /// (`_tool`, `_outputPath`, `_outputMethod`, `_instance`, …) as written, the
@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 /// ```
 /// use agent_data::Context;
 /// use agent_output::{check_tool_schema, Call};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let ctx = Context::from_json(r#"[{"type":"input","data":{"days":3}}]"#)?;
 /// let schema = json!({
@@ -111,9 +111,8 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
         return tool_schema.clone();
     };
     let mut schema = schema.clone();
-    let properties = schema
-        .entry("properties")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let properties =
+        schema.get_or_insert_with("properties".to_owned(), || Value::Object(Map::new()));
     if let Value::Object(properties) = properties {
         for key in call.keys().filter(|k| k.starts_with('_')) {
             if !properties.contains_key(key) {
@@ -140,7 +139,7 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
 /// ```
 /// use agent_data::Context;
 /// use agent_output::{apply, Call, Outcome, SystemClock};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let mut ctx = Context::from_json(r#"[{"type":"data","data":{"user":{"name":"Alex","status":"active"}}}]"#)?;
 /// let call = Call::parse(json!({"_tool": "updateUserStatus", "_outputPath": "†data.user.status"}))?;

@@ -1,10 +1,10 @@
 //! [`Call`]: a tool call as the model wrote it, its meta keys parsed once.
 
 use crate::{Error, OutputPath, Result};
+use agent_core::json::Value;
 use agent_core::{Instance, Method, json_type};
 use agent_data::Context;
 use agent_vars::{Resolution, Scope};
-use serde_json::Value;
 
 /// A tool call (R18–R20): a JSON object whose `_`-keys the engine reads —
 /// `_tool`, `_instance`, `_outputPath`, `_outputMethod` — and whose other
@@ -15,7 +15,7 @@ use serde_json::Value;
 /// ```
 /// use agent_output::Call;
 /// use agent_core::Method;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let call = Call::parse(json!({
 ///     "_tool": "summarize", "text": "†state.profile",
@@ -98,7 +98,7 @@ impl Call {
     ///
     /// ```
     /// use agent_output::Call;
-    /// use serde_json::json;
+    /// use agent_core::json;
     /// let call = Call::parse(json!({"_tool": "t", "_outputpath": "†state.x"}))?;
     /// assert_eq!(
     ///     call.check_keys(&[]).unwrap_err().to_string(),

@@ -58,7 +58,7 @@ pub enum Error {
     )]
     UnhandledFailure {
         /// The failure value.
-        value: serde_json::Value,
+        value: agent_core::json::Value,
     },
     /// An explicitly chosen outcome that does not exist (R20).
     #[error("outcome {index} chosen, but `_outputPath` has {count} outcome(s)")]
@@ -123,7 +123,7 @@ impl From<agent_store::Error> for Error {
 /// An instance as the user wrote it (JSON-quoted), or `the global scope`.
 fn scope(instance: Option<&str>) -> String {
     match instance {
-        Some(id) => serde_json::Value::from(id).to_string(),
+        Some(id) => agent_core::json::Value::from(id).to_string(),
         None => "the global scope".into(),
     }
 }

@@ -21,7 +21,7 @@
 //! ```
 //! use agent_data::Context;
 //! use agent_output::{apply, Call, FixedClock, Outcome};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! let mut ctx = Context::new();
 //! let clock = FixedClock::parse("2026-01-01T00:00:00Z")?;

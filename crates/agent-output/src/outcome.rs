@@ -2,9 +2,9 @@
 
 use crate::clock::stamp;
 use crate::{Call, Clock, Error, Result};
+use agent_core::json::{Map, Value};
 use agent_core::{Instance, MAX_DEPTH, Method, TooDeep, drop_deep, within_depth};
 use agent_data::{DataMessage, Message, MessageFault};
-use serde_json::{Map, Value};
 
 /// How a call finished (R20, R22).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +43,7 @@ pub enum Outcome {
 ///
 /// ```
 /// use agent_output::{messages_for, Call, FixedClock, Outcome};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let written = json!({"_tool": "updateUserStatus", "newStatus": "inactive", "_outputPath": "†data.user.status"});
 /// let call = Call::parse(written.clone())?;

@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_output::{Call, FixedClock, Outcome};
-use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
     FixedClock::parse("2026-11-21T10:00:00Z").unwrap()

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::json;
 use agent_data::Context;
 use agent_output::{Call, FixedClock, Outcome, apply, messages_for};
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// A call writing one value to `n` destinations (`†state.d0 && …`).
@@ -123,7 +123,7 @@ fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_t
         json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
             "_outputMethod": "push", "_instance": format!("i{i}")})
     }));
-    let ctx = Context::from_json(&serde_json::Value::Array(messages).to_string()).unwrap();
+    let ctx = Context::from_json(&agent_core::json::Value::Array(messages).to_string()).unwrap();
     let breaking = Call::parse(json!({"_tool": "fan", "_outputPath": "†state.d0 && †state.log"}));
     let refused = apply(
         &mut ctx.clone(),
@@ -147,14 +147,13 @@ fn r13_a_global_write_is_checked_against_instance_layers_in_time_linear_in_the_c
     // the instances and ten times the global keys cost a hundred times as
     // much. Each now copies only the entries its writes start at.
     let context = |n: usize| {
-        let global: serde_json::Map<String, serde_json::Value> =
-            (0..n).map(|k| (format!("k{k}"), json!(k))).collect();
+        let global: agent_core::json::Map = (0..n).map(|k| (format!("k{k}"), json!(k))).collect();
         let mut messages = vec![json!({"type": "state", "data": global})];
         messages.extend((0..n).map(|i| {
             json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
                 "_outputMethod": "push", "_instance": format!("i{i}")})
         }));
-        Context::from_json(&serde_json::Value::Array(messages).to_string()).unwrap()
+        Context::from_json(&agent_core::json::Value::Array(messages).to_string()).unwrap()
     };
     let (small, large) = (context(1_000), context(10_000));
     let t_small = apply_time(&small, &fan_out(1), 1);

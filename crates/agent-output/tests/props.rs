@@ -6,10 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Method, Reference, write};
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_output::{Call, FixedClock, Outcome, apply};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 
 fn value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

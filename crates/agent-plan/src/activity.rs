@@ -1,8 +1,8 @@
 //! Activities: the code that runs a tool, registered by tool name.
 
+use agent_core::json::Value;
 use agent_core::quoted;
 use agent_output::Outcome;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

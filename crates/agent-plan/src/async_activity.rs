@@ -4,8 +4,8 @@
 //! (tokio sockets, say) should enter their runtime inside the future.
 
 use crate::{Activities, Activity};
+use agent_core::json::Value;
 use agent_output::Outcome;
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -57,7 +57,7 @@ impl Activities {
     /// ```
     /// use agent_output::Outcome;
     /// use agent_plan::{Activities, ActivityFuture, AsyncActivity};
-    /// use serde_json::{json, Value};
+    /// use agent_core::{json, json::Value};
     ///
     /// struct Lookup;
     /// impl AsyncActivity for Lookup {

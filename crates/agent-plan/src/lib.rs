@@ -27,7 +27,7 @@
 //! use agent_data::Context;
 //! use agent_output::SystemClock;
 //! use agent_plan::{Activities, Plan, Status};
-//! use serde_json::{json, Value};
+//! use agent_core::{json, json::Value};
 //!
 //! let mut ctx = Context::from_json(r#"[{"type": "input", "data": {"id": 7}}]"#)?;
 //! let plan = Plan::new(vec![

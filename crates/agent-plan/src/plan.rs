@@ -2,15 +2,15 @@
 
 use crate::graph::{self, Access};
 use crate::{Activities, Error, Result};
+use agent_core::json::Value;
 use agent_output::Call;
-use serde_json::Value;
 
 /// A list of calls wired together through references and output paths,
 /// checked and ordered: B runs after A when B reads what A may write.
 ///
 /// ```
 /// use agent_plan::Plan;
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let plan = Plan::new(vec![
 ///     json!({"_tool": "summarize", "text": "†state.profile", "_outputPath": "†state.summary"}),

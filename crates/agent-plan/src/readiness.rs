@@ -16,10 +16,10 @@
 
 use crate::Plan;
 use crate::graph::{self, Access};
+use agent_core::json::Value;
 use agent_core::{Instance, Kind};
 use agent_data::Context;
 use agent_vars::Resolution;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
 

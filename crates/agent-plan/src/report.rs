@@ -1,10 +1,10 @@
 //! What running a plan in process did: one report per call, serialisable
 //! as the JSON `agentctx run` prints.
 
+use agent_core::json::Value;
 use agent_output::Outcome;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
-use serde_json::Value;
 
 /// Which of a call's outcomes its activity took (R20, R22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

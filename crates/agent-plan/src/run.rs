@@ -4,6 +4,7 @@
 use crate::readiness::{Blocker, Known, Standing, Verdict, Written, judge, waits_on};
 use crate::{Activities, CallReport, Plan, Report, Status, Taken};
 use agent_core::Reference;
+use agent_core::json::Value;
 use agent_data::Message;
 use agent_output::{Clock, Outcome};
 use agent_store::{Append, AppendKey, KeyedAppend};
@@ -11,7 +12,6 @@ use agent_store::{Append, AppendKey, KeyedAppend};
 use rayon::prelude::*;
 #[cfg(not(feature = "rayon"))]
 use sequential::ParIter;
-use serde_json::Value;
 
 /// How far a run is, for a progress line ([`Plan::run_observed`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

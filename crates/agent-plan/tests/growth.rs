@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_plan::Plan;
-use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// A chain of `n` calls, each reading what the previous one writes, listed

@@ -2,10 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_output::{FixedClock, Outcome};
 use agent_plan::{Activities, Error, Plan, Status, Taken};
-use serde_json::{Value, json};
 
 fn clock() -> FixedClock {
     FixedClock::parse("2026-01-01T00:00:00Z").unwrap()
@@ -255,7 +255,7 @@ fn chosen_outcomes_and_returned_messages() {
         ]
     );
     assert_eq!(
-        serde_json::json!(report)["calls"][0]["outcomeIndex"],
+        agent_core::json!(report)["calls"][0]["outcomeIndex"],
         json!(1),
         "a chosen outcome reports its position"
     );
@@ -289,7 +289,7 @@ fn report_json_shape() {
     .unwrap();
     let report = plan.run(&mut ctx, &activities(), &clock());
     assert_eq!(
-        serde_json::json!(report),
+        agent_core::json!(report),
         json!({"calls": [
             {"index": 0, "tool": "echo", "wave": 0, "status": "done",
              "outcome": "success", "outcomeIndex": 0, "paths": ["†state.x"]},

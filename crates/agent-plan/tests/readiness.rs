@@ -3,12 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::{Context, Message};
 use agent_output::FixedClock;
 use agent_plan::{Activities, Known, Plan, Standing, Status, standings};
 use agent_store::{Append, Build, Error as StoreError};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,7 +96,7 @@ fn d42_a_store_failure_stops_the_run_and_fails_no_call() {
     assert_eq!(report.calls[3].wave, None);
     assert_eq!(store.context.len(), 1, "only call 0's result is in the log");
     assert_eq!(
-        serde_json::json!(report)["calls"][1],
+        agent_core::json!(report)["calls"][1],
         json!({"index": 1, "tool": "echo", "wave": 0, "status": "stopped",
                "error": "cannot append to postgres://db/test?context=c: connection refused"})
     );

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_plan::{Known, Plan, Standing, standings};
-use serde_json::{Value, json};
 
 fn plan(calls: &[Value]) -> Plan {
     Plan::new(calls.to_vec()).unwrap()

@@ -1,6 +1,6 @@
 //! The chat message model: what the model sees, before a provider's format.
 
-use serde_json::{Map, Value};
+use agent_core::json::{Map, Value};
 
 /// One chat message: a role and its text. Rendering makes one per block;
 /// a provider payload may merge runs of one role (Anthropic's alternating
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 pub struct ChatMessage {
     role: String,
     text: String,
-    native: Option<Map<String, Value>>,
+    native: Option<Map>,
 }
 
 impl ChatMessage {
@@ -27,7 +27,7 @@ impl ChatMessage {
     /// A provider's own chat message (tool calls, tool results), without
     /// its top-level `_` keys (R29). Its text, for the `plain` and `text`
     /// formats, is the message's JSON without `role`.
-    pub fn native(mut fields: Map<String, Value>) -> Self {
+    pub fn native(mut fields: Map) -> Self {
         fields.retain(|key, _| !key.starts_with('_'));
         let role = fields
             .get("role")
@@ -54,7 +54,7 @@ impl ChatMessage {
     }
 
     /// The provider's own message, for a native message.
-    pub fn native_fields(&self) -> Option<&Map<String, Value>> {
+    pub fn native_fields(&self) -> Option<&Map> {
         self.native.as_ref()
     }
 }

@@ -2,10 +2,13 @@
 //! message passes unchanged to its own provider and is converted for the
 //! other one, so a context captured from either renders for both.
 
-use serde_json::{Map, Value, json};
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 
 /// The messages of OpenAI's Chat Completions format for `fields`.
-pub(crate) fn to_openai(fields: &Map<String, Value>) -> Vec<Value> {
+pub(crate) fn to_openai(fields: &Map) -> Vec<Value> {
     let Some(blocks) = anthropic_blocks(fields) else {
         return vec![Value::Object(fields.clone())];
     };
@@ -40,7 +43,7 @@ pub(crate) fn to_openai(fields: &Map<String, Value>) -> Vec<Value> {
 }
 
 /// The role and content blocks of Anthropic's Messages format for `fields`.
-pub(crate) fn to_anthropic(fields: &Map<String, Value>) -> (String, Vec<Value>) {
+pub(crate) fn to_anthropic(fields: &Map) -> (String, Vec<Value>) {
     let role = fields.get("role").and_then(Value::as_str).unwrap_or("user");
     if let Some(blocks) = anthropic_blocks(fields) {
         return (role.to_owned(), blocks.clone());
@@ -66,7 +69,7 @@ pub(crate) fn to_anthropic(fields: &Map<String, Value>) -> (String, Vec<Value>) 
         let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
         // Anthropic's input is an object; arguments that are not one are
         // kept as text under `arguments`.
-        let input = match serde_json::from_str::<Value>(arguments) {
+        let input = match agent_core::json::from_str(arguments) {
             Ok(Value::Object(input)) => Value::Object(input),
             _ => json!({"arguments": arguments}),
         };
@@ -76,7 +79,7 @@ pub(crate) fn to_anthropic(fields: &Map<String, Value>) -> (String, Vec<Value>) 
 }
 
 /// Anthropic content blocks, when the message is Anthropic-shaped.
-fn anthropic_blocks(fields: &Map<String, Value>) -> Option<&Vec<Value>> {
+fn anthropic_blocks(fields: &Map) -> Option<&Vec<Value>> {
     if fields.contains_key("tool_calls") || fields.contains_key("tool_call_id") {
         return None;
     }

@@ -1,7 +1,7 @@
 //! Provider payloads (R31) and token counts.
 
 use crate::{ChatMessage, Error, Result};
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 
 /// Where the chat messages go (R31).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,7 +66,7 @@ impl Payload {
     ///
     /// ```
     /// use agent_render::{payload, ChatMessage, Provider};
-    /// use serde_json::json;
+    /// use agent_core::json;
     ///
     /// let chat = [ChatMessage::new("user", "hi")];
     /// assert_eq!(payload(&chat, Provider::Plain)?.into_value(), json!([{"role": "user", "content": "hi"}]));
@@ -83,7 +83,7 @@ impl Payload {
     /// The payload as text: JSON (pretty or compact) or the transcript.
     pub fn to_text(&self, pretty: bool) -> String {
         match self {
-            Payload::Json(v) if pretty => serde_json::to_string_pretty(v).unwrap_or_default(),
+            Payload::Json(v) if pretty => agent_core::json::to_string_pretty(v),
             Payload::Json(v) => v.to_string(),
             Payload::Text(t) => t.clone(),
         }
@@ -100,7 +100,7 @@ impl Payload {
 ///
 /// ```
 /// use agent_render::{payload, ChatMessage, Payload, Provider};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let chat = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "a"), ChatMessage::new("user", "b")];
 /// let Payload::Json(p) = payload(&chat, Provider::Anthropic)? else { unreachable!() };
@@ -177,7 +177,7 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
             _ => turns.push((role, blocks)),
         }
     }
-    let mut out = serde_json::Map::new();
+    let mut out = agent_core::json::Map::new();
     if !system.is_empty() {
         out.insert("system".into(), system.join("\n\n").into());
     }

@@ -2,8 +2,8 @@
 
 use crate::ChatMessage;
 use agent_core::Method;
+use agent_core::json::{Map, Value};
 use agent_data::{Context, DataMessage, Identity, Message};
-use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub enum RenderMode {
 pub trait OpaqueRenderer: Send + Sync {
     /// The chat message for `message` (its fields, `_`-prefixed ones
     /// included), or `None` to leave it out.
-    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage>;
+    fn render(&self, message: &Map) -> Option<ChatMessage>;
 }
 
 /// The default for opaque messages (R28): a `user` block `## {type}`
@@ -32,12 +32,12 @@ pub trait OpaqueRenderer: Send + Sync {
 pub struct GenericBlock;
 
 impl OpaqueRenderer for GenericBlock {
-    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage> {
+    fn render(&self, message: &Map) -> Option<ChatMessage> {
         let kind = message
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("message");
-        let visible: Map<String, Value> = message
+        let visible: Map = message
             .iter()
             .filter(|(k, _)| !k.starts_with('_'))
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -146,35 +146,31 @@ impl Renderer {
 }
 
 fn pretty(value: &Value) -> String {
-    // Serialising a Value cannot fail: its keys are strings.
-    serde_json::to_string_pretty(value).unwrap_or_default()
+    agent_core::json::to_string_pretty(value)
 }
 
-/// A block under construction: bytes, so values serialise straight into it.
-struct Block(Vec<u8>);
+/// A block under construction: values are written straight into it.
+struct Block(String);
 
 impl Block {
     fn new(header: std::fmt::Arguments<'_>) -> Self {
-        let mut bytes = Vec::with_capacity(256);
-        let _ = std::io::Write::write_fmt(&mut bytes, header);
-        Block(bytes)
+        let mut text = String::with_capacity(256);
+        let _ = std::fmt::Write::write_fmt(&mut text, header);
+        Block(text)
     }
 
     fn line(&mut self, text: &str) {
-        self.0.push(b'\n');
-        self.0.extend_from_slice(text.as_bytes());
+        self.0.push('\n');
+        self.0.push_str(text);
     }
 
     fn json(&mut self, value: &Value) {
-        self.0.push(b'\n');
-        // Writing a Value into a Vec cannot fail.
-        let _ = serde_json::to_writer_pretty(&mut self.0, value);
+        self.0.push('\n');
+        agent_core::json::write_into(&mut self.0, value, true);
     }
 
     fn finish(self) -> String {
-        // Only UTF-8 text and serde_json output went in.
-        String::from_utf8(self.0)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        self.0
     }
 }
 

@@ -2,12 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::Context;
 use agent_render::{
     ChatMessage, Error, INPUT_LINE, OpaqueRenderer, Payload, Provider, RenderMode, Renderer,
     count_tokens, payload,
 };
-use serde_json::{Map, Value, json};
 
 fn ctx(messages: Value) -> Context {
     Context::from_json(&messages.to_string()).unwrap()
@@ -124,7 +127,7 @@ fn r28_opaque_generic_block_without_underscore_fields() {
 struct PlanSummary;
 
 impl OpaqueRenderer for PlanSummary {
-    fn render(&self, message: &Map<String, Value>) -> Option<ChatMessage> {
+    fn render(&self, message: &Map) -> Option<ChatMessage> {
         let steps = message
             .get("steps")
             .and_then(Value::as_array)
@@ -139,7 +142,7 @@ impl OpaqueRenderer for PlanSummary {
 struct Hidden;
 
 impl OpaqueRenderer for Hidden {
-    fn render(&self, _: &Map<String, Value>) -> Option<ChatMessage> {
+    fn render(&self, _: &Map) -> Option<ChatMessage> {
         None
     }
 }
@@ -335,7 +338,7 @@ fn r31_openai_payload_deserializes_into_async_openai_types() {
             panic!()
         };
         let messages: Vec<ChatCompletionRequestMessage> =
-            serde_json::from_value(p["messages"].clone()).unwrap();
+            agent_core::json::from_value(p["messages"].clone()).unwrap();
         assert_eq!(messages.len(), 4);
         assert!(matches!(
             messages[0],
@@ -347,7 +350,7 @@ fn r31_openai_payload_deserializes_into_async_openai_types() {
             ChatCompletionRequestMessage::Assistant(_)
         ));
         // And back: what the client would send is what we produced.
-        assert_eq!(serde_json::to_value(&messages).unwrap(), p["messages"]);
+        assert_eq!(json!(messages), p["messages"]);
     }
 }
 

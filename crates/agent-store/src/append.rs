@@ -71,7 +71,7 @@ impl Append for Context {
 /// ```
 /// use agent_data::Message;
 /// use agent_store::{Append, FileStore, Stored};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("c.jsonl"), "{\"type\":\"state\",\"data\":{\"n\":0}}\n")?;

@@ -19,7 +19,7 @@
 //! ```
 //! use agent_data::{Context, Message};
 //! use agent_store::{FileStore, Store};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("c.jsonl");

@@ -354,7 +354,7 @@ mod tests {
 
     use super::*;
     use crate::snapshot::seal;
-    use serde_json::json;
+    use agent_core::json;
 
     fn log(n: usize) -> Context {
         let text: String = (0..n)

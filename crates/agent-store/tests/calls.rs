@@ -19,9 +19,9 @@ mod pg;
 
 #[cfg(feature = "postgres")]
 mod calls {
+    use agent_core::json;
     use agent_data::Message;
     use agent_store::{CallState, Claim, Error, PgCalls, PgStore, Stored};
-    use serde_json::json;
     use std::time::Duration;
 
     fn fresh(name: &str) -> String {
@@ -37,7 +37,7 @@ mod calls {
         })
     }
 
-    fn message(value: serde_json::Value) -> Vec<Message> {
+    fn message(value: agent_core::json::Value) -> Vec<Message> {
         Message::from_value(value).unwrap()
     }
 
@@ -270,7 +270,7 @@ mod calls {
     fn r34d_a_views_values_do_not_depend_on_the_commit_order_but_its_key_order_does() {
         // D43: calls 0 and 1 write different top-level keys of one layer
         // and are not ordered, so their keys appear in commit order.
-        let views: Vec<serde_json::Value> = [[0, 1], [1, 0]]
+        let views: Vec<agent_core::json::Value> = [[0, 1], [1, 0]]
             .iter()
             .map(|order| {
                 let (url, plan) = planned("key-order", 2);
@@ -290,8 +290,9 @@ mod calls {
             })
             .collect();
         assert_eq!(views[0], views[1], "the same values");
-        let keys =
-            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let keys = |v: &agent_core::json::Value| {
+            v.as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+        };
         assert_eq!(keys(&views[0]), ["c0", "c1"]);
         assert_eq!(keys(&views[1]), ["c1", "c0"]);
     }

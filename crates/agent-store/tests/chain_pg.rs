@@ -18,10 +18,10 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod chain_pg {
     use crate::pg::{fresh_name, open, raw, with_context};
+    use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{Error, Finding, PgStore, Store};
     use proptest::prelude::*;
-    use serde_json::json;
 
     /// A fresh context's URL and its name.
     fn fresh(name: &str) -> (String, String) {

@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::json;
 use agent_data::{Context, Message};
 use agent_store::{Append, Error, FileStore, Store, Stored};
-use serde_json::json;
 use std::path::PathBuf;
 
 fn dir(name: &str) -> PathBuf {
@@ -15,7 +15,7 @@ fn dir(name: &str) -> PathBuf {
     dir
 }
 
-fn message(value: serde_json::Value) -> Message {
+fn message(value: agent_core::json::Value) -> Message {
     Message::from_value(value).unwrap().remove(0)
 }
 
@@ -25,7 +25,7 @@ fn push(n: i64) -> Message {
     )
 }
 
-fn log(path: &std::path::Path) -> serde_json::Value {
+fn log(path: &std::path::Path) -> agent_core::json::Value {
     let context = FileStore::open(path).unwrap().load().unwrap().context;
     context
         .read(&"†state.log".parse().unwrap(), None)
@@ -204,27 +204,27 @@ fn pushed(path: &std::path::Path, n: usize) {
     let mut store = FileStore::open(path).unwrap();
     let mut context = Context::new();
     for i in 0..n {
-        let push = Message::from_value(serde_json::json!({"type": "state", "data": {"log": i},
+        let push = Message::from_value(agent_core::json!({"type": "state", "data": {"log": i},
             "_outputPath": "†state.log", "_outputMethod": "push", "_instance": if i % 3 == 0 { "a" } else { "b" }}))
         .unwrap();
         store.commit(&mut context, &push).unwrap();
         let global =
-            Message::from_value(serde_json::json!({"type": "state", "data": {"n": i}})).unwrap();
+            Message::from_value(agent_core::json!({"type": "state", "data": {"n": i}})).unwrap();
         store.commit(&mut context, &global).unwrap();
     }
 }
 
-fn every_view(context: &Context) -> Vec<serde_json::Value> {
-    let mut out = vec![serde_json::json!(context.len())];
+fn every_view(context: &Context) -> Vec<agent_core::json::Value> {
+    let mut out = vec![agent_core::json!(context.len())];
     for id in context.identities() {
         for x in context.instances().map(Some).chain([None]) {
-            out.push(serde_json::json!([
+            out.push(agent_core::json!([
                 id.to_string(),
                 context.view(&id.kind, x)
             ]));
         }
     }
-    out.push(serde_json::json!(
+    out.push(agent_core::json!(
         context
             .diagnostics()
             .iter()
@@ -251,7 +251,7 @@ fn r34c_a_long_file_opens_from_its_snapshot_and_reads_as_the_full_fold() {
     assert!(full.len() - resumed.held_from() <= 2 * agent_store::SNAPSHOT_AFTER);
     assert_eq!(every_view(&resumed), every_view(&full));
     // Appending through it lands where the full fold would.
-    let push = Message::from_value(serde_json::json!({"type": "state", "data": {"log": "x"},
+    let push = Message::from_value(agent_core::json!({"type": "state", "data": {"log": "x"},
         "_outputPath": "†state.log", "_outputMethod": "push", "_instance": "a"}))
     .unwrap();
     store.commit(&mut resumed, &push).unwrap();

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::json;
 use agent_data::{Context, Message};
 use agent_store::{FileStore, Finding, Store};
-use serde_json::json;
 use std::path::Path;
 
 /// A file of `n` messages written through the store, which leaves a
@@ -31,7 +31,7 @@ fn written(path: &Path, n: usize) {
     );
 }
 
-fn n_of(context: &Context) -> serde_json::Value {
+fn n_of(context: &Context) -> agent_core::json::Value {
     context
         .read(&"†state.n".parse().unwrap(), None)
         .cloned()

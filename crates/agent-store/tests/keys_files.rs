@@ -4,9 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::json;
 use agent_data::{Context, Message};
 use agent_store::{AppendKey, FileStore, Once, Store};
-use serde_json::json;
 use std::path::Path;
 
 fn push(n: i64) -> Vec<Message> {
@@ -15,7 +15,7 @@ fn push(n: i64) -> Vec<Message> {
     .unwrap()
 }
 
-fn log(path: &Path) -> serde_json::Value {
+fn log(path: &Path) -> agent_core::json::Value {
     let context = FileStore::open(path).unwrap().load().unwrap().context;
     context
         .read(&"†state.log".parse().unwrap(), None)

@@ -14,9 +14,9 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod keys {
     use crate::pg::{database, fresh, fresh_name, open, raw};
+    use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{AppendKey, Error, Once, Store};
-    use serde_json::json;
     use std::io::{Read, Write};
     use std::sync::atomic::Ordering;
     use std::sync::{Arc, Barrier, Mutex};
@@ -34,7 +34,7 @@ mod keys {
     fn log(url: &str) -> Vec<String> {
         let context = open(url).load().unwrap().context;
         match context.read(&"†state.log".parse().unwrap(), None) {
-            Some(serde_json::Value::Array(items)) => items
+            Some(agent_core::json::Value::Array(items)) => items
                 .iter()
                 .map(|v| v.as_str().unwrap().to_owned())
                 .collect(),

@@ -18,9 +18,9 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod timeouts {
     use crate::pg::database;
+    use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{Error, PgStore, Store};
-    use serde_json::json;
     use std::io::{Read, Write};
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -143,7 +143,7 @@ mod timeouts {
         })
     }
 
-    fn state(value: serde_json::Value) -> Vec<Message> {
+    fn state(value: agent_core::json::Value) -> Vec<Message> {
         Message::from_value(json!({"type": "state", "data": {"log": value},
             "_outputPath": "†state.log", "_outputMethod": "push"}))
         .unwrap()

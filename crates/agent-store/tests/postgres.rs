@@ -29,10 +29,10 @@ mod postgres_store {
     use crate::pg::{database, fresh, open, raw};
 
     use crate::support::{assert_linearizable, log_of, plans, push, race};
+    use agent_core::{json, json::Value};
     use agent_data::{Context, Format, Message};
     use agent_store::{Error, FileStore, PgStore, Store};
     use proptest::prelude::*;
-    use serde_json::{Value, json};
     use std::sync::Barrier;
     use std::time::Instant;
 

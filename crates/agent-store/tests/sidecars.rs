@@ -7,9 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_core::json;
 use agent_data::{Context, Message, Warning};
 use agent_store::{FileStore, Store};
-use serde_json::json;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ fn push(n: i64) -> Message {
 
 const HEAD: &str = "{\"type\":\"state\",\"data\":{\"log\":[]}}\n";
 
-fn log_of(context: &Context) -> serde_json::Value {
+fn log_of(context: &Context) -> agent_core::json::Value {
     context
         .read(&"†state.log".parse().unwrap(), None)
         .cloned()

@@ -20,9 +20,9 @@ mod pg;
 #[cfg(feature = "postgres")]
 mod snapshots_pg {
     use crate::pg::{database, fresh_name, open, raw, with_context};
+    use agent_core::{json, json::Value};
     use agent_data::{Context, Message};
     use agent_store::{PgStore, Store};
-    use serde_json::{Value, json};
 
     /// A context of `n` pushes onto `†state.log` (its snapshot grows with
     /// every one), through `store`.

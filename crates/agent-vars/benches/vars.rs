@@ -5,15 +5,18 @@
 //!   strings (the least any tokenizer must do).
 //! - `resolve/call-20x10k`: resolve a 20-parameter call against a
 //!   10,000-message context, against `baseline/pointer-20`, reading the same
-//!   20 values with `serde_json::Value::pointer` from the folded view and
+//!   20 values with `agent_core::json::Value::pointer` from the folded view and
 //!   building the same output object.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)] // bench support code
 
 use agent_core::Kind;
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::{Context, Format};
 use agent_vars::{Expression, Resolution, resolve_call};
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Map, Value, json};
 use std::hint::black_box;
 
 const REFERENCE: &str = "†state.a.b.c[3][\"e f\"]";

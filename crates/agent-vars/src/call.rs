@@ -1,9 +1,9 @@
 //! Resolving a call's parameters (R18).
 
 use crate::{Error, Evaluation, Lookup, Result, Scope, Text, parse};
+use agent_core::json::{Map, Value};
 use agent_core::{Instance, MAX_DEPTH, Reference, TooDeep, json_type};
 use agent_data::Context;
-use serde_json::{Map, Value};
 
 /// A call after resolution (R18).
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +54,7 @@ pub fn call_instance(call: &Value) -> Result<Option<Instance>> {
 /// ```
 /// use agent_data::Context;
 /// use agent_vars::{resolve_call, Resolution};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let ctx = Context::from_json(r#"[{"type":"input","data":{"userName":"ada"}}]"#)?;
 /// let call = json!({"_tool": "greet", "name": "†input.userName", "note": "\\†verbatim"});
@@ -148,7 +148,7 @@ impl Lookup for Nothing {
     }
 }
 
-fn as_call(call: &Value) -> Result<&Map<String, Value>> {
+fn as_call(call: &Value) -> Result<&Map> {
     call.as_object().ok_or(Error::CallNotObject {
         found: json_type(call),
     })

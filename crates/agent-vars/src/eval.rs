@@ -1,9 +1,9 @@
 //! Evaluating expressions (R16, R17) through instance-scoped reads (R5).
 
 use crate::Expression;
+use agent_core::json::Value;
 use agent_core::{Instance, Reference};
 use agent_data::Context;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -62,7 +62,7 @@ impl Expression {
     /// ```
     /// use agent_data::Context;
     /// use agent_vars::{Evaluation, Expression, Scope};
-    /// use serde_json::json;
+    /// use agent_core::json;
     ///
     /// let ctx = Context::from_json(r#"[{"type":"state","data":{"default":"en","empty":null}}]"#)?;
     /// let scope = Scope::new(&ctx, None);

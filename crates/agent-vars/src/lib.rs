@@ -19,7 +19,7 @@
 //! ```
 //! use agent_data::Context;
 //! use agent_vars::{resolve_call, Resolution};
-//! use serde_json::json;
+//! use agent_core::json;
 //!
 //! let ctx = Context::from_json(r#"[
 //!   {"type": "input", "data": {"user": "ada"}},

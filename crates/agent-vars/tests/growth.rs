@@ -4,9 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::json;
 use agent_data::Context;
 use agent_vars::{Resolution, resolve_call};
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// The fastest of three runs of `f` (noise only ever adds time).
@@ -29,7 +29,7 @@ fn r17_every_missing_reference_is_listed_in_linear_time() {
         let refs: Vec<String> = (0..2 * n).map(|i| format!("†state.m{}", i % n)).collect();
         json!({"_tool": "t", "x": refs.join(" || ")})
     };
-    let resolve = |call: &serde_json::Value, n: usize| {
+    let resolve = |call: &agent_core::json::Value, n: usize| {
         let Resolution::Pending(missing) = resolve_call(call, &ctx).unwrap() else {
             panic!("nothing is present")
         };

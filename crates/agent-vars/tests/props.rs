@@ -4,9 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Kind, Path, Reference, Segment};
+use agent_core::{json, json::Value};
 use agent_vars::{Alternative, Evaluation, Expression, Lookup, parse};
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::HashMap;
 

@@ -3,11 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::Reference;
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_vars::{
     Error, Evaluation, Expression, Resolution, Scope, Text, call_reads, parse, resolve_call,
 };
-use serde_json::{Value, json};
 
 fn ctx() -> Context {
     Context::from_json(

@@ -26,7 +26,7 @@
 //! ```
 //! use agent_plan::Activities;
 //! use agent_worker::{Worker, WorkerOptions, plan_status};
-//! use serde_json::{Value, json};
+//! use agent_core::{json, json::Value};
 //!
 //! // Runs against the test database when there is one (CI sets it).
 //! let Ok(server) = std::env::var("AGENTCTX_TEST_DATABASE_URL") else { return Ok(()) };

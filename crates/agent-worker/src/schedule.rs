@@ -3,9 +3,9 @@
 //! back off, which store errors are worth waiting out.
 
 use crate::WorkerError;
+use agent_core::json::Value;
 use agent_plan::{Known, Plan};
 use agent_store::{CallRow, CallState, Error as StoreError};
-use serde_json::Value;
 use std::time::Duration;
 
 /// How many times a call may be claimed again after its worker stopped
@@ -18,7 +18,7 @@ pub(crate) const TAKEOVERS: u32 = 2;
 /// A plan message's calls, checked and ordered.
 pub(crate) fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
     let bad = |reason: String| WorkerError::BadPlan { row, reason };
-    let message: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+    let message: Value = agent_core::json::from_str(line).map_err(|e| bad(e.to_string()))?;
     let calls = match message.get("calls") {
         Some(Value::Array(calls)) => calls.clone(),
         Some(other) => {

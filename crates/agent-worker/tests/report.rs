@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::json;
 use agent_plan::{Plan, Standing};
 use agent_store::{CallRow, CallState};
 use agent_worker::{PlanStatus, WorkerReport};
-use serde_json::json;
 
 #[test]
 fn r34d_a_worker_report_keeps_its_camel_case_keys_in_order() {

@@ -2,7 +2,6 @@
 //! (The tidy check keeps the README's copy identical to this one.)
 
 use agentctx::prelude::*;
-use serde_json::{Value, json};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A file context (or postgres://…?context=NAME), created on the first

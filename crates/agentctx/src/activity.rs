@@ -1,8 +1,8 @@
 //! Activities written as closures that use `?` on any error.
 
+use agent_core::{json, json::Value};
 use agent_output::Outcome;
 use agent_plan::Activity;
-use serde_json::{Value, json};
 use std::fmt;
 
 /// Any error, boxed: what an activity closure returns, so `?` works on
@@ -28,7 +28,7 @@ impl std::error::Error for Failure {}
 ///
 /// ```
 /// use agentctx::prelude::*;
-/// use serde_json::{json, Value};
+/// use agentctx::{json, json::Value};
 ///
 /// let double = activity(|call: &Value| {
 ///     let n: i64 = call["n"].as_str().ok_or("n must be a string")?.parse()?;

@@ -34,9 +34,17 @@ pub enum Error {
     /// An activity ended with an error instead of a value.
     #[error("activity failed: {0}")]
     Activity(String),
-    /// JSON text that does not parse.
+    /// JSON text that does not parse, read with [`json::from_str`]
+    /// (the library's reader, which keeps numbers exactly).
+    ///
+    /// [`json::from_str`]: agent_core::json::from_str
     #[error("invalid JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(#[from] agent_core::json::ParseError),
+    /// The application's own serde_json work (typed data in and out of
+    /// JSON), so that `?` on it works in a function returning
+    /// [`Result`](crate::Result).
+    #[error("JSON: {0}")]
+    SerdeJson(#[from] serde_json::Error),
     /// Reading or writing something other than a context — the application's
     /// own files, so that `?` on them works in a function returning
     /// [`Result`](crate::Result). The stores report their own I/O as

@@ -2,9 +2,9 @@
 
 use crate::{Error, Result};
 use agent_core::Instance;
+use agent_core::json::Value;
 use agent_data::Context;
 use agent_vars::{Evaluation, Expression, Resolution, Scope};
-use serde_json::Value;
 
 /// Reads a [`Context`] by expression, the way a model does
 /// (`"†state.user.name || †input.name"`), without parsing, scoping and
@@ -12,7 +12,7 @@ use serde_json::Value;
 ///
 /// ```
 /// use agentctx::prelude::*;
-/// use serde_json::json;
+/// use agentctx::json;
 ///
 /// let ctx = Context::from_json(r#"[
 ///   {"type": "state", "data": {"lang": "en"}},

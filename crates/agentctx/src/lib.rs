@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use agentctx::prelude::*;
-//! use serde_json::{json, Value};
+//! use agentctx::{json, json::Value};
 //!
 //! // A task, two tools and a plan that wires them by reference.
 //! let mut ctx = Context::from_json(r#"[{"type": "input", "data": {"user": 7}}]"#)?;
@@ -60,6 +60,12 @@ pub use error::{Error, Result};
 pub use get::ContextExt;
 pub use stored::StoredContext;
 
+/// agentctx's JSON value (`Value`, `Map`, `Number`, reading and writing
+/// text) and the [`json!`](crate::json!) macro: numbers kept exactly,
+/// members in order, depth bounded — without changing how serde_json
+/// behaves in the application's own code (D58).
+pub use agent_core::json;
+
 /// Paths, references, kinds, instance ids and the six write methods
 /// (the `agent-core` crate).
 pub use agent_core as core;
@@ -97,6 +103,7 @@ pub use agent_worker as worker;
 pub mod prelude {
     pub use crate::{ContextExt, Failure, StoredContext, activity, render};
     pub use agent_core::{Instance, Kind, Method, Path, Reference};
+    pub use agent_core::{json, json::Value};
     pub use agent_data::{Context, Message};
     #[cfg(feature = "loop")]
     pub use agent_loop::{Anthropic, Finish, Loop, OpenAi, Tool};
@@ -118,7 +125,7 @@ pub fn render(
     context: &data::Context,
     provider: agent_render::Provider,
     mode: agent_render::RenderMode,
-) -> Result<serde_json::Value> {
+) -> Result<agent_core::json::Value> {
     let chat = agent_render::Renderer::new().render(context, mode);
     Ok(agent_render::payload(&chat, provider)?.into_value())
 }

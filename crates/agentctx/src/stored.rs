@@ -1,12 +1,12 @@
 //! A stored context: open, read, apply and save in one motion.
 
 use crate::{ContextExt, Error, Result};
+use agent_core::json::Value;
 use agent_data::{Context, Message, Warning};
 use agent_output::{Call, Clock, Outcome, SystemClock};
 use agent_plan::{Activities, Plan, Report};
 use agent_render::{Provider, RenderMode};
 use agent_store::{Append, Store, Stored};
-use serde_json::Value;
 
 /// A context in a file (`.jsonl`, or a `.json` array) or in PostgreSQL
 /// (`postgres://…?context=NAME`), open for reading and writing. Every write
@@ -17,7 +17,7 @@ use serde_json::Value;
 ///
 /// ```
 /// use agentctx::prelude::*;
-/// use serde_json::json;
+/// use agentctx::json;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("task.jsonl");
@@ -127,7 +127,7 @@ impl StoredContext {
     ///
     /// ```
     /// use agentctx::prelude::*;
-    /// use serde_json::json;
+    /// use agentctx::json;
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("task.jsonl");

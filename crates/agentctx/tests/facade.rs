@@ -7,9 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agentctx::prelude::*;
 use agentctx::{BoxError, Error};
-use serde_json::{Value, json};
 
 fn context() -> Context {
     Context::from_json(
@@ -98,7 +98,7 @@ fn r18_resolve_call_replaces_references_and_a_pending_call_is_unresolved() {
 fn r20_activity_closures_use_question_mark_on_any_error() {
     let parse = activity(|call: &Value| {
         let text = call["text"].as_str().ok_or("text must be a string")?;
-        let parsed: Value = serde_json::from_str(text)?;
+        let parsed: Value = agent_core::json::from_str(text)?;
         let n: i64 = parsed["n"].as_str().ok_or("no n")?.parse()?;
         if n < 0 {
             return Err(Failure(json!({"negative": n})).into());
@@ -282,7 +282,7 @@ fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
             &activities,
         )
         .unwrap();
-    assert!(report.all_done(), "{}", serde_json::json!(report));
+    assert!(report.all_done(), "{}", agent_core::json!(report));
     let reopened = StoredContext::open_existing(&url).unwrap();
     assert_eq!(
         reopened.get("†state.profile.name").unwrap(),
@@ -293,9 +293,9 @@ fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
 
 /// What an application writes around the facade: its own file read and its
 /// own JSON parsed, both with `?` into `agentctx::Error`.
-fn read_call(path: &std::path::Path) -> agentctx::Result<serde_json::Value> {
+fn read_call(path: &std::path::Path) -> agentctx::Result<agent_core::json::Value> {
     let text = std::fs::read_to_string(path)?;
-    Ok(serde_json::from_str(&text)?)
+    Ok(agent_core::json::from_str(&text)?)
 }
 
 #[test]
@@ -316,5 +316,5 @@ fn an_applications_io_and_json_errors_convert_into_the_facades_error() {
 
     let good = dir.path().join("call.json");
     std::fs::write(&good, r#"{"_tool": "t"}"#).unwrap();
-    assert_eq!(read_call(&good).unwrap(), serde_json::json!({"_tool": "t"}));
+    assert_eq!(read_call(&good).unwrap(), agent_core::json!({"_tool": "t"}));
 }

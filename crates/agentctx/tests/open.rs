@@ -10,10 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_core::{json, json::Value};
 use agentctx::Error;
 use agentctx::prelude::*;
 use agentctx::store::Store;
-use serde_json::{Value, json};
 
 /// Messages at the test contexts' addresses: enough that commits leave a
 /// snapshot well before the end.

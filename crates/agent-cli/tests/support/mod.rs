@@ -2,7 +2,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // each test file uses a part
 
-use serde_json::Value;
+use agent_core::json::Value;
 use std::process::{Child, Command, Output, Stdio};
 
 /// A push onto `†state.items`: the call most concurrency tests race with.
@@ -67,7 +67,7 @@ pub fn assigners_never_share_an_instance(context: &str) {
     let children: Vec<Child> = (0..PROCESSES)
         .map(|p| {
             let inputs: Vec<Value> = (0..EACH)
-                .map(|i| serde_json::json!({"process": p, "item": i}))
+                .map(|i| agent_core::json!({"process": p, "item": i}))
                 .collect();
             spawn(&[
                 "assign",
@@ -88,10 +88,10 @@ pub fn assigners_never_share_an_instance(context: &str) {
     assert_eq!(ids.len(), PROCESSES * EACH, "{ids:?}");
     // Each instance holds exactly the one input its assigner printed.
     for line in printed {
-        let message: Value = serde_json::from_str(&line).unwrap();
+        let message: Value = agent_core::json::from_str(&line).unwrap();
         let id = message["_instance"].as_str().unwrap();
         let view = agentctx(&["view", context, "input", "--instance", id]);
-        let view: Value = serde_json::from_str(&view.stdout).unwrap();
+        let view: Value = agent_core::json::from_str(&view.stdout).unwrap();
         assert_eq!(view, message["data"], "instance {id}");
     }
 }

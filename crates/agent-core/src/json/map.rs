@@ -202,6 +202,24 @@ impl Map {
         Some(value)
     }
 
+    /// The member at `key`, present or not, to fill in when missing (as
+    /// serde_json's `entry(…).or_insert(…)`).
+    pub fn entry(&mut self, key: impl Into<String>) -> Entry<'_> {
+        Entry {
+            map: self,
+            key: key.into(),
+        }
+    }
+
+    /// Keeps the members for which `keep` is true, in their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+        let before = self.0.entries.len();
+        self.0.entries.retain_mut(|(key, value)| keep(key, value));
+        if self.0.entries.len() != before {
+            self.0.reindex();
+        }
+    }
+
     /// The value at `key`, inserted by `make` first when missing.
     pub fn get_or_insert_with(&mut self, key: String, make: impl FnOnce() -> Value) -> &mut Value {
         let i = match self.0.position(&key) {
@@ -242,6 +260,47 @@ impl Map {
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
         self.0.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// `map["key"]`, as serde_json's map.
+///
+/// # Panics
+///
+/// When `key` is not in the map, as a `HashMap`'s index does; library code
+/// uses [`Map::get`].
+impl std::ops::Index<&str> for Map {
+    type Output = Value;
+    #[allow(clippy::panic)] // the contract of a map's `Index`
+    fn index(&self, key: &str) -> &Value {
+        match self.get(key) {
+            Some(value) => value,
+            None => panic!("key {key:?} not in the JSON object"),
+        }
+    }
+}
+
+/// A member of a [`Map`] by key, present or not ([`Map::entry`]).
+#[derive(Debug)]
+pub struct Entry<'a> {
+    map: &'a mut Map,
+    key: String,
+}
+
+impl<'a> Entry<'a> {
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The member's value, `default` inserted first when missing.
+    pub fn or_insert(self, default: Value) -> &'a mut Value {
+        self.map.get_or_insert_with(self.key, || default)
+    }
+
+    /// The member's value, `make`'s inserted first when missing.
+    pub fn or_insert_with(self, make: impl FnOnce() -> Value) -> &'a mut Value {
+        self.map.get_or_insert_with(self.key, make)
     }
 }
 

@@ -1,12 +1,13 @@
 //! agentctx's own JSON value: exact numbers, ordered members, bounded
 //! depth — without asking anything of serde_json's features.
 //!
-//! The rest of the stack still folds `serde_json::Value` with the
-//! workspace's serde_json features (decision D58 says why this module
-//! exists and how the layers move onto it). What is here is complete on
-//! its own and checked against serde_json with those features: the same
-//! text reads to the same value and writes back to the same bytes, and a
-//! bad text fails with the same message at the same place.
+//! Every layer of agentctx holds this value (decisions D58 and D66), and
+//! asks nothing of serde_json's features, so a program's own serde_json
+//! code behaves as serde_json's defaults say. It is checked against
+//! serde_json *with* its exact and ordered features
+//! (`tests/outside/json-oracle`): the same text reads to the same value and
+//! writes back to the same bytes, and a bad text fails with the same
+//! message at the same place.
 //!
 //! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node.
 //! - [`from_str`], [`from_str_within`]: reading, with the depth limit
@@ -17,7 +18,10 @@
 //!   serde_json's do: a value the reader returns is at most its limit deep
 //!   (128 by default), which any stack holds; one read with a far larger
 //!   limit should be dropped with `drop_deep`.
-//! - [`json!`](crate::json!): a value from JSON-like syntax.
+//! - [`json!`](crate::json!): a value from JSON-like syntax, keys in the
+//!   order written.
+//! - [`to_value`] and [`from_value`]: serde types into and out of a value,
+//!   numbers exactly.
 //!
 //! ```
 //! use agent_core::json::{self, Value};
@@ -30,34 +34,27 @@
 //! # Ok::<(), json::ParseError>(())
 //! ```
 
+mod de;
 mod lexeme;
+mod macros;
 mod map;
 mod number;
 mod parse;
+mod ser;
 mod serde_impl;
 mod value;
 mod write;
 
-pub use map::{Iter, IterMut, Map};
+pub use de::from_value;
+pub use map::{Entry, Iter, IterMut, Map};
 pub use number::Number;
 pub use parse::{ParseError, from_str, from_str_within};
+#[doc(hidden)]
+pub use ser::__to_value;
+pub use ser::to_value;
 pub use value::drop_deep;
 pub use value::{Index, Value};
-pub use write::{to_string, to_string_pretty};
+pub use write::{to_string, to_string_pretty, write_into};
 
 #[doc(hidden)]
-pub use serde_json as __serde_json;
-
-/// A [`Value`] from JSON-like syntax, as serde_json's `json!` (whose
-/// numbers it keeps exactly: it is that macro, converted).
-///
-/// ```
-/// let v = agent_core::json!({"a": [1, "two", null], "b": 2.50});
-/// assert_eq!(v.to_string(), r#"{"a":[1,"two",null],"b":2.5}"#);
-/// ```
-#[macro_export]
-macro_rules! json {
-    ($($json:tt)+) => {
-        $crate::json::Value::from($crate::json::__serde_json::json!($($json)+))
-    };
-}
+pub use std::vec as __vec;

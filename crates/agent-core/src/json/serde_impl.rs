@@ -17,8 +17,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::{Map, Number, Value};
 
 /// serde_json's private names for an exact number and a raw value.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl Serialize for Number {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -182,21 +182,27 @@ impl From<serde_json::Value> for Value {
 /// Recursive, as deep as the value.
 impl From<Value> for serde_json::Value {
     fn from(value: Value) -> serde_json::Value {
+        serde_json::Value::from(&value)
+    }
+}
+
+/// As the owned conversion, without taking the value (a schema validator
+/// reads serde_json's value; the view it checks stays where it is).
+impl From<&Value> for serde_json::Value {
+    fn from(value: &Value) -> serde_json::Value {
         match value {
             Value::Null => serde_json::Value::Null,
-            Value::Bool(b) => serde_json::Value::Bool(b),
+            Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => {
                 let exact = n.to_string().parse::<serde_json::Number>().ok();
                 exact
                     .or_else(|| n.as_f64().and_then(serde_json::Number::from_f64))
                     .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
-            Value::String(s) => serde_json::Value::String(s),
-            Value::Array(items) => {
-                serde_json::Value::Array(items.into_iter().map(Into::into).collect())
-            }
+            Value::String(s) => serde_json::Value::String(s.clone()),
+            Value::Array(items) => serde_json::Value::Array(items.iter().map(Into::into).collect()),
             Value::Object(map) => {
-                serde_json::Value::Object(map.into_iter().map(|(k, v)| (k, v.into())).collect())
+                serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), v.into())).collect())
             }
         }
     }

@@ -214,6 +214,8 @@ pub trait Index: private::Sealed {
     fn index_into<'v>(&self, value: &'v Value) -> Option<&'v Value>;
     #[doc(hidden)]
     fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value>;
+    #[doc(hidden)]
+    fn index_or_insert<'v>(&self, value: &'v mut Value) -> &'v mut Value;
 }
 
 mod private {
@@ -231,6 +233,19 @@ impl Index for usize {
     fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
         value.as_array_mut().and_then(|a| a.get_mut(*self))
     }
+    #[allow(clippy::panic)] // `IndexMut`'s contract, as a slice's and serde_json's
+    fn index_or_insert<'v>(&self, value: &'v mut Value) -> &'v mut Value {
+        match value {
+            Value::Array(items) => {
+                let len = items.len();
+                match items.get_mut(*self) {
+                    Some(item) => item,
+                    None => panic!("cannot access index {self} of JSON array of length {len}"),
+                }
+            }
+            other => panic!("cannot access index {self} of JSON {}", other.type_name()),
+        }
+    }
 }
 
 impl Index for str {
@@ -239,6 +254,16 @@ impl Index for str {
     }
     fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
         value.as_object_mut().and_then(|m| m.get_mut(self))
+    }
+    #[allow(clippy::panic)] // `IndexMut`'s contract, as serde_json's
+    fn index_or_insert<'v>(&self, value: &'v mut Value) -> &'v mut Value {
+        if value.is_null() {
+            *value = Value::Object(Map::new());
+        }
+        match value {
+            Value::Object(map) => map.get_or_insert_with(self.to_owned(), || Value::Null),
+            other => panic!("cannot access key {self:?} in JSON {}", other.type_name()),
+        }
     }
 }
 
@@ -249,6 +274,9 @@ impl Index for String {
     fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
         self.as_str().index_into_mut(value)
     }
+    fn index_or_insert<'v>(&self, value: &'v mut Value) -> &'v mut Value {
+        self.as_str().index_or_insert(value)
+    }
 }
 
 impl<T: Index + ?Sized> Index for &T {
@@ -258,14 +286,31 @@ impl<T: Index + ?Sized> Index for &T {
     fn index_into_mut<'v>(&self, value: &'v mut Value) -> Option<&'v mut Value> {
         (**self).index_into_mut(value)
     }
+    fn index_or_insert<'v>(&self, value: &'v mut Value) -> &'v mut Value {
+        (**self).index_or_insert(value)
+    }
 }
 
 /// `value["key"]`, `value[0]`: `null` where there is nothing, never a
-/// panic (there is no `IndexMut`; use [`Value::get_mut`]).
+/// panic.
 impl<I: Index> std::ops::Index<I> for Value {
     type Output = Value;
     fn index(&self, index: I) -> &Value {
         index.index_into(self).unwrap_or(&NULL)
+    }
+}
+
+/// `value["key"] = …`, as serde_json's: a missing key is inserted as
+/// `null`, and `null` becomes an object first.
+///
+/// # Panics
+///
+/// On a key into anything but an object or `null`, and on an index into
+/// anything but an array or past its end, as a slice does. Library code
+/// uses [`Value::get_mut`] and [`Map::entry`], which cannot panic.
+impl<I: Index> std::ops::IndexMut<I> for Value {
+    fn index_mut(&mut self, index: I) -> &mut Value {
+        index.index_or_insert(self)
     }
 }
 

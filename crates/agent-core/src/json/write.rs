@@ -30,6 +30,12 @@ pub fn to_string_pretty(value: &Value) -> String {
     out
 }
 
+/// Appends the compact text of `value` to `out` (or the pretty text when
+/// `pretty`), as [`to_string`] and [`to_string_pretty`] would write it.
+pub fn write_into(out: &mut String, value: &Value, pretty: bool) {
+    write(out, value, pretty.then_some(0));
+}
+
 impl fmt::Display for Value {
     /// Compact; `{:#}` is pretty.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

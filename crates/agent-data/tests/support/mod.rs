@@ -4,9 +4,12 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{Instance, Kind, Method, Path, Segment};
+use agent_core::{
+    json,
+    json::{Map, Value},
+};
 use agent_data::{Context, DataMessage, Message};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
 
 // ---------- the naive reference model: copy-based, recursive, no indexes ----------
 

@@ -2,9 +2,9 @@
 
 #![allow(clippy::unwrap_used, dead_code)] // tests; not every test file uses all
 
+use agent_core::{json, json::Value};
 use agent_loop::{Answer, Error, Provider, Reply, Request, Usage};
 use agent_output::FixedClock;
-use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 

@@ -3,8 +3,8 @@
 
 use super::lock::LockedFile;
 use crate::snapshot;
+use agent_core::{json, json::Value};
 use agent_data::Position;
-use serde_json::{Value, json};
 use std::io;
 
 /// Where in a JSONL file a snapshot was taken, and how to tell it is

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// ```
 /// use agent_data::{Context, Message};
 /// use agent_store::{FileStore, Store};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let mut store = FileStore::open(dir.path().join("run.jsonl"))?;

@@ -416,8 +416,8 @@ impl PgCalls {
 
 /// True when `line` is a message whose own `type` is `plan`.
 fn is_plan(line: &str) -> bool {
-    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line)
-        .is_ok_and(|m| m.get("type").and_then(serde_json::Value::as_str) == Some("plan"))
+    agent_core::json::from_str(line)
+        .is_ok_and(|m| m.get("type").and_then(agent_core::json::Value::as_str) == Some("plan"))
 }
 
 fn to_i64(n: u64) -> i64 {

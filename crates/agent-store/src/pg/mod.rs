@@ -85,7 +85,7 @@ pub use schema::SCHEMA_VERSION;
 /// ```no_run
 /// use agent_data::Message;
 /// use agent_store::{PgStore, Store};
-/// use serde_json::json;
+/// use agent_core::json;
 ///
 /// let mut store = PgStore::open("postgres://root@127.0.0.1:5432/test?context=docs-example")?;
 /// let mut context = agent_data::Context::new();

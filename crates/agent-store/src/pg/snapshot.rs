@@ -119,7 +119,8 @@ impl PgStore {
         let Ok(count) = usize::try_from(rows) else {
             return Ok(None);
         };
-        if count == 0 || anchor.get("rows").and_then(serde_json::Value::as_i64) != Some(rows) {
+        if count == 0 || anchor.get("rows").and_then(agent_core::json::Value::as_i64) != Some(rows)
+        {
             return Ok(None);
         }
         // The digest stored with the last row it summarises, then the tail
@@ -175,7 +176,7 @@ impl PgStore {
         let rows = i64::try_from(self.rows).unwrap_or(i64::MAX);
         // The body carries the chain digest after the last row: a reader
         // checks it against that row's.
-        let anchor = serde_json::json!({"rows": rows});
+        let anchor = agent_core::json!({"rows": rows});
         let body = context.snapshot(&anchor).map_err(|source| Error::Load {
             name: self.address.shown.clone(),
             source: Box::new(source),

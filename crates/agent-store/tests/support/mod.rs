@@ -4,10 +4,10 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use agent_core::{json, json::Value};
 use agent_data::{Context, Message};
 use agent_store::Store;
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use std::sync::Barrier;
 use std::time::Instant;
 

@@ -1,0 +1,1 @@
+//! A downstream crate; what it checks is in `tests/beside.rs`.

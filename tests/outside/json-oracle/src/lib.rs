@@ -1,0 +1,1 @@
+//! The oracle is its test (`tests/oracle.rs`).

@@ -1,0 +1,42 @@
+//! The crates under `tests/outside/`: each its own workspace, built apart
+//! from ours so that its dependencies' features are not unified with the
+//! workspace's (D66).
+//!
+//! - `downstream`: a user's crate depending on `agentctx`, whose own
+//!   serde_json code (untagged enums, flatten, the recursion limit, `json!`)
+//!   behaves as serde_json's defaults say next to agentctx;
+//! - `json-oracle`: `agent_core::json` against serde_json with the exact and
+//!   ordered features it replaced (D58), which only this build turns on.
+
+use crate::cargo;
+
+/// The crates, run in this order.
+const CRATES: [&str; 2] = ["downstream", "json-oracle"];
+
+/// Tests each crate with its own lockfile, in a target directory of their
+/// own under ours.
+pub(crate) fn check() -> Result<(), String> {
+    let root = crate::workspace_root()?;
+    let target = root.join("target").join("outside");
+    let target = target.to_str().ok_or("the target directory is not UTF-8")?;
+    for name in CRATES {
+        let manifest = root
+            .join("tests")
+            .join("outside")
+            .join(name)
+            .join("Cargo.toml");
+        let manifest = manifest.to_str().ok_or("the manifest path is not UTF-8")?;
+        cargo(
+            &[
+                "test",
+                "--locked",
+                "--manifest-path",
+                manifest,
+                "--target-dir",
+                target,
+            ],
+            &[],
+        )?;
+    }
+    Ok(())
+}
