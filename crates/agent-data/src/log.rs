@@ -9,8 +9,6 @@
 use crate::{DataMessage, Digest, Message, MessageFault};
 use agent_core::json::{Map, Value};
 use agent_core::{MAX_DEPTH, TooDeep};
-use serde::ser::{Error as _, SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
 
 /// Normalised messages as JSONL text, with each one's layer.
 ///
@@ -21,9 +19,8 @@ use serde::{Serialize, Serializer};
 /// every message from `base` on.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Log {
-    /// Every held message's compact JSON followed by `\n`. Only
-    /// `serde_json` output and whole earlier slices go in, so it is UTF-8.
-    jsonl: Vec<u8>,
+    /// Every held message's compact JSON followed by `\n`.
+    jsonl: String,
     /// For each held message (each *entry*), where its line ends in
     /// `jsonl` (after its `\n`).
     ends: Vec<usize>,
@@ -76,9 +73,10 @@ impl Log {
             && ends.last().copied().unwrap_or(0) == jsonl.len()
             && ascending
             && kept.last().is_none_or(|&last| last < base);
-        if !fits || std::str::from_utf8(&jsonl).is_err() {
+        if !fits {
             return None;
         }
+        let jsonl = String::from_utf8(jsonl).ok()?;
         Some(Log {
             jsonl,
             ends,
@@ -126,15 +124,15 @@ impl Log {
             self.jsonl.truncate(start);
             return Err(fault);
         }
-        self.jsonl.push(b'\n');
+        self.jsonl.push('\n');
         Ok(Written { start })
     }
 
     /// [`Log::write`] for a message serialised beforehand by [`serialise`].
     pub(crate) fn write_serialised(&mut self, line: &Line) -> Written {
         let start = self.jsonl.len();
-        self.jsonl.extend_from_slice(&line.0);
-        self.jsonl.push(b'\n');
+        self.jsonl.push_str(&line.0);
+        self.jsonl.push('\n');
         Written { start }
     }
 
@@ -144,9 +142,12 @@ impl Log {
         debug_assert_eq!(written.start, self.start(self.ends.len()));
         // The line without its newline: the message's compact JSON.
         let end = self.jsonl.len().saturating_sub(1);
-        self.head = self
-            .head
-            .next(self.jsonl.get(written.start..end).unwrap_or_default());
+        self.head = self.head.next(
+            self.jsonl
+                .as_bytes()
+                .get(written.start..end)
+                .unwrap_or_default(),
+        );
         self.push_entry(layer);
     }
 
@@ -167,7 +168,7 @@ impl Log {
     fn bytes(&self, index: usize) -> Option<&[u8]> {
         let position = self.position(index)?;
         let end = *self.ends.get(position)?;
-        self.jsonl.get(self.start(position)..end - 1)
+        self.jsonl.as_bytes().get(self.start(position)..end - 1)
     }
 
     /// The compact JSON text of message `index`.
@@ -219,7 +220,7 @@ impl Log {
 
     /// Every held message as JSONL text: the whole log when it is complete.
     pub(crate) fn jsonl(&self) -> &[u8] {
-        &self.jsonl
+        self.jsonl.as_bytes()
     }
 }
 
@@ -234,32 +235,30 @@ fn layer_code(layer: Option<usize>) -> u32 {
 /// A message's compact JSON, serialised ahead of appending it (staging
 /// serialises in parallel; the commit only copies bytes).
 #[derive(Debug, Clone)]
-pub(crate) struct Line(Vec<u8>);
+pub(crate) struct Line(String);
 
 impl Line {
-    /// The line as text (serde_json writes UTF-8).
+    /// The line as text.
     pub(crate) fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        &self.0
     }
 }
 
 /// Serialises a message's fields as [`Log::write`] would.
 pub(crate) fn serialise(fields: &Map) -> Result<Line, MessageFault> {
-    let mut bytes = Vec::with_capacity(128);
-    serialise_into(&mut bytes, fields)?;
-    Ok(Line(bytes))
+    let mut text = String::with_capacity(128);
+    serialise_into(&mut text, fields)?;
+    Ok(Line(text))
 }
 
 /// Refuses ([`MessageFault::TooDeep`]) a message nested deeper than
 /// [`MAX_DEPTH`]; what was written before the refusal stays in `out`.
-fn serialise_into(out: &mut Vec<u8>, fields: &Map) -> Result<(), MessageFault> {
-    let object = Fields {
-        fields,
-        depth: MAX_DEPTH - 1,
-    };
-    object
-        .serialize(&mut serde_json::Serializer::new(out))
-        .map_err(|_| MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }))
+fn serialise_into(out: &mut String, fields: &Map) -> Result<(), MessageFault> {
+    if agent_core::json::write_object_within(out, fields, MAX_DEPTH) {
+        Ok(())
+    } else {
+        Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }))
+    }
 }
 
 /// A message written after the log's end, waiting for [`Log::seal`].
@@ -267,60 +266,4 @@ fn serialise_into(out: &mut Vec<u8>, fields: &Map) -> Result<(), MessageFault> {
 #[must_use]
 pub(crate) struct Written {
     start: usize,
-}
-
-/// A message's fields, serialised with each value limited to `depth` levels.
-struct Fields<'a> {
-    fields: &'a Map,
-    depth: usize,
-}
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
-        for (key, value) in self.fields {
-            map.serialize_entry(
-                key,
-                &Limited {
-                    value,
-                    depth: self.depth,
-                },
-            )?;
-        }
-        map.end()
-    }
-}
-
-/// A value serialised only if it nests at most `depth` levels: the bound
-/// also bounds this recursion.
-struct Limited<'a> {
-    value: &'a Value,
-    depth: usize,
-}
-
-impl Serialize for Limited<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let container = matches!(self.value, Value::Array(_) | Value::Object(_));
-        let Some(depth) = self.depth.checked_sub(usize::from(container)) else {
-            return Err(S::Error::custom("nested too deep"));
-        };
-        let inner = |value| Limited { value, depth };
-        match self.value {
-            Value::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&inner(item))?;
-                }
-                seq.end()
-            }
-            Value::Object(fields) => {
-                let mut map = serializer.serialize_map(Some(fields.len()))?;
-                for (key, value) in fields {
-                    map.serialize_entry(key, &inner(value))?;
-                }
-                map.end()
-            }
-            scalar => scalar.serialize(serializer),
-        }
-    }
 }

@@ -54,7 +54,7 @@ pub use ser::__to_value;
 pub use ser::to_value;
 pub use value::drop_deep;
 pub use value::{Index, Value};
-pub use write::{to_string, to_string_pretty, write_into};
+pub use write::{to_string, to_string_pretty, write_into, write_object_within};
 
 #[doc(hidden)]
 pub use std::vec as __vec;

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::Value;
+use super::{Map, Value};
 
 /// The compact text: no whitespace.
 ///
@@ -18,7 +18,7 @@ use super::Value;
 /// ```
 pub fn to_string(value: &Value) -> String {
     let mut out = String::new();
-    write(&mut out, value, None);
+    write(&mut out, Some(value), Vec::new(), None, usize::MAX);
     out
 }
 
@@ -26,14 +26,51 @@ pub fn to_string(value: &Value) -> String {
 /// `to_string_pretty`.
 pub fn to_string_pretty(value: &Value) -> String {
     let mut out = String::new();
-    write(&mut out, value, Some(0));
+    write(&mut out, Some(value), Vec::new(), Some(0), usize::MAX);
     out
 }
 
 /// Appends the compact text of `value` to `out` (or the pretty text when
 /// `pretty`), as [`to_string`] and [`to_string_pretty`] would write it.
 pub fn write_into(out: &mut String, value: &Value, pretty: bool) {
-    write(out, value, pretty.then_some(0));
+    write(
+        out,
+        Some(value),
+        Vec::new(),
+        pretty.then_some(0),
+        usize::MAX,
+    );
+}
+
+/// Appends the compact text of the object `map` to `out` if it nests at
+/// most `limit` levels (the object itself is the first); otherwise returns
+/// `false`, with what was written before the refusal left in `out`. One
+/// pass both checks and writes, as a log appending a message needs.
+///
+/// ```
+/// use agent_core::json::{self, Value};
+/// let Value::Object(map) = agent_core::json!({"a": [[1]]}) else { unreachable!() };
+/// let mut out = String::new();
+/// assert!(json::write_object_within(&mut out, &map, 3));
+/// assert_eq!(out, r#"{"a":[[1]]}"#);
+/// assert!(!json::write_object_within(&mut String::new(), &map, 2));
+/// ```
+pub fn write_object_within(out: &mut String, map: &Map, limit: usize) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    if map.is_empty() {
+        out.push_str("{}");
+        return true;
+    }
+    out.push('{');
+    write(
+        out,
+        None,
+        vec![Open::Object(map.iter(), false)],
+        None,
+        limit,
+    )
 }
 
 impl fmt::Display for Value {
@@ -54,13 +91,23 @@ enum Open<'v> {
     Object(super::map::Iter<'v>, bool),
 }
 
-/// Writes `value`; `indent` is `None` for compact text, else the level.
-fn write(out: &mut String, value: &Value, indent: Option<usize>) {
+/// Writes `next`, then closes what `stack` holds open; `indent` is `None`
+/// for compact text, else the level. Returns `false` at a container that
+/// would be more than `limit` levels deep, before writing it.
+fn write<'v>(
+    out: &mut String,
+    mut next: Option<&'v Value>,
+    mut stack: Vec<Open<'v>>,
+    indent: Option<usize>,
+    limit: usize,
+) -> bool {
     let pretty = indent.is_some();
-    let mut stack: Vec<Open<'_>> = Vec::new();
-    let mut next = Some(value);
     loop {
         if let Some(value) = next.take() {
+            let container = matches!(value, Value::Array(_) | Value::Object(_));
+            if container && stack.len() >= limit {
+                return false;
+            }
             match value {
                 Value::Null => out.push_str("null"),
                 Value::Bool(true) => out.push_str("true"),
@@ -82,7 +129,7 @@ fn write(out: &mut String, value: &Value, indent: Option<usize>) {
         // The next member of the innermost open container, or its close.
         let depth = stack.len();
         let Some(open) = stack.last_mut() else {
-            return;
+            return true;
         };
         let (started, item) = match open {
             Open::Array(items, started) => (started, items.next().map(|v| (None, v))),
