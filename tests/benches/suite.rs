@@ -95,9 +95,9 @@ fn w2(c: &mut Criterion) {
 
 fn w3(c: &mut Criterion) {
     let ctx = workloads::w3_context();
-    let views: Vec<Value> = ctx
+    let views: Vec<serde_json::Value> = ctx
         .identities()
-        .map(|id| ctx.layer_view(id).unwrap().clone())
+        .map(|id| serde_json::Value::from(ctx.layer_view(id).unwrap()))
         .collect();
     let renderer = Renderer::new();
     c.bench_function("W3-render-ours", |b| {
@@ -115,7 +115,7 @@ fn w3(c: &mut Criterion) {
         b.iter(|| {
             let ctx = black_box(&ctx);
             ctx.identities()
-                .map(|id| serde_json::to_string_pretty(ctx.layer_view(id).unwrap()).unwrap())
+                .map(|id| agent_core::json::to_string_pretty(ctx.layer_view(id).unwrap()))
                 .collect::<Vec<String>>()
         })
     });
@@ -130,8 +130,8 @@ fn w4(c: &mut Criterion) {
         b.iter(|| {
             black_box(&jsonl)
                 .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<Value>>()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .collect::<Vec<serde_json::Value>>()
         })
     });
 }
@@ -213,7 +213,7 @@ fn w6(c: &mut Criterion) {
     c.bench_function("W6-load-instances-parse", |b| {
         b.iter(|| {
             for line in black_box(&jsonl).lines() {
-                black_box(serde_json::from_str::<Value>(line).unwrap());
+                black_box(serde_json::from_str::<serde_json::Value>(line).unwrap());
             }
         })
     });

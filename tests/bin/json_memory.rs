@@ -5,7 +5,9 @@
 //! with a 1,000,000-integer array; `object`: one with a 1,000,000-key
 //! object; `deep`: 10,000 messages nested 100 deep; `instances`: 200,000
 //! small messages). VALUE is `core` (`agent_core::json::Value`) or
-//! `serde` (`serde_json::Value` with the workspace's features). Every line
+//! `serde` (`serde_json::Value` with the features this build has: since
+//! D66 its defaults, no longer the exact and ordered features D58's table
+//! measured). Every line
 //! of the shape's JSONL text is read and kept; the program prints one JSON
 //! object: the text's bytes, the resident growth while reading
 //! (`VmHWM` after minus `VmRSS` before, from `/proc/self/status`), and

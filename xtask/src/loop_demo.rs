@@ -4,7 +4,7 @@
 //! else against a scripted server started here, so the loop can be seen
 //! working on a fresh machine with no key.
 
-use serde_json::{Value, json};
+use agent_core::{json, json::Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;

@@ -55,12 +55,15 @@ impl Compiled {
     #[cfg(feature = "schema")]
     pub(crate) fn violations(&self, view: &Value, complete: bool) -> Option<Vec<SchemaViolation>> {
         let validator = if complete { &self.full } else { &self.lenient };
+        let original = view;
         let view = serde_json::Value::from(view);
         let found = validator.iter_errors(&view).map(|e| SchemaViolation {
             instance_path: e.instance_path().to_string(),
             rule: e.kind().keyword().to_owned(),
             schema_path: e.schema_path().to_string(),
-            value: Value::from(e.instance().clone().into_owned()),
+            // The value as the view holds it (exact, in order), not as
+            // the validator's copy does.
+            value: view_at(original, &e.instance_path().to_string()),
             message: e.to_string(),
         });
         Some(found.collect())
@@ -286,4 +289,11 @@ mod tests {
             })
         );
     }
+}
+
+/// The value at a JSON Pointer into `view` (`null` where nothing is, which
+/// a validator's path into the same view never meets).
+#[cfg(feature = "schema")]
+fn view_at(view: &Value, pointer: &str) -> Value {
+    view.pointer(pointer).cloned().unwrap_or(Value::Null)
 }

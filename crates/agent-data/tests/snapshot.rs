@@ -18,6 +18,10 @@ fn value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         (0i64..4).prop_map(Value::from),
+        // Numbers whose text is not their integer or float's (R3): a
+        // snapshot keeps them as written.
+        prop::sample::select(vec!["-0", "1.10", "1e+400", "-0.0", "18446744073709551616"])
+            .prop_map(|text| Value::Number(text.parse().unwrap())),
         "[pq\n]{0,2}".prop_map(Value::from),
     ];
     leaf.prop_recursive(2, 8, 2, |inner| {

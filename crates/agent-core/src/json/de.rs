@@ -36,10 +36,13 @@ pub fn from_value<'de, T: Deserialize<'de>>(value: Value) -> Result<T, Error> {
 /// A number as serde sees it: an integer when it is one, else serde_json's
 /// private exact-number form, which [`Value`]'s own visitor reads back.
 fn visit_number<'de, V: Visitor<'de>>(number: Number, visitor: V) -> Result<V::Value, Error> {
-    if let Some(n) = number.as_i64() {
+    // Only a number that *is* its integer's text: `-0` is not 0 (R3).
+    if let Some(n) = number.inline() {
         return visitor.visit_i64(n);
     }
-    if let Some(n) = number.as_u64() {
+    if let Some(n) = number.as_u64()
+        && itoa::Buffer::new().format(n) == number.to_string()
+    {
         return visitor.visit_u64(n);
     }
     let token = std::iter::once((NUMBER_TOKEN, number.to_string()));

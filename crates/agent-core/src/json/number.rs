@@ -54,6 +54,16 @@ impl Number {
         Some(Number::from_normalised(&normalise_exponent(&shortest)))
     }
 
+    /// A finite `f32` as the shortest text that reads back as that `f32`
+    /// (`0.1`, not the `f64` widening's `0.10000000149011612`).
+    pub fn from_f32(value: f32) -> Option<Number> {
+        if !value.is_finite() {
+            return None;
+        }
+        let shortest = zmij::Buffer::new().format_finite(value).to_owned();
+        Some(Number::from_normalised(&normalise_exponent(&shortest)))
+    }
+
     /// The number as `i64`, when it is an integer written without fraction
     /// or exponent that fits (`-0` is 0).
     pub fn as_i64(&self) -> Option<i64> {

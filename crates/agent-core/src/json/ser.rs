@@ -103,7 +103,7 @@ impl ser::Serializer for Serializer {
             .map_err(custom)
     }
     fn serialize_f32(self, v: f32) -> Result<Value, Error> {
-        Ok(Value::from(f64::from(v)))
+        Ok(Number::from_f32(v).map_or(Value::Null, Value::Number))
     }
     fn serialize_f64(self, v: f64) -> Result<Value, Error> {
         Ok(Value::from(v))

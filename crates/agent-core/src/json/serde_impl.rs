@@ -177,8 +177,9 @@ impl From<serde_json::Value> for Value {
     }
 }
 
-/// Exact while serde_json keeps number text; a number serde_json cannot
-/// hold otherwise becomes the nearest `f64`, or `null` past `f64`'s range.
+/// Exact while serde_json keeps number text (its `arbitrary_precision`);
+/// otherwise a number becomes the nearest `f64`, past `f64`'s range the
+/// largest finite `f64` of its sign. serde_json's default map sorts keys.
 /// Recursive, as deep as the value.
 impl From<Value> for serde_json::Value {
     fn from(value: Value) -> serde_json::Value {
@@ -196,7 +197,7 @@ impl From<&Value> for serde_json::Value {
             Value::Number(n) => {
                 let exact = n.to_string().parse::<serde_json::Number>().ok();
                 exact
-                    .or_else(|| n.as_f64().and_then(serde_json::Number::from_f64))
+                    .or_else(|| serde_json::Number::from_f64(nearest_f64(n)))
                     .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
             Value::String(s) => serde_json::Value::String(s.clone()),
@@ -205,5 +206,16 @@ impl From<&Value> for serde_json::Value {
                 serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), v.into())).collect())
             }
         }
+    }
+}
+
+/// The `f64` nearest `number`: past `f64`'s range, the largest finite one
+/// of its sign (a validator comparing `1e400` with a limit still sees a
+/// very large number, not a missing one).
+fn nearest_f64(number: &Number) -> f64 {
+    match number.as_f64() {
+        Some(f) => f,
+        None if number.to_string().starts_with('-') => f64::MIN,
+        None => f64::MAX,
     }
 }

@@ -361,6 +361,14 @@ impl From<f64> for Value {
     }
 }
 
+/// A non-finite float becomes `null`; a finite one is written as the
+/// shortest text that reads back as that `f32`.
+impl From<f32> for Value {
+    fn from(f: f32) -> Value {
+        Number::from_f32(f).map_or(Value::Null, Value::Number)
+    }
+}
+
 macro_rules! from_integer {
     ($($t:ty)*) => {$(
         impl From<$t> for Value {
