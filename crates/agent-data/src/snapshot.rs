@@ -29,7 +29,7 @@ use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
 use crate::{Context, Diagnostic, Digest, Error, Result};
-use agent_core::json::{self, Value};
+use agent_core::json::{self, Map, Value};
 use agent_core::{DisplayPath, Instance, Kind, MAX_DEPTH, Path};
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,7 @@ struct Header {
     format: String,
     version: u32,
     /// The store's record of where the snapshot was taken.
+    #[serde(skip)]
     anchor: Value,
     /// The context's length.
     messages: usize,
@@ -61,6 +62,7 @@ struct Header {
     /// How many layers the context has, global and instance.
     layers: usize,
     /// The global layers, by position.
+    #[serde(skip)]
     globals: Vec<GlobalState>,
     /// The indexes of the held messages that follow the header, as
     /// ascending runs `[first, count]`.
@@ -76,9 +78,9 @@ struct GlobalState {
     summarised: usize,
     /// The fold of the layer's writes; absent when it has none (a `null`
     /// here is a view that is null).
-    #[serde(default, deserialize_with = "present")]
+    #[serde(skip)]
     view: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(skip)]
     schema: Option<Value>,
     #[serde(default)]
     description: Option<String>,
@@ -97,7 +99,7 @@ struct HeldFields<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(rename = "_instance", default, borrow)]
     instance: Option<Cow<'a, str>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(skip)]
     schema: Option<Value>,
     #[serde(default, borrow)]
     description: Option<Cow<'a, str>>,
@@ -304,7 +306,19 @@ fn read_header(bytes: &[u8]) -> Result<Header> {
     let text = std::str::from_utf8(bytes).map_err(|e| invalid(e.to_string()))?;
     let value =
         json::from_str_within(text, MAX_DEPTH + WRAPPING).map_err(|e| invalid(e.to_string()))?;
-    let header: Header = json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+    // Values are taken out as they are (moved, every number's text kept);
+    // serde reads only the header's own fields.
+    let mut fields = object(value, "its header")?;
+    let anchor = fields.remove("anchor");
+    let globals = fields.remove("globals");
+    let mut header: Header =
+        json::from_value(Value::Object(fields)).map_err(|e| invalid(e.to_string()))?;
+    header.anchor = anchor.ok_or_else(|| invalid("missing field `anchor`".to_owned()))?;
+    header.globals = match globals {
+        Some(Value::Array(items)) => items.into_iter().map(global_state).collect::<Result<_>>()?,
+        Some(_) => return Err(invalid("`globals` is not an array".to_owned())),
+        None => return Err(invalid("missing field `globals`".to_owned())),
+    };
     if header.format != FORMAT || header.version != VERSION {
         return Err(invalid(format!(
             "{} version {} (this build reads {FORMAT} version {VERSION})",
@@ -422,7 +436,13 @@ fn read_held(line: &[u8]) -> std::result::Result<HeldFields<'_>, String> {
     // Depth was bounded by `too_deep` first.
     let text = std::str::from_utf8(line).map_err(|e| e.to_string())?;
     let value = json::from_str_within(text, MAX_DEPTH).map_err(|e| e.to_string())?;
-    let fields: HeldFields<'_> = json::from_value(value).map_err(|e| e.to_string())?;
+    let Value::Object(mut members) = value else {
+        return Err("not an object".to_owned());
+    };
+    let schema = members.remove("schema");
+    let mut fields: HeldFields<'_> =
+        json::from_value(Value::Object(members)).map_err(|e| e.to_string())?;
+    fields.schema = schema;
     if fields.type_ != "data" {
         return Err(format!("a {} message, not a data message", fields.type_));
     }
@@ -482,12 +502,29 @@ fn insert_global(context: &mut Context, state: GlobalState) -> Result<()> {
     Ok(())
 }
 
-/// A field that is there, even when it is `null` (serde reads a `null`
-/// `Option` as `None`; a missing field is `None` through `default`).
-fn present<'de, D: serde::Deserializer<'de>>(
-    de: D,
-) -> std::result::Result<Option<Value>, D::Error> {
-    Value::deserialize(de).map(Some)
+/// The members of `value`, an object.
+fn object(value: Value, what: &str) -> Result<Map> {
+    match value {
+        Value::Object(members) => Ok(members),
+        other => Err(invalid(format!(
+            "{what} is {}, not an object",
+            agent_core::json_type(&other)
+        ))),
+    }
+}
+
+/// One global layer of the header: its view and schema moved out as they
+/// are (a `null` is a view that is null; a missing one, no view), the rest
+/// read by serde.
+fn global_state(value: Value) -> Result<GlobalState> {
+    let mut members = object(value, "a global layer")?;
+    let view = members.remove("view");
+    let schema = members.remove("schema");
+    let mut state: GlobalState =
+        json::from_value(Value::Object(members)).map_err(|e| invalid(e.to_string()))?;
+    state.view = view;
+    state.schema = schema;
+    Ok(state)
 }
 
 fn invalid(reason: String) -> Error {
