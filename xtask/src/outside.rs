@@ -5,13 +5,16 @@
 //! - `downstream`: a user's crate depending on `agentctx`, whose own
 //!   serde_json code (untagged enums, flatten, the recursion limit, `json!`)
 //!   behaves as serde_json's defaults say next to agentctx;
+//! - `one-layer`: a user's crate depending on agent-data alone (no schemas)
+//!   with its `proptest` feature, property-testing merge semantics with the
+//!   exported strategies and reference model (D67);
 //! - `json-oracle`: `agent_core::json` against serde_json with the exact and
 //!   ordered features it replaced (D58), which only this build turns on.
 
 use crate::cargo;
 
 /// The crates, run in this order.
-const CRATES: [&str; 2] = ["downstream", "json-oracle"];
+const CRATES: [&str; 3] = ["downstream", "one-layer", "json-oracle"];
 
 /// Tests each crate with its own lockfile, in a target directory of their
 /// own under ours.

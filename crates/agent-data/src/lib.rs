@@ -64,6 +64,9 @@ mod schema;
 mod scratch;
 mod snapshot;
 mod stage;
+#[cfg(feature = "proptest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "proptest")))]
+pub mod testing;
 mod verbatim;
 
 pub use agent_core::{Instance, Kind, Method, Path, Reference, json};

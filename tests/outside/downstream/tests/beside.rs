@@ -38,7 +38,10 @@ fn d66_a_flattened_float_of_the_users_reads() {
 fn d66_the_users_serde_json_keeps_its_recursion_limit() {
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
     let error = serde_json::from_str::<serde_json::Value>(&deep).unwrap_err();
-    assert!(error.to_string().starts_with("recursion limit exceeded"), "{error}");
+    assert!(
+        error.to_string().starts_with("recursion limit exceeded"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -55,9 +58,13 @@ fn r3_agentctx_beside_them_keeps_number_text_and_member_order() {
     )
     .unwrap();
     let view = ctx.get("†state").unwrap();
-    assert_eq!(view.to_string(), r#"{"b":1.10,"a":123456789012345678901234567890}"#);
+    assert_eq!(
+        view.to_string(),
+        r#"{"b":1.10,"a":123456789012345678901234567890}"#
+    );
     let written = agentctx::json::from_str(r#"{"type": "state", "c": 2.50}"#).unwrap();
-    ctx.append(&Message::from_value(written).unwrap().remove(0)).unwrap();
+    ctx.append(&Message::from_value(written).unwrap().remove(0))
+        .unwrap();
     assert_eq!(ctx.get("†state.c").unwrap().to_string(), "2.50");
     // `json!` keeps the keys as written, as the log does.
     assert_eq!(json!({"z": 1, "a": 2}).to_string(), r#"{"z":1,"a":2}"#);
