@@ -186,9 +186,10 @@ fn r34d_four_workers_and_one_killed_mid_run_write_every_result_exactly_once() {
     let url = fresh("kill");
     two_step_plan(&url, INSTANCES);
     let fast = [("fetch", "sleep 0.05; cat"), ("summ", "cat")];
-    // The victim's activities take a second: whenever it is killed, it is
-    // in the middle of some.
-    let slow = [("fetch", "sleep 1; cat"), ("summ", "sleep 1; cat")];
+    // The victim's activities take three seconds: whenever it is killed, it
+    // is in the middle of some, even when a status poll on a loaded machine
+    // takes a second or more between seeing its claims and the kill.
+    let slow = [("fetch", "sleep 3; cat"), ("summ", "sleep 3; cat")];
     let args = ["--lease", "2", "--concurrency", "4", "--until-idle"];
     let victim = worker(&url, "victim", &slow, &args);
     let others: Vec<Child> = (0..3)
