@@ -1,5 +1,8 @@
 //! The README's example: `cargo run -p agentctx --example quickstart`.
 //! (The tidy check keeps the README's copy identical to this one.)
+// `open(&path.to_string_lossy())` is how the README has always opened a
+// path; it still compiles (D68), though `open(&path)` now would do.
+#![allow(clippy::needless_borrows_for_generic_args)]
 
 use agentctx::prelude::*;
 

@@ -31,6 +31,28 @@ pub enum Error {
         /// Every reference that was not present, in order, once each.
         missing: Vec<Reference>,
     },
+    /// One result of a batch written all or none
+    /// ([`StoredContext::apply_all`](crate::StoredContext::apply_all)) was
+    /// refused, so nothing was written; `index` is its place in the batch.
+    #[error("call {index} of the batch: {source}")]
+    Batch {
+        /// The 0-based place of the refused result in the batch.
+        index: usize,
+        /// Why it was refused.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A borrowing read ([`ContextExt::get_ref`](crate::ContextExt::get_ref))
+    /// of text that is an expression, not one reference: `||` and `&&`
+    /// choose among values, which [`ContextExt::get`](crate::ContextExt::get)
+    /// evaluates.
+    #[error(
+        "{expression:?} is an expression, not one reference: get_ref borrows one reference's value; get evaluates || and &&"
+    )]
+    NotAReference {
+        /// The expression as given.
+        expression: String,
+    },
     /// An activity ended with an error instead of a value.
     #[error("activity failed: {0}")]
     Activity(String),
@@ -87,6 +109,16 @@ impl Error {
     /// once more has been written (the CLI's exit status 3).
     pub fn is_unresolved(&self) -> bool {
         matches!(self, Error::Unresolved { .. })
+    }
+}
+
+impl Error {
+    /// The error of result `index` of a batch.
+    pub(crate) fn batch(index: usize, source: Error) -> Self {
+        Error::Batch {
+            index,
+            source: Box::new(source),
+        }
     }
 }
 

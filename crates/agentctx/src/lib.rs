@@ -3,12 +3,19 @@
 //! One crate for building with agentctx: every layer re-exported under a
 //! short name, a [`prelude`], one [`Error`] over all of theirs, and the
 //! conveniences a small agent flow reaches for first —
-//! [`ContextExt::get`] (`ctx.get("†state.x")`: parse and read in one call),
+//! [`ContextExt::get`] (`ctx.get("†state.x")`: parse and read in one call;
+//! [`ContextExt::get_ref`] borrows one reference's value),
 //! [`StoredContext`] (a file or PostgreSQL context that opens, applies and
-//! saves in one motion), [`render()`] (a provider payload as one JSON value)
-//! and [`activity`] (activity closures that use `?` on any error).
+//! saves in one motion; [`StoredContext::apply_all`] writes many results in
+//! one commit), appends and applies that read the same on a context in
+//! memory ([`ContextExt::append_value`], [`ContextExt::apply`]),
+//! [`render()`] (a provider payload as one JSON value) and [`activity`]
+//! (activity closures that use `?` on any error).
 //!
 //! The layers stay usable alone; this crate adds no behaviour of its own.
+//! Each layer's module here ([`core`], [`data`], …) shows that crate's own
+//! documentation, whose examples name the crate (`agent_core::…`): the
+//! same items as the module (`agentctx::core::…`).
 //! A [`StoredContext`] opens as the `agentctx` commands that read views
 //! do, in O(tail): the store's snapshot and the messages after it. What
 //! walks every message ([`StoredContext::render`],
@@ -51,11 +58,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod activity;
+mod address;
+mod append;
 mod error;
 mod get;
 mod stored;
 
 pub use activity::{BoxError, Failure, FnActivity, activity};
+pub use address::Address;
+pub use append::Appendable;
 pub use error::{Error, Result};
 pub use get::ContextExt;
 pub use stored::StoredContext;
@@ -68,35 +79,45 @@ pub use agent_core::json;
 
 /// Paths, references, kinds, instance ids and the six write methods
 /// (the `agent-core` crate).
+#[doc(inline)]
 pub use agent_core as core;
 /// Messages, loading, identity and layers, the fold, schemas, `Context`
 /// (the `agent-data` crate).
+#[doc(inline)]
 pub use agent_data as data;
 /// Batches of instances (the `agent-instancing` crate).
+#[doc(inline)]
 pub use agent_instancing as instancing;
 /// The model in the loop: tools, the answer schema, OpenAI-compatible and
 /// Anthropic providers over HTTP, turns until a final output (the
 /// `agent-loop` crate; the `loop` feature).
 #[cfg(feature = "loop")]
 #[cfg_attr(docsrs, doc(cfg(feature = "loop")))]
+#[doc(inline)]
 pub use agent_loop;
 /// Recording a call's result at its `_outputPath` (the `agent-output` crate).
+#[doc(inline)]
 pub use agent_output as output;
 /// Plans of calls in dependency order, and activities (the `agent-plan`
 /// crate).
+#[doc(inline)]
 pub use agent_plan as plan;
 /// What the model sees: chat messages and provider payloads (the
 /// `agent-render` crate). The function [`render()`] is its common case.
+#[doc(inline)]
 pub use agent_render as render;
 /// Where contexts live: files and PostgreSQL (the `agent-store` crate).
+#[doc(inline)]
 pub use agent_store as store;
 /// `†` expressions: parse, evaluate, resolve calls (the `agent-vars`
 /// crate).
+#[doc(inline)]
 pub use agent_vars as vars;
 /// Many workers, on any machines, running one plan stored in PostgreSQL
 /// (the `agent-worker` crate; the `postgres` feature).
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+#[doc(inline)]
 pub use agent_worker as worker;
 
 /// What a small agent flow imports: `use agentctx::prelude::*;`.

@@ -1,12 +1,15 @@
 //! A stored context: open, read, apply and save in one motion.
 
-use crate::{ContextExt, Error, Result};
+#[cfg(doc)]
+use crate::Error;
+use crate::{Address, Appendable, ContextExt, Result};
 use agent_core::json::Value;
 use agent_data::{Context, Message, Warning};
 use agent_output::{Call, Clock, Outcome, SystemClock};
 use agent_plan::{Activities, Plan, Report};
 use agent_render::{Provider, RenderMode};
 use agent_store::{Append, Store, Stored};
+use std::borrow::Borrow;
 
 /// A context in a file (`.jsonl`, or a `.json` array) or in PostgreSQL
 /// (`postgres://…?context=NAME`), open for reading and writing. Every write
@@ -21,12 +24,12 @@ use agent_store::{Append, Store, Stored};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("task.jsonl");
-/// let mut ctx = StoredContext::open(path.to_str().unwrap())?; // created on the first write
+/// let mut ctx = StoredContext::open(&path)?; // created on the first write
 /// ctx.append(json!({"type": "input", "data": {"city": "Austin"}}))?;
 /// let call = json!({"_tool": "weather", "city": "†input.city", "_outputPath": "†state.forecast"});
 /// ctx.apply(call, Outcome::Success(json!("sunny")))?;
 ///
-/// let mut reopened = StoredContext::open(path.to_str().unwrap())?;
+/// let mut reopened = StoredContext::open(path)?;
 /// assert_eq!(reopened.get("†state.forecast")?, json!("sunny"));
 /// let payload = reopened.render(Provider::OpenAi, RenderMode::Merged)?; // every message
 /// assert_eq!(payload["messages"][0]["role"], "user");
@@ -57,7 +60,7 @@ pub struct StoredContext {
     stored: Stored<Box<dyn Store + Send>>,
     /// The address as given (a PostgreSQL URL with its password, which
     /// the store's name leaves out), to open a store for a whole read.
-    address: String,
+    address: Address,
     clock: Box<dyn Clock + Send + Sync>,
     /// The application's own `_` keys (decision D63).
     allowed: Vec<String>,
@@ -74,7 +77,8 @@ impl std::fmt::Debug for StoredContext {
 }
 
 impl StoredContext {
-    /// Opens the context at `address` — a file path or a PostgreSQL URL —
+    /// Opens the context at `address` — a file path or a PostgreSQL URL,
+    /// as a [`Path`](std::path::Path), a `PathBuf` or text ([`Address`]) —
     /// or starts it empty when it does not exist yet: the first write
     /// creates it. Reads its snapshot and the messages after it, in
     /// O(tail) ([`Stored::open_or_create_tail`]); see [the type's
@@ -84,8 +88,9 @@ impl StoredContext {
     ///
     /// [`Error::Store`] when the file or database cannot be read, is locked
     /// beyond waiting, or holds a log that does not load.
-    pub fn open(address: &str) -> Result<Self> {
-        let store = agent_store::open(address)?;
+    pub fn open(address: impl Into<Address>) -> Result<Self> {
+        let address = address.into();
+        let store = address.store()?;
         Ok(Self::from_stored(
             address,
             Stored::open_or_create_tail(store)?,
@@ -99,15 +104,16 @@ impl StoredContext {
     ///
     /// [`Error::Store`] as for [`open`](Self::open), and when the context does
     /// not exist.
-    pub fn open_existing(address: &str) -> Result<Self> {
-        let store = agent_store::open(address)?;
+    pub fn open_existing(address: impl Into<Address>) -> Result<Self> {
+        let address = address.into();
+        let store = address.store()?;
         Ok(Self::from_stored(address, Stored::open_tail(store)?))
     }
 
-    fn from_stored(address: &str, stored: Stored<Box<dyn Store + Send>>) -> Self {
+    fn from_stored(address: Address, stored: Stored<Box<dyn Store + Send>>) -> Self {
         StoredContext {
             stored,
-            address: address.to_owned(),
+            address,
             clock: Box::new(SystemClock),
             allowed: Vec::new(),
         }
@@ -131,7 +137,7 @@ impl StoredContext {
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("task.jsonl");
-    /// let mut ctx = StoredContext::open(path.to_str().unwrap())?;
+    /// let mut ctx = StoredContext::open(path)?;
     /// let typo = json!({"_tool": "t", "_outputpath": "†state.x"});
     /// let err = ctx.apply(typo, Outcome::Success(json!(1))).unwrap_err();
     /// assert_eq!(err.to_string(), r#"unknown key "_outputpath"; did you mean "_outputPath"?"#);
@@ -173,7 +179,7 @@ impl StoredContext {
             // A store of its own: a read that fails half way leaves this
             // handle's store where it was, in step with the context it
             // holds, so appends go on as before.
-            let store = agent_store::open(&self.address)?;
+            let store = self.address.store()?;
             self.stored = Stored::open(store)?;
         }
         Ok(self.stored.context())
@@ -231,56 +237,125 @@ impl StoredContext {
         self.context().get_in(expression, instance)
     }
 
-    /// Appends `messages` — one message object, or an array of them — as
-    /// given (R1 shapes), validated (R13, R25), all or none; a `_` key
-    /// the engine does not read is refused unless
-    /// [allowed](Self::allow_keys). Returns how many messages were
-    /// appended.
+    /// [`ContextExt::get_ref`]: one reference's value, borrowed from the
+    /// context as this handle holds it, without the copy [`get`](Self::get)
+    /// makes (`get` evaluates `||` and `&&`, and so returns an owned value).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`ContextExt::get_ref`]: [`Error::Syntax`],
+    /// [`Error::NotAReference`] for more than one reference, and
+    /// [`Error::Unresolved`].
+    pub fn get_ref(&self, reference: &str) -> Result<&Value> {
+        self.context().get_ref(reference)
+    }
+
+    /// [`ContextExt::get_ref_in`]: [`get_ref`](Self::get_ref) read for
+    /// `instance`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`get_ref`](Self::get_ref), and [`Error::Core`] for an
+    /// instance id R2 refuses.
+    pub fn get_ref_in(&self, reference: &str, instance: &str) -> Result<&Value> {
+        self.context().get_ref_in(reference, instance)
+    }
+
+    /// Appends `messages` — one message object or an array of them as
+    /// JSON (R1 shapes), or [`Message`]s ([`Appendable`]) — validated
+    /// (R13, R25), all or none, in one durable append; a `_` key the
+    /// engine does not read is refused unless [allowed](Self::allow_keys).
+    /// Returns how many messages were appended.
+    /// [`ContextExt::append_value`] does the same on a context in memory.
     ///
     /// # Errors
     ///
     /// [`Error::Data`] for a message that is not valid, an unknown `_` key or
     /// an append refused (R13, R25); [`Error::Store`] when the store fails.
     /// Nothing is appended on error.
-    pub fn append(&mut self, messages: Value) -> Result<usize> {
-        let items = match messages {
-            Value::Array(items) => items,
-            one => vec![one],
-        };
-        let mut batch = Vec::with_capacity(items.len());
-        for (index, item) in items.into_iter().enumerate() {
-            let fault = |fault| {
-                Error::Data(agent_data::Error::Message {
-                    index,
-                    line: None,
-                    fault,
-                })
-            };
-            let normalised = Message::from_value(item).map_err(fault)?;
-            for message in &normalised {
-                message.check_keys(&self.allowed).map_err(fault)?;
-            }
-            batch.extend(normalised);
-        }
-        Ok(self.stored.append_all(&batch)?.len())
+    pub fn append(&mut self, messages: impl Appendable) -> Result<usize> {
+        crate::append::append(&mut self.stored, messages, &self.allowed)
     }
 
-    /// Records a call's result where its `_outputPath` says (R19–R22) and
-    /// returns the messages appended (none without `_outputPath`, R21).
+    /// Parses `call` and [applies](Self::apply_call) it: records the
+    /// result where its `_outputPath` says (R19–R22) and returns the
+    /// messages appended (none without `_outputPath`, R21).
     ///
     /// # Errors
     ///
     /// [`Error::Output`] for a bad call or outcome or a refused append, and
     /// [`Error::Store`] when the store fails. Nothing is appended on error.
     pub fn apply(&mut self, call: Value, outcome: Outcome) -> Result<Vec<Message>> {
-        let call = Call::parse(call)?;
-        call.check_keys(&self.allowed)?;
-        Ok(agent_output::apply(
+        self.apply_call(&Call::parse(call)?, outcome)
+    }
+
+    /// Records the result of a parsed `call` where its `_outputPath` says
+    /// (R19–R22), in one durable append, and returns the messages appended
+    /// (none without `_outputPath`, R21). A `_` key the engine does not
+    /// read is refused unless [allowed](Self::allow_keys).
+    /// [`ContextExt::apply`] writes the same messages in memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Output`] for an unknown `_` key, an outcome the call has
+    /// no place for or a refused append, and [`Error::Store`] when the
+    /// store fails. Nothing is appended on error.
+    pub fn apply_call(&mut self, call: &Call, outcome: Outcome) -> Result<Vec<Message>> {
+        crate::append::apply(
             &mut self.stored,
-            &call,
+            call,
             outcome,
             self.clock.as_ref(),
-        )?)
+            &self.allowed,
+        )
+    }
+
+    /// Records every result — pairs of a call (`Call` or `&Call`) and its
+    /// outcome — in ONE durable append, all or none, and returns the
+    /// messages appended, in order. The batch is validated as one (R13,
+    /// R25, decision D39): each write against the views the earlier ones
+    /// leave, each layer's schema on the view its last write leaves. When
+    /// a result is refused — its outcome has no place in its call, its
+    /// write is a type error or breaks a schema — nothing is written and
+    /// the error is [`Error::Batch`], naming the result by its place.
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::json;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut ctx = StoredContext::open(dir.path().join("task.jsonl"))?;
+    /// ctx.append(json!({"type": "state", "data": {"n": 0}}))?;
+    /// let a = Call::parse(json!({"_tool": "a", "_outputPath": "†state.a"}))?;
+    /// let n = Call::parse(json!({"_tool": "n", "_outputPath": "†state.n"}))?;
+    /// let written = ctx.apply_all([(&a, Outcome::Success(json!(1))), (&n, Outcome::Success(json!(2)))])?;
+    /// assert_eq!(written.len(), 2);
+    ///
+    /// // The second result writes inside the number the first one sets.
+    /// let deep = Call::parse(json!({"_tool": "d", "_outputPath": "†state.a.deep"}))?;
+    /// let refused = ctx.apply_all([(&a, Outcome::Success(json!(3))), (&deep, Outcome::Success(json!(4)))]);
+    /// assert_eq!(refused.unwrap_err().to_string(),
+    ///     "call 1 of the batch: message 4 (¶state) refused: type error at .a: cannot write inside a number");
+    /// assert_eq!(ctx.get("†state.a")?, json!(1)); // nothing was written
+    /// assert_eq!(ctx.context().len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Batch`] around the [`Error::Output`] of the result to
+    /// blame; [`Error::Output`] alone when the store fails. Nothing is
+    /// appended on error.
+    pub fn apply_all<C: Borrow<Call>>(
+        &mut self,
+        results: impl IntoIterator<Item = (C, Outcome)>,
+    ) -> Result<Vec<Message>> {
+        crate::append::apply_all(
+            &mut self.stored,
+            results,
+            self.clock.as_ref(),
+            &self.allowed,
+        )
     }
 
     /// Runs `plan` (calls in dependency order, spec §10 `run`) with

@@ -1,0 +1,138 @@
+//! Where a stored context lives, as a typed argument.
+
+use crate::Result;
+use agent_store::Store;
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+/// Where a [`StoredContext`](crate::StoredContext) lives: a file, or a
+/// context in PostgreSQL. What [`StoredContext::open`] and
+/// [`StoredContext::open_existing`] take, built from what an application
+/// holds:
+///
+/// - a [`Path`] or [`PathBuf`] is a file context, whatever its text — a
+///   file named `postgres:x` is a file;
+/// - text (`&str`, `String`) is read as the `agentctx` commands read an
+///   address: a `postgres://…?context=NAME` URL is a context in PostgreSQL
+///   (with the `postgres` feature), anything else a file path, and text
+///   that looks like a mistyped URL (`POSTGRES://…`, `postgres:/…`) is
+///   refused rather than taken for a new file.
+///
+/// `Debug` and `Display` leave a URL's password out.
+///
+/// ```
+/// use agentctx::Address;
+/// use std::path::{Path, PathBuf};
+///
+/// let file = Address::from(PathBuf::from("runs/task.jsonl"));
+/// assert_eq!(file.to_string(), "runs/task.jsonl");
+/// assert_eq!(Address::from(Path::new("postgres:x")).to_string(), "postgres:x");
+/// let url = Address::from("postgres://me:secret@db/app?context=task");
+/// assert_eq!(url.to_string(), "postgres://me@db/app?context=task");
+/// ```
+///
+/// [`StoredContext::open`]: crate::StoredContext::open
+/// [`StoredContext::open_existing`]: crate::StoredContext::open_existing
+#[derive(Clone, PartialEq, Eq)]
+pub struct Address(Inner);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Inner {
+    /// A file, by its path.
+    File(PathBuf),
+    /// Text read as the commands read an address: a URL or a path.
+    Text(String),
+}
+
+impl Address {
+    /// Opens the store this address names.
+    pub(crate) fn store(&self) -> Result<Box<dyn Store + Send>> {
+        Ok(match &self.0 {
+            Inner::File(path) => Box::new(agent_store::FileStore::open(path)?),
+            Inner::Text(text) => agent_store::open(text)?,
+        })
+    }
+
+    /// The address as shown: a path, or a URL without its password.
+    fn shown(&self) -> Cow<'_, str> {
+        match &self.0 {
+            Inner::File(path) => path.to_string_lossy(),
+            Inner::Text(text) if agent_store::is_postgres_url(text) => {
+                Cow::Owned(agent_store::without_password(text))
+            }
+            Inner::Text(text) => Cow::Borrowed(text),
+        }
+    }
+}
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
+impl std::fmt::Debug for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.0 {
+            Inner::File(_) => "File",
+            Inner::Text(_) => "Text",
+        };
+        f.debug_tuple(kind).field(&self.shown()).finish()
+    }
+}
+
+impl From<&Path> for Address {
+    fn from(path: &Path) -> Self {
+        Address(Inner::File(path.to_owned()))
+    }
+}
+
+impl From<PathBuf> for Address {
+    fn from(path: PathBuf) -> Self {
+        Address(Inner::File(path))
+    }
+}
+
+impl From<&PathBuf> for Address {
+    fn from(path: &PathBuf) -> Self {
+        Address(Inner::File(path.clone()))
+    }
+}
+
+impl From<&str> for Address {
+    fn from(text: &str) -> Self {
+        Address(Inner::Text(text.to_owned()))
+    }
+}
+
+impl From<String> for Address {
+    fn from(text: String) -> Self {
+        Address(Inner::Text(text))
+    }
+}
+
+impl From<&String> for Address {
+    fn from(text: &String) -> Self {
+        Address(Inner::Text(text.clone()))
+    }
+}
+
+// `open(&path.to_string_lossy())` compiled when `open` took `&str` (by
+// deref); a generic argument does not deref, so the borrow is named here.
+impl From<&Cow<'_, str>> for Address {
+    fn from(text: &Cow<'_, str>) -> Self {
+        Address(Inner::Text(text.as_ref().to_owned()))
+    }
+}
+
+impl From<Cow<'_, str>> for Address {
+    fn from(text: Cow<'_, str>) -> Self {
+        Address(Inner::Text(text.into_owned()))
+    }
+}
+
+impl From<&Address> for Address {
+    fn from(address: &Address) -> Self {
+        address.clone()
+    }
+}
