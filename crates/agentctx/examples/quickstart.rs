@@ -1,8 +1,5 @@
 //! The README's example: `cargo run -p agentctx --example quickstart`.
 //! (The tidy check keeps the README's copy identical to this one.)
-// `open(&path.to_string_lossy())` is how the README has always opened a
-// path; it still compiles (D68), though `open(&path)` now would do.
-#![allow(clippy::needless_borrows_for_generic_args)]
 
 use agentctx::prelude::*;
 
@@ -12,7 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("agentctx-quickstart-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("task.jsonl");
-    let mut ctx = StoredContext::open(&path.to_string_lossy())?;
+    let mut ctx = StoredContext::open(&path)?;
     ctx.append(json!({"type": "input", "data": {"user": 7}}))?;
     let mut activities = Activities::new();
     activities.register(
