@@ -57,10 +57,9 @@ impl Address {
     fn shown(&self) -> Cow<'_, str> {
         match &self.0 {
             Inner::File(path) => path.to_string_lossy(),
-            Inner::Text(text) if agent_store::is_postgres_url(text) => {
-                Cow::Owned(agent_store::without_password(text))
-            }
-            Inner::Text(text) => Cow::Borrowed(text),
+            // Mistyped URLs too (`POSTGRES://…`, `postgresql:…`): text that
+            // is no URL at all comes back as it is.
+            Inner::Text(text) => Cow::Owned(agent_store::without_password(text)),
         }
     }
 }
@@ -119,6 +118,8 @@ impl From<&String> for Address {
 
 // `open(&path.to_string_lossy())` compiled when `open` took `&str` (by
 // deref); a generic argument does not deref, so the borrow is named here.
+// For a path that is not UTF-8 the lossy text names another file: pass the
+// path itself (`open(&path)`), as the docs of `Address` say.
 impl From<&Cow<'_, str>> for Address {
     fn from(text: &Cow<'_, str>) -> Self {
         Address(Inner::Text(text.as_ref().to_owned()))

@@ -12,9 +12,11 @@ use agent_vars::{Evaluation, Expression, Resolution, Scope};
 /// (`"†state.user.name || †input.name"`), without parsing, scoping and
 /// matching on the evaluation by hand; and appends and applies as a
 /// [`StoredContext`](crate::StoredContext) does, with the same checks and
-/// the same messages, so code moves between the two unchanged but for the
-/// name of the append ([`append_value`](Self::append_value) here, since
-/// [`Context::append`] is the layer's own).
+/// the same messages. The append is named [`append_value`](Self::append_value)
+/// here, since [`Context::append`] is the layer's own; `apply` takes a
+/// parsed [`Call`] (as `StoredContext::apply_call` does), and there is no
+/// in-memory `apply_all` (appending the messages of each result in turn
+/// is the same thing in memory).
 ///
 /// ```
 /// use agentctx::prelude::*;

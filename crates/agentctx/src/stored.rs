@@ -272,7 +272,8 @@ impl StoredContext {
     ///
     /// [`Error::Data`] for a message that is not valid, an unknown `_` key or
     /// an append refused (R13, R25); [`Error::Store`] when the store fails.
-    /// Nothing is appended on error.
+    /// Nothing is appended on error, except that a PostgreSQL `InDoubt`
+    /// error means the commit may have landed: read before retrying.
     pub fn append(&mut self, messages: impl Appendable) -> Result<usize> {
         crate::append::append(&mut self.stored, messages, &self.allowed)
     }
@@ -283,8 +284,10 @@ impl StoredContext {
     ///
     /// # Errors
     ///
-    /// [`Error::Output`] for a bad call or outcome or a refused append, and
-    /// [`Error::Store`] when the store fails. Nothing is appended on error.
+    /// [`Error::Output`] for a bad call or outcome, a refused append, or the
+    /// store failing (`agent_output::Error::Store` inside). Nothing is
+    /// appended on error, except that a PostgreSQL `InDoubt` error means
+    /// the commit may have landed: read before retrying.
     pub fn apply(&mut self, call: Value, outcome: Outcome) -> Result<Vec<Message>> {
         self.apply_call(&Call::parse(call)?, outcome)
     }
@@ -298,8 +301,10 @@ impl StoredContext {
     /// # Errors
     ///
     /// [`Error::Output`] for an unknown `_` key, an outcome the call has
-    /// no place for or a refused append, and [`Error::Store`] when the
-    /// store fails. Nothing is appended on error.
+    /// no place for, a refused append, or the store failing
+    /// (`agent_output::Error::Store` inside). Nothing is appended on error,
+    /// except that a PostgreSQL `InDoubt` error means the commit may have
+    /// landed: read before retrying.
     pub fn apply_call(&mut self, call: &Call, outcome: Outcome) -> Result<Vec<Message>> {
         crate::append::apply(
             &mut self.stored,

@@ -543,6 +543,16 @@ fn d68_open_takes_a_path_a_path_buf_or_text() {
         format!("{:?}", Address::from(Path::new("a/b.jsonl"))),
         "File(\"a/b.jsonl\")"
     );
+    // A mistyped URL is refused when opened, and shown without its
+    // password too: an application may log the address it was given.
+    for mistyped in [
+        "POSTGRES://me:secret@db/app?context=t",
+        "postgresql:me:secret@db",
+    ] {
+        let address = Address::from(mistyped);
+        assert!(!address.to_string().contains("secret"), "{address}");
+        assert!(!format!("{address:?}").contains("secret"), "{address:?}");
+    }
 }
 
 #[cfg(feature = "postgres")]
