@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+mod support;
+
 use agent_core::{json, json::Value};
 use agentctx::prelude::*;
 use agentctx::{Address, Error};
@@ -558,20 +560,7 @@ fn d68_open_takes_a_path_a_path_buf_or_text() {
 #[cfg(feature = "postgres")]
 #[test]
 fn d68_apply_all_in_postgresql_is_one_commit_all_or_nothing() {
-    let base = std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}context=d68-{}-{nanos}", std::process::id());
-    let mut ctx = StoredContext::open(&url).unwrap_or_else(|e| {
-        panic!(
-            "{e}\nthis test needs PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
-             set AGENTCTX_TEST_DATABASE_URL to a server's URL"
-        )
-    });
+    let (url, mut ctx) = support::fresh_pg("d68");
     ctx.append(seed()).unwrap_or_else(|e| {
         panic!("{e}\nthis test needs PostgreSQL: run `cargo xtask ci`, or set AGENTCTX_TEST_DATABASE_URL")
     });

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+mod support;
+
 use agent_core::{json, json::Value};
 use agentctx::prelude::*;
 use agentctx::{BoxError, Error};
@@ -253,20 +255,7 @@ fn r34b_a_stored_context_sees_other_writers_after_refresh() {
 #[cfg(feature = "postgres")]
 #[test]
 fn r34b_a_stored_context_in_postgresql_runs_a_plan() {
-    let base = std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}context=facade-{}-{nanos}", std::process::id());
-    let mut ctx = StoredContext::open(&url).unwrap_or_else(|e| {
-        panic!(
-            "{e}\nthis test needs PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
-             set AGENTCTX_TEST_DATABASE_URL to a server's URL"
-        )
-    });
+    let (url, mut ctx) = support::fresh_pg("facade");
     ctx.append(json!({"type": "input", "data": {"id": 7}}))
         .unwrap_or_else(|e| {
             panic!("{e}\nthis test needs PostgreSQL: run `cargo xtask ci`, or set AGENTCTX_TEST_DATABASE_URL")
