@@ -246,14 +246,6 @@ fn parse_array(bytes: &[u8], sink: &mut dyn FnMut(Value, usize) -> Result<()>) -
             line: None,
         });
     }
-    let json_space = |b: &&u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    if bytes.iter().find(|b| !json_space(b)) != Some(&b'[') {
-        // Not an array (or not JSON): parsed whole to say what it is.
-        let value = parse(bytes, 0, MAX_DEPTH + 1)?;
-        return Err(Error::NotAnArray {
-            found: json_type(&value),
-        });
-    }
     let Some(ranges) = crate::elements::ranges(bytes) else {
         return Err(whole_array_fault(bytes));
     };
