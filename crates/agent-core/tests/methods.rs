@@ -158,10 +158,10 @@ fn r10_existing_keys_keep_position_new_keys_append() {
         Method::Merge,
         json!({"c": 2, "a": 2}),
     );
-    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    let keys: Vec<_> = got.as_object().unwrap().keys().map(str::to_owned).collect();
     assert_eq!(keys, ["b", "a", "c"]);
     let got = ok(Some(json!({"b": 1, "a": 1})), ".b", Method::Set, json!(0));
-    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    let keys: Vec<_> = got.as_object().unwrap().keys().map(str::to_owned).collect();
     assert_eq!(keys, ["b", "a"]);
 }
 
@@ -241,7 +241,7 @@ fn r10b_erase_removes_a_key_and_the_others_keep_their_order() {
     let cur = Some(json!({"b": 1, "a": {"x": 1, "y": 2}, "c": 3}));
     let got = erased(cur.clone(), ".a").unwrap();
     assert_eq!(got, json!({"b": 1, "c": 3}));
-    let keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+    let keys: Vec<_> = got.as_object().unwrap().keys().map(str::to_owned).collect();
     assert_eq!(keys, ["b", "c"]);
     assert_eq!(
         erased(cur, ".a.x"),

@@ -400,6 +400,10 @@ impl Context {
     }
 }
 
+/// A line buffer larger than this is freed after its line is parsed
+/// rather than kept for the next line.
+const KEPT_LINE_BUFFER: usize = 1 << 20;
+
 /// Reads JSONL lines, handing each parsed value with its message index
 /// (from 0) and 1-based file line to `sink`.
 fn read_jsonl(
@@ -448,6 +452,11 @@ fn read_jsonl(
             }),
             None => parse(raw, line - 1, MAX_DEPTH),
         };
+        if buffer.capacity() > KEPT_LINE_BUFFER {
+            // A huge line's text is not needed once parsed: freed before
+            // the message is written into the log, not held beside it.
+            buffer = Vec::new();
+        }
         match parsed {
             Ok(value) => {
                 sink(value, index, line)?;

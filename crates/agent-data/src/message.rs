@@ -64,23 +64,15 @@ impl Message {
                 let calls = opaque.fields().get("calls").and_then(Value::as_array);
                 for (i, call) in calls.into_iter().flatten().enumerate() {
                     let keys = call.as_object().into_iter().flat_map(|c| c.keys());
-                    agent_core::check_keys(
-                        keys.map(String::as_str),
-                        &agent_core::CALL_KEYS,
-                        allowed,
-                    )
-                    .map_err(|key| MessageFault::UnknownKey { call: Some(i), key })?;
+                    agent_core::check_keys(keys, &agent_core::CALL_KEYS, allowed)
+                        .map_err(|key| MessageFault::UnknownKey { call: Some(i), key })?;
                 }
                 return Ok(());
             }
             _ => return Ok(()),
         };
-        agent_core::check_keys(
-            fields.keys().map(String::as_str),
-            &agent_core::MESSAGE_KEYS,
-            allowed,
-        )
-        .map_err(|key| MessageFault::UnknownKey { call: None, key })
+        agent_core::check_keys(fields.keys(), &agent_core::MESSAGE_KEYS, allowed)
+            .map_err(|key| MessageFault::UnknownKey { call: None, key })
     }
 
     /// The data message inside, if this is one.

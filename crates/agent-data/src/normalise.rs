@@ -41,7 +41,7 @@ impl Message {
 /// Normalises one input message; a chat wrapper with a content array may
 /// yield several.
 pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), MessageFault> {
-    let Value::Object(fields) = value else {
+    let Value::Object(mut fields) = value else {
         return Err(MessageFault::NotObject {
             found: json_type(&value),
         });
@@ -56,7 +56,7 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
         None if fields.contains_key("data") => {
             let mut normalised = Map::with_capacity(fields.len() + 1);
             normalised.insert("type".into(), "data".into());
-            normalised.extend(fields);
+            normalised.append(&mut fields);
             out.push(Message::Data(DataMessage::from_fields(normalised)?));
             Ok(())
         }
@@ -100,9 +100,8 @@ fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
                 Some(data) => data,
                 None => {
                     // Shorthand: every field that is not metadata is the data.
-                    let (meta, data): (Map, Map) = std::mem::take(&mut fields)
-                        .into_iter()
-                        .partition(|(k, _)| is_meta_field(k));
+                    let (meta, data) =
+                        std::mem::take(&mut fields).partition(|k, _| is_meta_field(k));
                     fields = meta;
                     Value::Object(data)
                 }
@@ -113,7 +112,7 @@ fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
             normalised.insert("type".into(), "data".into());
             normalised.insert("kind".into(), t.into());
             normalised.insert("data".into(), data);
-            normalised.extend(fields);
+            normalised.append(&mut fields);
             Ok(Message::Data(DataMessage::from_fields(normalised)?))
         }
         _ => Ok(Message::Opaque(OpaqueMessage::from_checked(fields))),

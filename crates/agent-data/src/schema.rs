@@ -239,19 +239,19 @@ pub(crate) fn without_required(schema: &Value) -> Value {
     };
     let mut out = Map::with_capacity(map.len());
     for (key, value) in map {
-        let key = key.as_str();
+        let key: &str = key;
         let value = match (key, value) {
             ("required", Value::Array(_)) => continue,
             (k, Value::Object(inner)) if SCHEMA_MAPS.contains(&k) => Value::Object(
                 inner
                     .iter()
-                    .map(|(name, s)| (name.clone(), without_required(s)))
+                    .map(|(name, s)| (name, without_required(s)))
                     .collect(),
             ),
             ("dependencies", Value::Object(inner)) => Value::Object(
                 inner
                     .iter()
-                    .map(|(name, s)| (name.clone(), without_required(s)))
+                    .map(|(name, s)| (name, without_required(s)))
                     .collect(),
             ),
             (k, Value::Array(items)) if SCHEMA_SLOTS.contains(&k) => {

@@ -86,7 +86,7 @@ fn r1_input_or_state_shorthand_fields_become_data() {
         .as_object()
         .unwrap()
         .keys()
-        .cloned()
+        .map(str::to_owned)
         .collect();
     assert_eq!(keys, ["name", "age"], "original order");
 }

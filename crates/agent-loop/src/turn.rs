@@ -164,7 +164,7 @@ fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String
         .into_iter()
         .flat_map(|p| p.keys())
         .filter(|k| k.starts_with('_'))
-        .cloned()
+        .map(str::to_owned)
         .collect();
     call.check_keys(&declared).map_err(|e| e.to_string())?;
     rules.guard.check(&call)?;

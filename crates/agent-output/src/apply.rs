@@ -116,7 +116,7 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
     if let Value::Object(properties) = properties {
         for key in call.keys().filter(|k| k.starts_with('_')) {
             if !properties.contains_key(key) {
-                properties.insert(key.clone(), Value::Bool(true));
+                properties.insert(key.to_owned(), Value::Bool(true));
             }
         }
     }

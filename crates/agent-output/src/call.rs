@@ -114,7 +114,7 @@ impl Call {
     pub fn check_keys(&self, allowed: &[String]) -> Result<()> {
         let keys = self.value.as_object().into_iter().flat_map(|c| c.keys());
         Ok(agent_core::check_keys(
-            keys.map(String::as_str),
+            keys,
             &agent_core::CALL_KEYS,
             allowed,
         )?)
@@ -147,7 +147,6 @@ impl Call {
             .into_iter()
             .flatten()
             .filter(|(key, _)| !key.starts_with('_'))
-            .map(|(key, value)| (key.as_str(), value))
     }
 
     /// The call as written (what the engine records as `_call`).

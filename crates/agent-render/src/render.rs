@@ -40,7 +40,7 @@ impl OpaqueRenderer for GenericBlock {
         let visible: Map = message
             .iter()
             .filter(|(k, _)| !k.starts_with('_'))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k, v.clone()))
             .collect();
         Some(ChatMessage::new(
             "user",

@@ -291,7 +291,11 @@ mod calls {
             .collect();
         assert_eq!(views[0], views[1], "the same values");
         let keys = |v: &agent_core::json::Value| {
-            v.as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+            v.as_object()
+                .unwrap()
+                .keys()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
         };
         assert_eq!(keys(&views[0]), ["c0", "c1"]);
         assert_eq!(keys(&views[1]), ["c1", "c0"]);

@@ -93,7 +93,7 @@ pub fn resolve_call_with(call: &Value, lookup: &impl Lookup) -> Result<Resolutio
             let mut at = format!("/{}", escape_pointer(key));
             walk(value, lookup, &mut at, &mut missing)?
         };
-        out.insert(key.clone(), resolved);
+        out.insert(key.to_owned(), resolved);
     }
     Ok(if missing.order.is_empty() {
         Resolution::Ready(Value::Object(out))
@@ -189,7 +189,7 @@ fn walk(
                 let len = at.len();
                 at.push('/');
                 at.push_str(&escape_pointer(key));
-                out.insert(key.clone(), walk(item, lookup, at, missing)?);
+                out.insert(key.to_owned(), walk(item, lookup, at, missing)?);
                 at.truncate(len);
             }
             Value::Object(out)

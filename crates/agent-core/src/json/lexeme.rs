@@ -3,19 +3,43 @@
 //! numbers were).
 
 use super::Number;
+use super::map::Key;
 use super::parse::{Code, ParseError, Parser};
 
-impl Parser<'_> {
+/// A string as read: a slice of the input when it held no escape.
+pub(super) enum Lexeme<'a> {
+    Slice(&'a str),
+    Unescaped(String),
+}
+
+impl<'a> Parser<'a> {
     /// A string's contents after its opening `"`, through its closing one.
     pub(super) fn string(&mut self) -> Result<String, ParseError> {
+        Ok(match self.lexeme()? {
+            Lexeme::Slice(text) => text.to_owned(),
+            Lexeme::Unescaped(text) => text,
+        })
+    }
+
+    /// An object's key, as [`Parser::string`] reads it; a short one is
+    /// never allocated.
+    pub(super) fn key_text(&mut self) -> Result<Key, ParseError> {
+        Ok(match self.lexeme()? {
+            Lexeme::Slice(text) => Key::from(text),
+            Lexeme::Unescaped(text) => Key::from(text),
+        })
+    }
+
+    fn lexeme(&mut self) -> Result<Lexeme<'a>, ParseError> {
+        let input: &'a str = self.text;
         let start = self.index;
         // The common case, no escape: one slice of the input.
         loop {
             match self.peek() {
                 Some(b'"') => {
-                    let text = &self.text[start..self.index];
+                    let text = &input[start..self.index];
                     self.index += 1;
-                    return Ok(text.to_owned());
+                    return Ok(Lexeme::Slice(text));
                 }
                 Some(b'\\') => break,
                 Some(byte) if byte < 0x20 => {
@@ -37,7 +61,7 @@ impl Parser<'_> {
             }
             out.push_str(&self.text[run..self.index]);
             match self.next() {
-                Some(b'"') => return Ok(out),
+                Some(b'"') => return Ok(Lexeme::Unescaped(out)),
                 Some(b'\\') => self.escape(&mut out)?,
                 Some(_) => return Err(self.error(Code::ControlCharacterWhileParsingString)),
                 None => return Err(self.error(Code::EofWhileParsingString)),

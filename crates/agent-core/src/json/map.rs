@@ -2,9 +2,15 @@
 
 use std::hash::BuildHasher;
 
+use ecow::EcoString;
 use hashbrown::HashTable;
 
 use super::Value;
+
+/// A member's key: up to 15 bytes held inside the member itself, longer
+/// ones on the heap. A million short keys would otherwise be a million
+/// allocations of 16 to 32 bytes each.
+pub(crate) type Key = EcoString;
 
 /// Up to this many members an object is searched in order; past it, a
 /// hash index over the members is kept beside them. Most objects in a log
@@ -15,9 +21,11 @@ const INDEXED_FROM: usize = 9;
 /// once (a repeated key keeps its first position and its last value, as
 /// serde_json's ordered map did).
 ///
-/// The members are one vector behind one pointer; an object of more than
-/// eight also keeps a hash index of them, seeded per process (foldhash),
-/// so keys chosen by an adversary cannot be made to collide ahead of time.
+/// The members are one vector behind one pointer, each key of up to 15
+/// bytes held inline in its member; an object of more than eight also
+/// keeps a hash index of them (4 bytes a slot), seeded per process
+/// (foldhash), so keys chosen by an adversary cannot be made to collide
+/// ahead of time.
 ///
 /// ```
 /// use agent_core::json::{Map, Value};
@@ -31,15 +39,16 @@ pub struct Map(Box<Members>);
 
 #[derive(Clone, Default)]
 struct Members {
-    entries: Vec<(String, Value)>,
-    /// Only past [`INDEXED_FROM`] members.
+    entries: Vec<(Key, Value)>,
+    /// Only past [`INDEXED_FROM`] members (and below `u32::MAX`).
     index: Option<Box<Index>>,
 }
 
-/// Positions in `entries`, hashed by key.
+/// Positions in `entries`, hashed by key: `u32`, half the table a
+/// `usize` would take.
 #[derive(Clone, Default)]
 struct Index {
-    table: HashTable<usize>,
+    table: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -49,14 +58,15 @@ impl Members {
             Some(index) => {
                 let entries = &self.entries;
                 let hash = index.hasher.hash_one(key);
-                index.table.find(hash, |&i| entries[i].0 == key).copied()
+                let found = index.table.find(hash, |&i| entries[i as usize].0 == key);
+                found.map(|&i| i as usize)
             }
             None => self.entries.iter().position(|(k, _)| k == key),
         }
     }
 
     fn reindex(&mut self) {
-        if self.entries.len() < INDEXED_FROM {
+        if self.entries.len() < INDEXED_FROM || u32::try_from(self.entries.len()).is_err() {
             self.index = None;
             return;
         }
@@ -64,19 +74,29 @@ impl Members {
             table: HashTable::with_capacity(self.entries.len()),
             hasher: foldhash::fast::RandomState::default(),
         });
-        for i in 0..self.entries.len() {
-            index.add(&self.entries, i);
+        for at in 0..self.entries.len() {
+            if !index.add(&self.entries, at) {
+                self.index = None;
+                return;
+            }
         }
         self.index = Some(index);
     }
 
-    fn push(&mut self, key: String, value: Value) -> usize {
+    fn push(&mut self, key: Key, value: Value) -> usize {
         let at = self.entries.len();
         self.entries.push((key, value));
-        match &mut self.index {
+        let indexed = match &mut self.index {
             Some(index) => index.add(&self.entries, at),
-            None if self.entries.len() >= INDEXED_FROM => self.reindex(),
-            None => {}
+            None if self.entries.len() >= INDEXED_FROM => {
+                self.reindex();
+                true
+            }
+            None => true,
+        };
+        if !indexed {
+            // Past `u32::MAX` members: searched in order from here.
+            self.index = None;
         }
         at
     }
@@ -84,27 +104,34 @@ impl Members {
 
 impl Index {
     /// Takes `entries[at]` out of the table.
-    fn forget(&mut self, entries: &[(String, Value)], at: usize) {
+    fn forget(&mut self, entries: &[(Key, Value)], at: usize) {
         let hash = self.hasher.hash_one(entries[at].0.as_str());
-        if let Ok(slot) = self.table.find_entry(hash, |&j| j == at) {
+        if let Ok(slot) = self.table.find_entry(hash, |&j| j as usize == at) {
             slot.remove();
         }
     }
 
-    /// `entries[from]` will be at `to`: its slot says so.
-    fn relocate(&mut self, entries: &[(String, Value)], from: usize, to: usize) {
+    /// `entries[from]` will be at `to` (a smaller position, so it fits):
+    /// its slot says so.
+    fn relocate(&mut self, entries: &[(Key, Value)], from: usize, to: u32) {
         let hash = self.hasher.hash_one(entries[from].0.as_str());
-        if let Some(slot) = self.table.find_mut(hash, |&j| j == from) {
+        if let Some(slot) = self.table.find_mut(hash, |&j| j as usize == from) {
             *slot = to;
         }
     }
 
-    /// Indexes `entries[at]`, a key not yet in the table.
-    fn add(&mut self, entries: &[(String, Value)], at: usize) {
+    /// Indexes `entries[at]`, a key not yet in the table; false when `at`
+    /// is past what a slot holds.
+    fn add(&mut self, entries: &[(Key, Value)], at: usize) -> bool {
+        let Ok(slot) = u32::try_from(at) else {
+            return false;
+        };
         let hasher = &self.hasher;
         let hash = hasher.hash_one(entries[at].0.as_str());
-        self.table
-            .insert_unique(hash, at, |&j| hasher.hash_one(entries[j].0.as_str()));
+        self.table.insert_unique(hash, slot, |&j| {
+            hasher.hash_one(entries[j as usize].0.as_str())
+        });
+        true
     }
 }
 
@@ -153,8 +180,18 @@ impl Map {
         match self.0.position(&key) {
             Some(i) => Some(std::mem::replace(&mut self.0.entries[i].1, value)),
             None => {
-                self.0.push(key, value);
+                self.0.push(Key::from(key), value);
                 None
+            }
+        }
+    }
+
+    /// [`Map::insert`] for a key the reader already holds as a [`Key`].
+    pub(crate) fn insert_key(&mut self, key: Key, value: Value) {
+        match self.0.position(&key) {
+            Some(i) => self.0.entries[i].1 = value,
+            None => {
+                self.0.push(key, value);
             }
         }
     }
@@ -172,8 +209,9 @@ impl Map {
         let last = self.0.entries.len() - 1;
         if let Some(index) = &mut self.0.index {
             index.forget(&self.0.entries, i);
-            if i != last {
-                index.relocate(&self.0.entries, last, i);
+            // An index exists only below `u32::MAX` members.
+            if let (true, Ok(to)) = (i != last, u32::try_from(i)) {
+                index.relocate(&self.0.entries, last, to);
             }
         }
         let (_, value) = self.0.entries.swap_remove(i);
@@ -190,7 +228,7 @@ impl Map {
         if let Some(index) = &mut self.0.index {
             index.forget(&self.0.entries, i);
             for position in index.table.iter_mut() {
-                if *position > i {
+                if *position as usize > i {
                     *position -= 1;
                 }
             }
@@ -212,7 +250,7 @@ impl Map {
     }
 
     /// Keeps the members for which `keep` is true, in their order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Value) -> bool) {
         let before = self.0.entries.len();
         self.0.entries.retain_mut(|(key, value)| keep(key, value));
         if self.0.entries.len() != before {
@@ -220,11 +258,36 @@ impl Map {
         }
     }
 
+    /// Splits the members in two, each side in order: those for which
+    /// `pred` is true, and the rest. Keys move; none is copied.
+    pub fn partition(self, mut pred: impl FnMut(&str, &Value) -> bool) -> (Map, Map) {
+        let (mut yes, mut no) = (Map::new(), Map::new());
+        for (key, value) in self.0.entries {
+            let side = if pred(&key, &value) {
+                &mut yes
+            } else {
+                &mut no
+            };
+            // Keys of one map are distinct: no search needed.
+            side.0.push(key, value);
+        }
+        (yes, no)
+    }
+
+    /// Moves every member of `other` into this map, in order, as
+    /// [`insert`](Self::insert) would; `other` is left empty.
+    pub fn append(&mut self, other: &mut Map) {
+        for (key, value) in std::mem::take(&mut other.0.entries) {
+            self.insert_key(key, value);
+        }
+        other.0.index = None;
+    }
+
     /// The value at `key`, inserted by `make` first when missing.
     pub fn get_or_insert_with(&mut self, key: String, make: impl FnOnce() -> Value) -> &mut Value {
         let i = match self.0.position(&key) {
             Some(i) => i,
-            None => self.0.push(key, make()),
+            None => self.0.push(Key::from(key), make()),
         };
         &mut self.0.entries[i].1
     }
@@ -246,8 +309,8 @@ impl Map {
     }
 
     /// The keys in order.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
-        self.0.entries.iter().map(|(k, _)| k)
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
+        self.0.entries.iter().map(|(k, _)| k.as_str())
     }
 
     /// The values in order.
@@ -306,12 +369,12 @@ impl<'a> Entry<'a> {
 
 /// The members of a [`Map`] in order.
 #[derive(Clone, Debug)]
-pub struct Iter<'a>(std::slice::Iter<'a, (String, Value)>);
+pub struct Iter<'a>(std::slice::Iter<'a, (Key, Value)>);
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a str, &'a Value);
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(|(k, v)| (k, v))
+        self.0.next().map(|(k, v)| (k.as_str(), v))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.0.size_hint()
@@ -319,19 +382,19 @@ impl<'a> Iterator for Iter<'a> {
 }
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.0.next_back().map(|(k, v)| (k, v))
+        self.0.next_back().map(|(k, v)| (k.as_str(), v))
     }
 }
 impl ExactSizeIterator for Iter<'_> {}
 
 /// The members of a [`Map`] in order, values mutable.
 #[derive(Debug)]
-pub struct IterMut<'a>(std::slice::IterMut<'a, (String, Value)>);
+pub struct IterMut<'a>(std::slice::IterMut<'a, (Key, Value)>);
 
 impl<'a> Iterator for IterMut<'a> {
-    type Item = (&'a String, &'a mut Value);
+    type Item = (&'a str, &'a mut Value);
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(|(k, v)| (&*k, v))
+        self.0.next().map(|(k, v)| (k.as_str(), v))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.0.size_hint()
@@ -356,14 +419,34 @@ impl std::fmt::Debug for Map {
 
 impl IntoIterator for Map {
     type Item = (String, Value);
-    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    type IntoIter = IntoIter;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.entries.into_iter()
+        IntoIter(self.0.entries.into_iter())
     }
 }
 
+/// The members of a [`Map`] in order, owned.
+#[derive(Debug)]
+pub struct IntoIter(std::vec::IntoIter<(Key, Value)>);
+
+impl Iterator for IntoIter {
+    type Item = (String, Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(k, v)| (String::from(k), v))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+impl DoubleEndedIterator for IntoIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|(k, v)| (String::from(k), v))
+    }
+}
+impl ExactSizeIterator for IntoIter {}
+
 impl<'a> IntoIterator for &'a Map {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a str, &'a Value);
     type IntoIter = Iter<'a>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
@@ -371,7 +454,7 @@ impl<'a> IntoIterator for &'a Map {
 }
 
 impl<'a> IntoIterator for &'a mut Map {
-    type Item = (&'a String, &'a mut Value);
+    type Item = (&'a str, &'a mut Value);
     type IntoIter = IterMut<'a>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter_mut()
@@ -391,5 +474,15 @@ impl Extend<(String, Value)> for Map {
         for (key, value) in iter {
             self.insert(key, value);
         }
+    }
+}
+
+impl<'a> FromIterator<(&'a str, Value)> for Map {
+    fn from_iter<I: IntoIterator<Item = (&'a str, Value)>>(iter: I) -> Map {
+        let mut map = Map::new();
+        for (key, value) in iter {
+            map.insert_key(Key::from(key), value);
+        }
+        map
     }
 }

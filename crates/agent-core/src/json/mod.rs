@@ -46,7 +46,7 @@ mod value;
 mod write;
 
 pub use de::from_value;
-pub use map::{Entry, Iter, IterMut, Map};
+pub use map::{Entry, IntoIter, Iter, IterMut, Map};
 pub use number::Number;
 pub use parse::{ParseError, from_str, from_str_within};
 #[doc(hidden)]

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use super::map::Key;
 use super::{Map, Value};
 
 /// Why JSON text could not be read, and where.
@@ -148,7 +149,7 @@ pub(super) fn number_only(text: &str) -> Result<super::Number, ParseError> {
 
 enum Frame {
     Array(Vec<Value>),
-    Object(Map, String),
+    Object(Map, Key),
 }
 
 pub(super) struct Parser<'a> {
@@ -248,7 +249,7 @@ impl Parser<'_> {
                         }
                     }
                     Some(Frame::Object(map, key)) => {
-                        map.insert(std::mem::take(key), done);
+                        map.insert_key(std::mem::take(key), done);
                         if let Some(next) = self.more_members()? {
                             *key = next;
                             continue 'value;
@@ -302,7 +303,7 @@ impl Parser<'_> {
     }
 
     /// After a member: the next key (its `:` read), or `None` at `}`.
-    fn more_members(&mut self) -> Result<Option<String>, ParseError> {
+    fn more_members(&mut self) -> Result<Option<Key>, ParseError> {
         match self.whitespace() {
             Some(b'}') => {
                 self.index += 1;
@@ -323,9 +324,9 @@ impl Parser<'_> {
     }
 
     /// A key at its `"`, then the `:` after it.
-    fn key(&mut self) -> Result<String, ParseError> {
+    fn key(&mut self) -> Result<Key, ParseError> {
         self.index += 1;
-        let key = self.string()?;
+        let key = self.key_text()?;
         match self.whitespace() {
             Some(b':') => {
                 self.index += 1;

@@ -202,9 +202,9 @@ impl From<&Value> for serde_json::Value {
             }
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::Array(items) => serde_json::Value::Array(items.iter().map(Into::into).collect()),
-            Value::Object(map) => {
-                serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), v.into())).collect())
-            }
+            Value::Object(map) => serde_json::Value::Object(
+                map.iter().map(|(k, v)| (k.to_owned(), v.into())).collect(),
+            ),
         }
     }
 }

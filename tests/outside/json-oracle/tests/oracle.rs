@@ -338,7 +338,7 @@ proptest! {
                 }
             }
             let members: Vec<(String, Value)> =
-                map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                map.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect();
             let expected: Vec<(String, Value)> =
                 model.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect();
             prop_assert_eq!(members, expected);
