@@ -251,6 +251,11 @@ impl Failure {
         Self::new(3, message)
     }
 
+    /// Only calls waiting at approval gates remain (exit 4).
+    pub(crate) fn waiting(message: impl std::fmt::Display) -> Self {
+        Self::new(4, message)
+    }
+
     /// Adds output that belongs on stdout.
     pub(crate) fn with_stdout(self, stdout: String) -> Self {
         Failure { stdout, ..self }
