@@ -191,11 +191,8 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     };
     let mut ask = |call: &Call| ask(call, live);
     let mut run_all = |_: &Call| Confirm::Run;
-    let confirm: &mut dyn FnMut(&Call) -> Confirm = if args.confirm {
-        &mut ask
-    } else {
-        &mut run_all
-    };
+    let confirm: &mut dyn FnMut(&Call) -> Confirm =
+        if args.confirm { &mut ask } else { &mut run_all };
     let finish = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Whole)?;
         settings.run_confirmed(

@@ -21,8 +21,8 @@ fn server(rt: &tokio::runtime::Runtime, answers: &[Value]) -> MockServer {
             "choices": [{"index": 0, "message": {"role": "assistant",
             "content": answer.to_string()}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 2}});
-        let mock =
-            Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body));
+        let mock = Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body));
         let mock = if i + 1 < answers.len() {
             mock.up_to_n_times(1)
         } else {
@@ -204,7 +204,10 @@ fn d69_a_worker_never_picks_up_a_loop_plan() {
     assert_eq!(report["plan"]["done"], json!(1), "{report}");
     let status = agentctx(&["status", &url]);
     let status: Value = agent_core::json::from_str(&status.stdout).unwrap();
-    assert_eq!((status["plan"].clone(), status["total"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (status["plan"].clone(), status["total"].clone()),
+        (json!(1), json!(1))
+    );
     let state = agentctx(&["view", &url, "state"]);
     assert_eq!(
         state.stdout,

@@ -46,7 +46,11 @@ pub(crate) fn newest_loop_plan(context: &Context) -> Option<(Vec<Value>, Option<
 pub(crate) fn owed(context: &Context, calls: &[Value], pending: Option<&[usize]>) -> Vec<usize> {
     let marked: Vec<usize> = match pending {
         Some(pending) => {
-            let mut marked: Vec<usize> = pending.iter().copied().filter(|&i| i < calls.len()).collect();
+            let mut marked: Vec<usize> = pending
+                .iter()
+                .copied()
+                .filter(|&i| i < calls.len())
+                .collect();
             marked.sort_unstable();
             marked.dedup();
             marked

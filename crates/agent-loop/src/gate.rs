@@ -5,8 +5,8 @@
 //! in the plan and named once, when the run ends.
 
 use crate::guard::GATES;
-use agent_core::{json, json::Value};
 use agent_core::{Instance, Reference};
+use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_output::Call;
 use std::collections::BTreeMap;

@@ -30,6 +30,13 @@ enum Ended {
     Carried,
 }
 
+/// What a judged call does next: run its activity on the resolved call,
+/// or end now.
+enum Step {
+    Run(Value),
+    End(Ended),
+}
+
 /// Where a call ended, for the calls that depend on it.
 #[derive(Clone)]
 enum Fate {
@@ -117,15 +124,11 @@ pub(crate) fn run_plan(
                     tools,
                     activities,
                 };
-                match ready(&judged, verdict, target, confirm) {
-                    Ok((resolved, edit)) => {
-                        edits[i] = edit;
-                        queued.push_back((i, resolved));
-                    }
-                    Err((end, edit)) => {
-                        edits[i] = edit;
-                        ended[i] = Some(end);
-                    }
+                let (step, edit) = ready(&judged, verdict, target, confirm);
+                edits[i] = edit;
+                match step {
+                    Step::Run(resolved) => queued.push_back((i, resolved)),
+                    Step::End(end) => ended[i] = Some(end),
                 }
             }
             while running < parallel
@@ -163,7 +166,8 @@ pub(crate) fn run_plan(
                 let error = match end {
                     Ended::Nothing => None,
                     Ended::Failed(error) => Some(error),
-                    Ended::Write(outcome) => match Written::of(apply(target, runs, outcome, clock)) {
+                    Ended::Write(outcome) => match Written::of(apply(target, runs, outcome, clock))
+                    {
                         Written::Done(_) => None,
                         Written::StoreFailed(error) => return Err(error),
                         Written::Refused(error) => Some(error.to_string()),
@@ -258,61 +262,58 @@ struct Judged<'a> {
     activities: &'a Activities,
 }
 
-/// What a judged call does next: `Ok(resolved)` runs its activity;
-/// `Err(end)` ends it now — a latent call's `_output` (or nothing), a
+/// What a judged call does next: [`Step::Run`] runs its activity;
+/// [`Step::End`] ends it now — a latent call's `_output` (or nothing), a
 /// schema violation, a blocked call's error, a call held or rejected at a
 /// gate or carried. Each comes with the call the application edited it
 /// into, if it did (the one that runs and is recorded).
-#[allow(clippy::type_complexity)] // the two outcomes, each with the edit
 fn ready(
     judged: &Judged<'_>,
     verdict: Verdict,
     target: &(impl Append + ?Sized),
     confirm: &mut dyn FnMut(&Call) -> Confirm,
-) -> Result<(Value, Option<Call>), (Ended, Option<Call>)> {
+) -> (Step, Option<Call>) {
     let call = &judged.calls[judged.call];
     let context = target.context();
     let resolved = match verdict {
         Verdict::Ready(Ok(resolved)) => resolved,
-        Verdict::Ready(Err(error)) => return Err((Ended::Failed(error), None)),
-        Verdict::Blocked(Blocker::Dependency(_)) => return Err((after_dependencies(judged, context), None)),
+        Verdict::Ready(Err(error)) => return (Step::End(Ended::Failed(error)), None),
+        Verdict::Blocked(Blocker::Dependency(_)) => {
+            return (Step::End(after_dependencies(judged, context)), None);
+        }
         Verdict::Blocked(Blocker::Missing(names)) => {
             let missing = match call.resolve(context) {
                 Ok(Resolution::Pending(missing)) => missing,
                 _ => Vec::new(),
             };
-            return Err((
-                match only_gates(&missing, call.instance()) {
-                    Some(gates) => Ended::Held(gates),
-                    None => Ended::Failed(format!(
-                        "still pending when nothing else could run: {} not present",
-                        names.join(", ")
-                    )),
-                },
-                None,
-            ));
+            let end = match only_gates(&missing, call.instance()) {
+                Some(gates) => Ended::Held(gates),
+                None => Ended::Failed(format!(
+                    "still pending when nothing else could run: {} not present",
+                    names.join(", ")
+                )),
+            };
+            return (Step::End(end), None);
         }
         // Judged once every dependency is written, with every tool: no
         // call it depends on is running.
         other => {
-            return Err((
-                Ended::Failed(format!("never became ready: {}", other.standing().name())),
-                None,
-            ));
+            let error = format!("never became ready: {}", other.standing().name());
+            return (Step::End(Ended::Failed(error)), None);
         }
     };
     match read_gates(call, context) {
         Ok(rejected) if rejected.is_empty() => {}
-        Ok(rejected) => return Err((Ended::Rejected(rejected), None)),
-        Err(error) => return Err((Ended::Failed(error), None)),
+        Ok(rejected) => return (Step::End(Ended::Rejected(rejected)), None),
+        Err(error) => return (Step::End(Ended::Failed(error)), None),
     }
     let Some(tool) = call.tool().and_then(|name| judged.tools.get(name)) else {
-        return Err((Ended::Failed("unknown tool".into()), None));
+        return (Step::End(Ended::Failed("unknown tool".into())), None);
     };
     let explicit = judged.activities.get(tool.name()).is_some();
     let schema = Value::Object(tool.for_model(explicit));
     if let Err(error) = check_tool_schema(call, context, &schema) {
-        return Err((Ended::Failed(error.to_string()), None));
+        return (Step::End(Ended::Failed(error.to_string())), None);
     }
     let output = call.as_value().get("_output");
     if !explicit && output.is_none() {
@@ -324,25 +325,23 @@ fn ready(
         } else {
             Ended::Nothing
         };
-        return Err((end, None));
+        return (Step::End(end), None);
     }
     match confirm(call) {
         Confirm::Run => {}
         Confirm::Skip => {
-            return Err((
-                Ended::Failed("not run: the application skipped it".into()),
-                None,
-            ));
+            let error = "not run: the application skipped it".into();
+            return (Step::End(Ended::Failed(error)), None);
         }
         Confirm::Edit(edited) => return edited_call(edited, judged, context),
     }
     if explicit {
-        return Ok((resolved, None));
+        return (Step::Run(resolved), None);
     }
-    Err((
-        output.map_or(Ended::Nothing, |o| Ended::Write(Outcome::Success(o.clone()))),
-        None,
-    ))
+    let end = output.map_or(Ended::Nothing, |o| {
+        Ended::Write(Outcome::Success(o.clone()))
+    });
+    (Step::End(end), None)
 }
 
 /// A call whose dependency was not run or failed: failed with the first
@@ -385,13 +384,12 @@ fn after_dependencies(judged: &Judged<'_>, context: &agent_data::Context) -> End
 
 /// The call the application edited a ready call into: resolved and
 /// checked like the model's, then run (explicit) or its `_output` written.
-#[allow(clippy::type_complexity)] // as `ready`
 fn edited_call(
     edited: Call,
     judged: &Judged<'_>,
     context: &agent_data::Context,
-) -> Result<(Value, Option<Call>), (Ended, Option<Call>)> {
-    let fail = |error: String, edited: Call| Err((Ended::Failed(error), Some(edited)));
+) -> (Step, Option<Call>) {
+    let fail = |error: String, edited: Call| (Step::End(Ended::Failed(error)), Some(edited));
     let Some(tool) = edited.tool().and_then(|name| judged.tools.get(name)) else {
         let name = edited.tool().unwrap_or("").to_owned();
         return fail(
@@ -422,11 +420,13 @@ fn edited_call(
         return fail(error.to_string(), edited);
     }
     if explicit {
-        return Ok((resolved, Some(edited)));
+        return (Step::Run(resolved), Some(edited));
     }
     let end = edited
         .as_value()
         .get("_output")
-        .map_or(Ended::Nothing, |o| Ended::Write(Outcome::Success(o.clone())));
-    Err((end, Some(edited)))
+        .map_or(Ended::Nothing, |o| {
+            Ended::Write(Outcome::Success(o.clone()))
+        });
+    (Step::End(end), Some(edited))
 }

@@ -133,7 +133,10 @@ pub(crate) fn run_calls(
     let mut pending: Vec<usize> = ran.held.iter().map(|(i, _)| *i).collect();
     pending.extend(ran.carried);
     pending.sort_unstable();
-    turn.pending = pending.into_iter().filter_map(|i| admitted.get(i).copied()).collect();
+    turn.pending = pending
+        .into_iter()
+        .filter_map(|i| admitted.get(i).copied())
+        .collect();
     turn.admitted = admitted;
     Ok(turn)
 }

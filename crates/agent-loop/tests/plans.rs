@@ -18,12 +18,18 @@ fn settings() -> Loop {
     let tool = |schema: Value| Tool::new(schema, "test tool").unwrap();
     let mut settings = Loop::new("scripted");
     settings.tools = vec![
-        tool(json!({"type": "object", "properties": {"_tool": {"const": "summarize"},
-            "text": {"type": "string"}, "_output": {"type": "string"}}})),
-        tool(json!({"type": "object", "properties": {"_tool": {"const": "send"},
-            "to": {"type": "string"}, "approved": {"type": "boolean"}}})),
-        tool(json!({"type": "object", "properties": {"_tool": {"const": "log"},
-            "text": {}}})),
+        tool(
+            json!({"type": "object", "properties": {"_tool": {"const": "summarize"},
+            "text": {"type": "string"}, "_output": {"type": "string"}}}),
+        ),
+        tool(
+            json!({"type": "object", "properties": {"_tool": {"const": "send"},
+            "to": {"type": "string"}, "approved": {"type": "boolean"}}}),
+        ),
+        tool(
+            json!({"type": "object", "properties": {"_tool": {"const": "log"},
+            "text": {}}}),
+        ),
     ];
     settings
 }
@@ -36,7 +42,10 @@ fn activities() -> (Activities, Arc<Mutex<Vec<Value>>>) {
         let seen = seen.clone();
         activities.register(tool, move |call: &Value| {
             seen.lock().unwrap().push(call.clone());
-            Ok(json!(format!("{} done", call["_tool"].as_str().unwrap_or("?"))))
+            Ok(json!(format!(
+                "{} done",
+                call["_tool"].as_str().unwrap_or("?")
+            )))
         });
     }
     (activities, seen)
@@ -146,7 +155,10 @@ fn r39c_a_latent_call_without_output_is_carried_into_the_next_prompt_not_failed(
         .iter()
         .find(|t| t.starts_with("## plan"))
         .expect("the plan is shown");
-    assert!(plan_block.contains("\"_tool\": \"summarize\""), "{plan_block}");
+    assert!(
+        plan_block.contains("\"_tool\": \"summarize\""),
+        "{plan_block}"
+    );
     assert!(!plan_block.contains("_pending"), "{plan_block}");
     assert!(!asked[1].iter().any(|t| t.contains("## Data: ¶error")));
 }
@@ -154,8 +166,7 @@ fn r39c_a_latent_call_without_output_is_carried_into_the_next_prompt_not_failed(
 #[test]
 fn r39c_a_gated_call_waits_is_named_once_and_runs_in_the_next_run_after_approval() {
     let mut ctx = task();
-    let log_sent =
-        json!({"_tool": "log", "text": "†state.sent", "_outputPath": "†state.logged"});
+    let log_sent = json!({"_tool": "log", "text": "†state.sent", "_outputPath": "†state.logged"});
     let (report, asked, _) = run(
         &mut ctx,
         vec![
@@ -174,7 +185,10 @@ fn r39c_a_gated_call_waits_is_named_once_and_runs_in_the_next_run_after_approval
         json!({"waiting": [{"gate": "†state.approvals.send", "tools": ["send", "log"]}], "rejected": []})
     );
     assert_eq!(ctx.read(&"†error".parse().unwrap(), None), None);
-    assert_eq!(ctx.read(&"†state.noted".parse().unwrap(), None), Some(&json!("log done")));
+    assert_eq!(
+        ctx.read(&"†state.noted".parse().unwrap(), None),
+        Some(&json!("log done"))
+    );
     assert_eq!(plans(&ctx)[0]["_pending"], json!([0, 1]));
 
     // Approved between runs: the next run runs the held calls before it
@@ -184,7 +198,11 @@ fn r39c_a_gated_call_waits_is_named_once_and_runs_in_the_next_run_after_approval
     assert_eq!(events, ["carried 2 0"]);
     assert_eq!(report.finish, Finish::Output(json!("sent")));
     assert!(report.gates.is_empty());
-    assert!(asked[0].iter().any(|t| t.contains("\"sent\": \"send done\"")));
+    assert!(
+        asked[0]
+            .iter()
+            .any(|t| t.contains("\"sent\": \"send done\""))
+    );
     let sent = ctx
         .messages()
         .map(|m| m.to_value())
@@ -301,7 +319,10 @@ fn r39c_a_later_answer_with_calls_supersedes_the_carried_plan() {
     assert!(report.gates.is_empty());
     assert_eq!(plans(&ctx).len(), 2);
     // Only the newest plan is shown (R28).
-    let shown: Vec<&String> = asked[2].iter().filter(|t| t.starts_with("## plan")).collect();
+    let shown: Vec<&String> = asked[2]
+        .iter()
+        .filter(|t| t.starts_with("## plan"))
+        .collect();
     assert_eq!(shown.len(), 1);
     assert!(shown[0].contains("\"text\": \"y\""), "{}", shown[0]);
 }
