@@ -189,25 +189,6 @@ impl NativeMessage {
         &self.fields
     }
 
-    /// Which plan this is, when its `type` is `plan` (decision D69): a
-    /// *loop plan* has a top-level `plan` key (the calls of one of the
-    /// model's answers, carried by the loop); any other plan message is a
-    /// *worker plan* (`calls`, run by `agentctx worker`). A worker never
-    /// runs a loop plan, and each sort supersedes only its own.
-    ///
-    /// ```
-    /// use agent_data::{OpaqueMessage, PlanSort};
-    /// use agent_core::json;
-    /// let carried = OpaqueMessage::new(json!({"type": "plan", "plan": []}))?;
-    /// assert_eq!(carried.plan_sort(), Some(PlanSort::Loop));
-    /// let worked = OpaqueMessage::new(json!({"type": "plan", "calls": []}))?;
-    /// assert_eq!(worked.plan_sort(), Some(PlanSort::Worker));
-    /// # Ok::<(), agent_data::MessageFault>(())
-    /// ```
-    pub fn plan_sort(&self) -> Option<PlanSort> {
-        plan_sort(&self.fields)
-    }
-
     /// Consumes the message, returning its fields.
     pub fn into_fields(self) -> Map {
         self.fields
