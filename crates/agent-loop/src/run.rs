@@ -290,8 +290,13 @@ impl Loop {
                 rejected.extend(&ran.rejected);
                 let failures = ran.errors.len();
                 let mut messages = error_messages(ran.errors, not_a_list(target.context()))?;
-                if ran.pending != owed {
-                    messages.push(plan_message(calls.clone(), &ran.pending)?);
+                let still: Vec<usize> = ran
+                    .pending
+                    .iter()
+                    .filter_map(|&p| ran.admitted.get(p).copied())
+                    .collect();
+                if still != owed {
+                    messages.push(plan_message(calls.clone(), &still)?);
                 }
                 if !messages.is_empty() {
                     target.append_all(&messages)?;
@@ -350,17 +355,12 @@ impl Loop {
                         // The answer's plan supersedes the carried one:
                         // what waits is what waits in it.
                         waiting = calls.held.clone();
-                        let pending: Vec<usize> = calls
-                            .pending
-                            .iter()
-                            .filter_map(|p| calls.admitted.iter().position(|a| a == p))
-                            .collect();
                         let written = calls
                             .admitted
                             .iter()
                             .filter_map(|&a| answer.calls.get(a).cloned())
                             .collect();
-                        plan = Some(plan_message(written, &pending)?);
+                        plan = Some(plan_message(written, &calls.pending)?);
                     }
                     rejected.extend(&calls.rejected);
                     (calls.ran, calls.errors, answer.output)

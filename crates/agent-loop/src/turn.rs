@@ -44,7 +44,8 @@ pub(crate) struct TurnCalls {
     /// dependencies).
     pub admitted: Vec<usize>,
     /// Of those, the calls not run and still owed (held at a gate, or
-    /// waiting on a latent call the model has not evaluated), by index.
+    /// waiting on a latent call the model has not evaluated), by their
+    /// position in `admitted`, in order.
     pub pending: Vec<usize>,
     /// The gates holding calls, and the tools they hold.
     pub held: Tally,
@@ -133,10 +134,7 @@ pub(crate) fn run_calls(
     let mut pending: Vec<usize> = ran.held.iter().map(|(i, _)| *i).collect();
     pending.extend(ran.carried);
     pending.sort_unstable();
-    turn.pending = pending
-        .into_iter()
-        .filter_map(|i| admitted.get(i).copied())
-        .collect();
+    turn.pending = pending;
     turn.admitted = admitted;
     Ok(turn)
 }
