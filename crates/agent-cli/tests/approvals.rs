@@ -225,3 +225,74 @@ fn d69_a_worker_never_picks_up_a_loop_plan() {
     assert_eq!(status.code, 1, "{status:?}");
     assert!(status.stderr.contains("no plan"), "{}", status.stderr);
 }
+
+#[test]
+fn r39c_loop_confirm_asks_on_a_terminal_and_runs_the_call_typed_instead() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (_dir, context) = setup();
+    let server = server(
+        &rt,
+        &[
+            json!({"calls": [{"_tool": "send", "to": "†input.to", "_outputPath": "†state.sent"}], "output": null}),
+            json!({"calls": [], "output": "done"}),
+        ],
+    );
+    let uri = server.uri();
+    let args = [
+        env!("CARGO_BIN_EXE_agentctx"),
+        "loop",
+        &context,
+        "--model",
+        "m",
+        "--base-url",
+        &uri,
+        "--tools",
+        TOOLS,
+        "--activity",
+        "send=cat",
+        "--write",
+        "--confirm",
+    ];
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    // `script` gives the command a terminal and passes our input to it.
+    let mut child = Command::new("script")
+        .args(["-qec", &words.join(" "), "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input
+        .write_all(b"e\n{\"_tool\":\"send\",\"to\":\"bo@example.com\",\"_outputPath\":\"\xe2\x80\xa0state.sent\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(input);
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{seen}");
+    for expected in [
+        "ready: {\"_tool\":\"send\",\"to\":\"†input.to\",\"_outputPath\":\"†state.sent\"}",
+        "run it? [y]es, [n]o (skip), [e]dit: ",
+        "the call to run instead, as one line of JSON: ",
+        "\"done\"",
+    ] {
+        assert!(seen.contains(expected), "{expected:?} not in {seen:?}");
+    }
+    // The typed call ran, and its result records it.
+    let state = agentctx(&["view", &context, "state"]);
+    assert!(state.stdout.contains("bo@example.com"), "{}", state.stdout);
+    let copy = std::fs::read_to_string(&context).unwrap();
+    let result = copy
+        .lines()
+        .find(|l| l.contains("\"sent\""))
+        .expect("the result");
+    assert!(
+        result.contains("\"_call\":{\"_tool\":\"send\",\"to\":\"bo@example.com\""),
+        "{result}"
+    );
+}
