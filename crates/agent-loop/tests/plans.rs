@@ -42,10 +42,12 @@ fn activities() -> (Activities, Arc<Mutex<Vec<Value>>>) {
         let seen = seen.clone();
         activities.register(tool, move |call: &Value| {
             seen.lock().unwrap().push(call.clone());
-            Ok(json!(format!(
-                "{} done",
-                call["_tool"].as_str().unwrap_or("?")
-            )))
+            // The result shows what it read, so results carry their inputs.
+            let tool = call["_tool"].as_str().unwrap_or("?");
+            Ok(json!(match call["text"].as_str() {
+                Some(text) => format!("{tool} done: {text}"),
+                None => format!("{tool} done"),
+            }))
         });
     }
     (activities, seen)
@@ -187,7 +189,7 @@ fn r39c_a_gated_call_waits_is_named_once_and_runs_in_the_next_run_after_approval
     assert_eq!(ctx.read(&"†error".parse().unwrap(), None), None);
     assert_eq!(
         ctx.read(&"†state.noted".parse().unwrap(), None),
-        Some(&json!("log done"))
+        Some(&json!("log done: the report"))
     );
     assert_eq!(plans(&ctx)[0]["_pending"], json!([0, 1]));
 
@@ -296,7 +298,7 @@ fn r39c_the_confirm_hook_edits_what_runs_and_what_is_recorded_or_skips_it() {
         .map(|m| m.to_value())
         .find(|m| m["data"].get("logged").is_some())
         .unwrap();
-    assert_eq!(logged["data"], json!({"logged": "log done"}));
+    assert_eq!(logged["data"], json!({"logged": "log done: edited"}));
     assert_eq!(logged["_call"], edited);
     let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
     assert_eq!(errors[0]["error"], "not run: the application skipped it");
@@ -325,4 +327,94 @@ fn r39c_a_later_answer_with_calls_supersedes_the_carried_plan() {
         .collect();
     assert_eq!(shown.len(), 1);
     assert!(shown[0].contains("\"text\": \"y\""), "{}", shown[0]);
+}
+
+mod approval_commutes {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Call `n` writes `†state.kN`, its text literal or another call's
+    /// result (an earlier one, so there is no cycle), gated or not.
+    fn answer() -> impl Strategy<Value = Vec<Value>> {
+        prop::collection::vec(
+            (any::<prop::sample::Index>(), 0usize..4, any::<bool>()),
+            1..12,
+        )
+        .prop_map(|specs| {
+            specs
+                .iter()
+                .enumerate()
+                .map(|(n, (from, gate, literal))| {
+                    let text = if *literal || n == 0 {
+                        json!(format!("t{n}"))
+                    } else {
+                        json!(format!("†state.k{}", from.index(n)))
+                    };
+                    let mut call = json!({"_tool": "log", "text": text,
+                            "_outputPath": format!("†state.k{n}")});
+                    if *gate < 3 {
+                        call["ok"] = json!(format!("†state.approvals.g{gate}"));
+                    }
+                    call
+                })
+                .collect()
+        })
+    }
+
+    /// The `state` view without its approvals, keys sorted.
+    fn results(ctx: &Context) -> BTreeMap<String, Value> {
+        let state = ctx.read(&"†state".parse().unwrap(), None).cloned();
+        let mut found: BTreeMap<String, Value> = state
+            .and_then(|s| s.as_object().cloned())
+            .map(|m| m.into_iter().collect())
+            .unwrap_or_default();
+        found.remove("approvals");
+        found
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Proposing, approving every gate between runs and running again
+        /// writes what running with the gates approved from the start
+        /// writes; no call held at a gate is ever an error, and the first
+        /// run writes exactly the calls no gate holds.
+        #[test]
+        fn r39c_approving_between_runs_equals_running_approved(calls in answer()) {
+            let approve_all = |ctx: &mut Context| {
+                for g in 0..3 {
+                    decide(ctx, &format!("†state.approvals.g{g}"), json!(true));
+                }
+            };
+            let mut later = task();
+            let (first, _, _) = run(&mut later, vec![json!({"calls": calls, "output": "proposed"})]);
+            prop_assert_eq!(first.finish, Finish::Output(json!("proposed")));
+            prop_assert_eq!(later.read(&"†error".parse().unwrap(), None), None);
+            // Held: a gated call, or one reading a held call's result.
+            let mut held = vec![false; calls.len()];
+            for (n, call) in calls.iter().enumerate() {
+                let reads_held = call["text"].as_str()
+                    .and_then(|t| t.strip_prefix("†state.k"))
+                    .and_then(|m| m.parse::<usize>().ok())
+                    .is_some_and(|m| held[m]);
+                held[n] = call.get("ok").is_some() || reads_held;
+            }
+            let written = results(&later);
+            for (n, is_held) in held.iter().enumerate() {
+                prop_assert_eq!(written.contains_key(&format!("k{n}")), !is_held);
+            }
+            prop_assert_eq!(first.gates.waiting.is_empty(), !held.contains(&true));
+
+            approve_all(&mut later);
+            let (second, _, _) = run(&mut later, vec![json!({"calls": [], "output": "done"})]);
+            prop_assert!(second.gates.is_empty());
+
+            let mut at_once = task();
+            approve_all(&mut at_once);
+            run(&mut at_once, vec![json!({"calls": calls, "output": "done"})]);
+            prop_assert_eq!(results(&later), results(&at_once));
+            prop_assert_eq!(later.read(&"†error".parse().unwrap(), None), None);
+        }
+    }
 }
