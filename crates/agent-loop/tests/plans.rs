@@ -418,3 +418,45 @@ mod approval_commutes {
         }
     }
 }
+
+#[test]
+fn r39c_a_gate_is_read_in_the_calls_instance_and_approved_there() {
+    let mut ctx = Context::from_json(
+        r#"[{"type": "input", "data": {"to": "shared@example.com"}},
+            {"type": "input", "_instance": "①", "data": {"to": "one@example.com"}}]"#,
+    )
+    .unwrap();
+    let mut send_one = send();
+    send_one["_instance"] = json!("①");
+    let (report, _, _) = run(&mut ctx, vec![json!({"calls": [send_one], "output": null})]);
+    assert_eq!(report.finish, Finish::Waiting { turns: 1 });
+    assert_eq!(
+        report.gates.to_json(),
+        json!({"waiting": [{"gate": "†state.approvals.send", "tools": ["send"], "instance": "①"}], "rejected": []})
+    );
+    assert_eq!(
+        report.gates.waiting[0].to_string(),
+        "†state.approvals.send (instance ①) holds send"
+    );
+    // Approved in another instance only: ①'s call still waits.
+    let call = Call::parse(json!({"_tool": "approve", "_instance": "②",
+        "_outputPath": "†state.approvals.send"}))
+    .unwrap();
+    apply(&mut ctx, &call, Outcome::Success(json!(true)), &clock()).unwrap();
+    let (report, _, _) = run(&mut ctx, vec![json!({"calls": [], "output": null})]);
+    assert_eq!(report.finish, Finish::Waiting { turns: 1 });
+    // Approved in ①'s own scope: it runs there.
+    let call = Call::parse(json!({"_tool": "approve", "_instance": "①",
+        "_outputPath": "†state.approvals.send"}))
+    .unwrap();
+    apply(&mut ctx, &call, Outcome::Success(json!(true)), &clock()).unwrap();
+    let (report, _, events) = run(&mut ctx, vec![json!({"calls": [], "output": "sent"})]);
+    assert_eq!(events, ["carried 1 0"]);
+    assert_eq!(report.finish, Finish::Output(json!("sent")));
+    let one = Some(agent_core::Instance::new("①").unwrap());
+    assert_eq!(
+        ctx.read(&"†state.sent".parse().unwrap(), one.as_ref()),
+        Some(&json!("send done"))
+    );
+    assert_eq!(ctx.read(&"†state.sent".parse().unwrap(), None), None);
+}
