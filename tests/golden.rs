@@ -8,7 +8,13 @@ use agent_data::Context;
 use agent_render::{Provider, RenderMode, Renderer, payload};
 use std::path::{Path, PathBuf};
 
-const FIXTURES: [&str; 3] = ["example1.json", "example2_after.json", "batch.jsonl"];
+const FIXTURES: [&str; 4] = [
+    "example1.json",
+    "example2_after.json",
+    "batch.jsonl",
+    // A loop plan superseded by a later one, and a worker plan (R28).
+    "plans.jsonl",
+];
 const PROVIDERS: [Provider; 4] = [
     Provider::Plain,
     Provider::OpenAi,

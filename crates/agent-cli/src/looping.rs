@@ -4,9 +4,11 @@ use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored, print_value, render_mode};
 use agent_core::json::Value;
 use agent_loop::{
-    Anthropic, Event, Finish, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry, RetryNotice, Tool,
+    Anthropic, Confirm, Event, Finish, Gates, Loop, MAX_ANSWER_BYTES, OpenAi, Provider, Retry,
+    RetryNotice, Tool,
 };
-use std::io::IsTerminal;
+use agent_output::Call;
+use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
 /// The arguments of `agentctx loop`.
@@ -74,6 +76,10 @@ pub(crate) struct LoopArgs {
     /// mishandles streaming).
     #[arg(long)]
     no_stream: bool,
+    /// Ask on the terminal before each ready call runs: run it, skip it,
+    /// or type the call to run instead (needs stdin to be a terminal).
+    #[arg(long)]
+    confirm: bool,
     /// Append each turn's messages to CONTEXT durably as they are written.
     #[arg(long)]
     write: bool,
@@ -81,8 +87,9 @@ pub(crate) struct LoopArgs {
     #[arg(long)]
     date: Option<String>,
     /// Print `{"finished":BOOL,"output":V,"turns":[{"turn","callsRun",
-    /// "errors","tokensSent"},…]}` instead of the output alone (the exit
-    /// status is the same).
+    /// "errors","tokensSent"},…],"waiting":[{"gate","tools"},…],
+    /// "rejected":[…]}` instead of the output alone (the exit status is
+    /// the same).
     #[arg(long)]
     json: bool,
     /// Pretty-print the JSON.
@@ -91,8 +98,14 @@ pub(crate) struct LoopArgs {
 }
 
 /// Runs the loop and prints the final output; exit 3 when the turns ran
-/// out first, 1 when a request failed.
+/// out first, 4 when it stopped with only calls waiting at approval gates,
+/// 1 when a request failed. The gates left are named on stderr.
 pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
+    if args.confirm && !std::io::stdin().is_terminal() {
+        return Err(Failure::usage(
+            "--confirm asks about each call on a terminal, and stdin is not one: run it from a terminal, or leave --confirm out",
+        ));
+    }
     if args.max_turns == 0 {
         return Err(Failure::usage("--max-turns must be at least 1"));
     }
@@ -153,6 +166,10 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         } if live => eprint!(
             "{CLEAR}turn {turn}: {running} running, {done} done, {waiting} waiting ({sent} tokens sent so far)"
         ),
+        Event::Carried { calls_run, errors } => eprintln!(
+            "{}carried plan: {calls_run} call(s) run, {errors} error(s)",
+            if live { CLEAR } else { "" }
+        ),
         Event::TurnEnded(turn) => {
             sent += turn.tokens_sent;
             turns.push(agent_core::json!({
@@ -172,30 +189,38 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
         }
         _ => {}
     };
+    let mut ask = |call: &Call| ask(call, live);
+    let mut run_all = |_: &Call| Confirm::Run;
+    let confirm: &mut dyn FnMut(&Call) -> Confirm =
+        if args.confirm { &mut ask } else { &mut run_all };
     let finish = if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Whole)?;
-        settings.run_observed(
+        settings.run_confirmed(
             provider.as_ref(),
             &activities,
             &mut stored,
             clock.as_ref(),
             &mut progress,
+            confirm,
         )
     } else {
         let mut context = load_context(&args.context, Reading::Whole)?;
-        settings.run_observed(
+        settings.run_confirmed(
             provider.as_ref(),
             &activities,
             &mut context,
             clock.as_ref(),
             &mut progress,
+            confirm,
         )
     };
     if live && finish.is_err() {
         // The live line ends where the error begins.
         eprint!("{CLEAR}");
     }
-    let (output, unfinished) = match finish.map_err(Failure::invalid)? {
+    let report = finish.map_err(Failure::invalid)?;
+    print_gates(&report.gates);
+    let (output, unfinished) = match report.finish {
         Finish::Output(output) => (output, None),
         Finish::Unfinished { turns } => (
             Value::Null,
@@ -203,12 +228,21 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
                 "unfinished: no final output after {turns} turn(s)"
             ))),
         ),
+        Finish::Waiting { turns } => (
+            Value::Null,
+            Some(Failure::waiting(format!(
+                "waiting for approval after {turns} turn(s): only calls held at approval gates remain; write each gate (true runs its calls, false rejects them), e.g. agentctx apply CONTEXT '{{\"_tool\":\"approve\",\"_outputPath\":\"†state.approvals.NAME\"}}' --result true --write, then run the loop again"
+            ))),
+        ),
     };
     let text = if args.json {
+        let gates = report.gates.to_json();
         let summary = agent_core::json!({
             "finished": unfinished.is_none(),
             "output": output,
             "turns": turns,
+            "waiting": gates["waiting"],
+            "rejected": gates["rejected"],
         });
         print_value(&summary, args.pretty)
     } else if unfinished.is_none() {
@@ -219,6 +253,56 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     match unfinished {
         None => Ok(text),
         Some(failure) => Err(failure.with_stdout(text)),
+    }
+}
+
+/// Names each approval gate once on stderr, with the tools it holds or
+/// rejected.
+fn print_gates(gates: &Gates) {
+    for gate in &gates.waiting {
+        eprintln!("waiting for approval: {gate}");
+    }
+    for gate in &gates.rejected {
+        eprintln!("rejected: {gate} (not run)");
+    }
+}
+
+/// `--confirm`: asks on the terminal whether `call` runs, is skipped, or
+/// is replaced by a call typed as one line of JSON. End of input skips.
+fn ask(call: &Call, live: bool) -> Confirm {
+    let mut stderr = std::io::stderr();
+    let clear = if live { CLEAR } else { "" };
+    let _ = writeln!(stderr, "{clear}ready: {}", call.as_value());
+    let mut lines = std::io::stdin().lock();
+    loop {
+        let _ = write!(stderr, "run it? [y]es, [n]o (skip), [e]dit: ");
+        let _ = stderr.flush();
+        let mut answer = String::new();
+        if lines.read_line(&mut answer).unwrap_or(0) == 0 {
+            return Confirm::Skip;
+        }
+        match answer.trim() {
+            "y" | "yes" | "" => return Confirm::Run,
+            "n" | "no" => return Confirm::Skip,
+            "e" | "edit" => {
+                let _ = write!(stderr, "the call to run instead, as one line of JSON: ");
+                let _ = stderr.flush();
+                let mut typed = String::new();
+                if lines.read_line(&mut typed).unwrap_or(0) == 0 {
+                    return Confirm::Skip;
+                }
+                match agent_core::json::from_str(typed.trim())
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| Call::parse(v).map_err(|e| e.to_string()))
+                {
+                    Ok(edited) => return Confirm::Edit(edited),
+                    Err(error) => {
+                        let _ = writeln!(stderr, "not a call ({error}); asked again");
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -60,7 +60,9 @@ enum Command {
     Run(run::RunArgs),
     /// Let a model work on the context: send it the context and the tools,
     /// run the calls it answers with, show it what failed, and repeat until
-    /// it gives its final output (printed; exit 3 when the turns run out).
+    /// it gives its final output (printed; exit 3 when the turns run out, 4
+    /// when only calls waiting at approval gates remain). A run starts with
+    /// the calls the carried plan still owes.
     Loop(looping::LoopArgs),
     /// Run the newest plan message of a PostgreSQL context together with
     /// any number of other workers: claim ready calls, run their
@@ -249,6 +251,11 @@ impl Failure {
     /// Unresolved: nothing there (exit 3).
     pub(crate) fn unresolved(message: impl std::fmt::Display) -> Self {
         Self::new(3, message)
+    }
+
+    /// Only calls waiting at approval gates remain (exit 4).
+    pub(crate) fn waiting(message: impl std::fmt::Display) -> Self {
+        Self::new(4, message)
     }
 
     /// Adds output that belongs on stdout.

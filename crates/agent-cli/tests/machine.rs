@@ -118,7 +118,8 @@ fn d65_loop_json_prints_the_output_and_each_turn() {
     assert_eq!(
         parsed(&run),
         json!({"finished": true, "output": {"result": "done"},
-               "turns": [{"turn": 1, "callsRun": 0, "errors": 0, "tokensSent": 12}]})
+               "turns": [{"turn": 1, "callsRun": 0, "errors": 0, "tokensSent": 12}],
+               "waiting": [], "rejected": []})
     );
     let run = agentctx(&args);
     assert_eq!(run.stdout, "{\"result\":\"done\"}\n");

@@ -83,6 +83,6 @@ pub use prepare::Prepared;
 pub use refs::MAX_REF_DEPTH;
 pub use schema::{CheckMode, Schema};
 pub use stage::{Committed, Staged};
-pub use verbatim::{NativeMessage, OpaqueMessage};
+pub use verbatim::{NativeMessage, OpaqueMessage, PlanSort, plan_sort};
 
 use agent_core::json_type;

@@ -39,7 +39,8 @@ impl Message {
 
     /// Refuses a `_` key the engine does not read and `allowed` does not
     /// name (decision D63): in a data message, any but R2's; in a `plan`
-    /// message, any in a call but the keys of R18–R20 and R36. Text and
+    /// message, any in a call (of `plan` in a loop plan, of `calls` in a
+    /// worker plan, decision D69) but the keys of R18–R20 and R36. Text and
     /// other messages are the application's. For messages being appended;
     /// loading never refuses an unknown field (R2).
     ///
@@ -61,7 +62,13 @@ impl Message {
         let fields = match self {
             Message::Data(d) => &d.fields,
             Message::Opaque(opaque) if opaque.type_name() == "plan" => {
-                let calls = opaque.fields().get("calls").and_then(Value::as_array);
+                // A loop plan's calls are under `plan`, a worker plan's
+                // under `calls` (decision D69); both are checked.
+                let key = match opaque.plan_sort() {
+                    Some(crate::PlanSort::Loop) => "plan",
+                    _ => "calls",
+                };
+                let calls = opaque.fields().get(key).and_then(Value::as_array);
                 for (i, call) in calls.into_iter().flatten().enumerate() {
                     let keys = call.as_object().into_iter().flat_map(|c| c.keys());
                     agent_core::check_keys(keys, &agent_core::CALL_KEYS, allowed)

@@ -71,10 +71,54 @@ impl OpaqueMessage {
         &self.fields
     }
 
+    /// Which plan this is, when its `type` is `plan` (decision D69): a
+    /// *loop plan* has a top-level `plan` key (the calls of one of the
+    /// model's answers, carried by the loop); any other plan message is a
+    /// *worker plan* (`calls`, run by `agentctx worker`). A worker never
+    /// runs a loop plan, and each sort supersedes only its own.
+    ///
+    /// ```
+    /// use agent_data::{OpaqueMessage, PlanSort};
+    /// use agent_core::json;
+    /// let carried = OpaqueMessage::new(json!({"type": "plan", "plan": []}))?;
+    /// assert_eq!(carried.plan_sort(), Some(PlanSort::Loop));
+    /// let worked = OpaqueMessage::new(json!({"type": "plan", "calls": []}))?;
+    /// assert_eq!(worked.plan_sort(), Some(PlanSort::Worker));
+    /// # Ok::<(), agent_data::MessageFault>(())
+    /// ```
+    pub fn plan_sort(&self) -> Option<PlanSort> {
+        plan_sort(&self.fields)
+    }
+
     /// Consumes the message, returning its fields.
     pub fn into_fields(self) -> Map {
         self.fields
     }
+}
+
+/// The two sorts of `plan` message (decision D69).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PlanSort {
+    /// `{"type":"plan","plan":[CALL, …]}`: an answer's calls, carried
+    /// across the loop's turns and runs.
+    Loop,
+    /// Any other plan message (`{"type":"plan","calls":[CALL, …]}`): run
+    /// by workers (R34d).
+    Worker,
+}
+
+/// The sort of the plan message whose fields are `fields`; `None` when
+/// its `type` is not `plan`.
+pub fn plan_sort(fields: &Map) -> Option<PlanSort> {
+    if fields.get("type").and_then(Value::as_str) != Some("plan") {
+        return None;
+    }
+    Some(if fields.contains_key("plan") {
+        PlanSort::Loop
+    } else {
+        PlanSort::Worker
+    })
 }
 
 /// A provider's own chat message with tool calls or tool results, kept

@@ -45,6 +45,11 @@ impl<'a> Guard<'a> {
         }
     }
 
+    /// The instances a call may name.
+    pub(crate) fn instances(&self) -> CallInstances<'a> {
+        self.instances
+    }
+
     /// `Err(text)` for the model when the call writes a reserved kind or
     /// the approval gates, or names an instance it may not.
     pub(crate) fn check(&self, call: &Call) -> Result<(), String> {

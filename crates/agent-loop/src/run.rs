@@ -1,16 +1,19 @@
 //! The loop (spec R39, R40): request, run the answer's calls, append what
 //! failed, until the model gives a valid final output or the turns run out.
 
+use crate::carry::{newest_loop_plan, owed, plan_message};
 use crate::errors::error_messages;
+use crate::gate::Tally;
 use crate::guard::Guard;
 use crate::turn::{Rules, run_calls};
 use crate::{
-    CallInstances, Error, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools, answer_schema,
+    CallInstances, Confirm, Error, Gates, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools,
+    answer_schema,
 };
 use agent_core::Kind;
 use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, Message, Schema};
-use agent_output::Clock;
+use agent_output::{Call, Clock};
 use agent_plan::Activities;
 use agent_render::{RenderMode, Renderer};
 use agent_store::Append;
@@ -25,6 +28,25 @@ pub enum Finish {
         /// Turns taken.
         turns: u32,
     },
+    /// A turn without a final output ran nothing and failed nothing while
+    /// calls wait at approval gates: nothing can change until someone
+    /// approves, so the run stops (R39c).
+    Waiting {
+        /// Turns taken.
+        turns: u32,
+    },
+}
+
+/// How a run ended, and what it leaves at approval gates (R39c): each gate
+/// named once, with the tools of the calls it holds or rejected.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RunReport {
+    /// How the loop ended.
+    pub finish: Finish,
+    /// The gates holding calls of the carried plan, and those that
+    /// rejected calls in this run.
+    pub gates: Gates,
 }
 
 /// What one turn did, for a progress line.
@@ -65,6 +87,14 @@ pub enum Event<'a> {
     },
     /// The turn ended.
     TurnEnded(&'a TurnReport),
+    /// Before the first request, the calls of the carried plan that were
+    /// still owed were judged (sent only when there were some, R39c).
+    Carried {
+        /// Calls whose results were written.
+        calls_run: usize,
+        /// Error messages appended.
+        errors: usize,
+    },
 }
 
 /// A loop's settings: the model, the caller's tools and output schema, and
@@ -196,11 +226,7 @@ impl Loop {
     /// what a live progress line shows.
     ///
     /// # Errors
-    /// [`Error::OutputSchema`] when the output schema is not a valid JSON Schema;
-    /// [`Error::BadTool`] when a tool the context defines is not a tool (R35); the errors of
-    /// [`Provider::send`] for a failed request (R41); [`Error::Store`] when `target` refuses or
-    /// cannot take an append; [`Error::Record`] when a message the loop builds cannot be
-    /// recorded. What earlier turns appended stays.
+    /// As [`Loop::run_confirmed`].
     pub fn run_observed(
         &self,
         provider: &dyn Provider,
@@ -209,25 +235,93 @@ impl Loop {
         clock: &dyn Clock,
         observe: &mut dyn FnMut(Event<'_>),
     ) -> Result<Finish> {
+        self.run_confirmed(provider, activities, target, clock, observe, &mut |_| {
+            Confirm::Run
+        })
+        .map(|report| report.finish)
+    }
+
+    /// [`Loop::run_observed`], asking `confirm` about each ready call
+    /// before it runs (or, for a latent call, before its `_output` is
+    /// written): run it, run an edited call instead, or skip it. Returns
+    /// how the loop ended with the approval gates it leaves (R39c).
+    ///
+    /// A run starts with the newest carried plan (R39c): its calls still
+    /// owed that are ready run before the model is asked.
+    ///
+    /// # Errors
+    /// [`Error::OutputSchema`] when the output schema is not a valid JSON Schema;
+    /// [`Error::BadTool`] when a tool the context defines is not a tool (R35); the errors of
+    /// [`Provider::send`] for a failed request (R41); [`Error::Store`] when `target` refuses or
+    /// cannot take an append; [`Error::Record`] when a message the loop builds cannot be
+    /// recorded. What earlier turns appended stays.
+    pub fn run_confirmed(
+        &self,
+        provider: &dyn Provider,
+        activities: &Activities,
+        target: &mut (impl Append + ?Sized),
+        clock: &dyn Clock,
+        observe: &mut dyn FnMut(Event<'_>),
+        confirm: &mut dyn FnMut(&Call) -> Confirm,
+    ) -> Result<RunReport> {
         let output_schema = match &self.output_schema {
             Some(schema) => Some(Schema::compile(schema).map_err(Error::OutputSchema)?),
             None => None,
         };
-        for turn in 1..=self.max_turns {
-            let mut tools = Tools::from_context(target.context())?;
-            for tool in &self.tools {
-                tools.add(tool.clone());
+        let mut waiting = Tally::default();
+        let mut rejected = Tally::default();
+        if let Some((calls, marked)) = newest_loop_plan(target.context()) {
+            let owed = owed(target.context(), &calls, marked.as_deref());
+            if !owed.is_empty() {
+                let tools = self.tools_of(target.context())?;
+                let instances: Vec<_> = target.context().instances().cloned().collect();
+                let rules = self.rules(&tools, &instances);
+                let given: Vec<(usize, &Value)> = owed.iter().map(|&i| (i, &calls[i])).collect();
+                let ran = run_calls(
+                    &given,
+                    &rules,
+                    activities,
+                    target,
+                    clock,
+                    &mut |_, _, _| {},
+                    confirm,
+                )?;
+                waiting = ran.held.clone();
+                rejected.extend(&ran.rejected);
+                let failures = ran.errors.len();
+                let mut messages = error_messages(ran.errors, not_a_list(target.context()))?;
+                let still: Vec<usize> = ran
+                    .pending
+                    .iter()
+                    .filter_map(|&p| ran.admitted.get(p).copied())
+                    .collect();
+                if still != owed {
+                    messages.push(plan_message(calls.clone(), &still)?);
+                }
+                if !messages.is_empty() {
+                    target.append_all(&messages)?;
+                }
+                observe(Event::Carried {
+                    calls_run: ran.ran,
+                    errors: failures,
+                });
             }
+        }
+        let report = |finish: Finish, waiting: &Tally, rejected: &Tally| RunReport {
+            finish,
+            gates: Gates {
+                waiting: waiting.gates(),
+                rejected: rejected.gates(),
+            },
+        };
+        for turn in 1..=self.max_turns {
+            let tools = self.tools_of(target.context())?;
             let instances: Vec<_> = target.context().instances().cloned().collect();
-            let may_name = if self.new_instances {
-                CallInstances::Any
-            } else {
-                CallInstances::Existing(&instances)
-            };
+            let rules = self.rules(&tools, &instances);
             let schema = answer_schema(
                 &tools,
                 |name| activities.get(name).is_some(),
-                may_name,
+                rules.guard.instances(),
                 self.output_schema.as_ref(),
             );
             let chat = Renderer::new().render(target.context(), self.mode);
@@ -236,14 +330,9 @@ impl Loop {
                 &Request::new(&self.model, SYSTEM_TEXT, &chat, &schema)
                     .with_max_tokens(self.max_tokens),
             )?;
+            let mut plan = None;
             let (ran, mut errors, output) = match reply.answer {
                 Ok(answer) => {
-                    let rules = Rules {
-                        tools: &tools,
-                        guard: Guard::new(may_name),
-                        max_calls: self.max_calls,
-                        parallel: self.parallel,
-                    };
                     let mut on_calls = |running, done, waiting| {
                         observe(Event::Calls {
                             turn,
@@ -252,8 +341,28 @@ impl Loop {
                             waiting,
                         })
                     };
-                    let calls =
-                        run_calls(&answer, &rules, activities, target, clock, &mut on_calls)?;
+                    let given: Vec<(usize, &Value)> = answer.calls.iter().enumerate().collect();
+                    let calls = run_calls(
+                        &given,
+                        &rules,
+                        activities,
+                        target,
+                        clock,
+                        &mut on_calls,
+                        confirm,
+                    )?;
+                    if !calls.admitted.is_empty() {
+                        // The answer's plan supersedes the carried one:
+                        // what waits is what waits in it.
+                        waiting = calls.held.clone();
+                        let written = calls
+                            .admitted
+                            .iter()
+                            .filter_map(|&a| answer.calls.get(a).cloned())
+                            .collect();
+                        plan = Some(plan_message(written, &calls.pending)?);
+                    }
+                    rejected.extend(&calls.rejected);
                     (calls.ran, calls.errors, answer.output)
                 }
                 Err(error) => (0, vec![(Value::Null, error)], None),
@@ -270,6 +379,7 @@ impl Loop {
             }
             let failures = errors.len();
             let mut messages = error_messages(errors, not_a_list(target.context()))?;
+            messages.extend(plan);
             if let Some(output) = &finished {
                 messages.push(output_message(output)?);
             }
@@ -286,12 +396,43 @@ impl Loop {
                 },
             }));
             if let Some(output) = finished {
-                return Ok(Finish::Output(output));
+                return Ok(report(Finish::Output(output), &waiting, &rejected));
+            }
+            if ran == 0 && failures == 0 && !waiting.is_empty() {
+                return Ok(report(Finish::Waiting { turns: turn }, &waiting, &rejected));
             }
         }
-        Ok(Finish::Unfinished {
-            turns: self.max_turns,
-        })
+        Ok(report(
+            Finish::Unfinished {
+                turns: self.max_turns,
+            },
+            &waiting,
+            &rejected,
+        ))
+    }
+
+    /// The context's tools, then the caller's (R35).
+    fn tools_of(&self, context: &Context) -> Result<Tools> {
+        let mut tools = Tools::from_context(context)?;
+        for tool in &self.tools {
+            tools.add(tool.clone());
+        }
+        Ok(tools)
+    }
+
+    /// What each call of a turn is checked against.
+    fn rules<'a>(&self, tools: &'a Tools, instances: &'a [agent_core::Instance]) -> Rules<'a> {
+        let may_name = if self.new_instances {
+            CallInstances::Any
+        } else {
+            CallInstances::Existing(instances)
+        };
+        Rules {
+            tools,
+            guard: Guard::new(may_name),
+            max_calls: self.max_calls,
+            parallel: self.parallel,
+        }
     }
 }
 

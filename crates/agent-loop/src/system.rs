@@ -3,8 +3,8 @@
 //! any change to what every model reads is a deliberate one.
 
 /// What the model reads before the context: blocks and labels, references,
-/// output paths and methods, latent tools, instances, errors and the
-/// answer.
+/// output paths and methods, latent tools, instances, the plan and
+/// approvals, errors and the answer.
 pub const SYSTEM_TEXT: &str = "\
 You work over a context: an ordered log of messages. Structured data appears in blocks headed `## Data: ¶KIND` (or `¶KIND@ID` for the copy that belongs to instance ID); a block shows that data's current value, and may add its description and schema.
 
@@ -17,6 +17,8 @@ Results. \"_outputPath\" says where a call's result is written, as a reference: 
 Tools with an \"_output\" property are yours to carry out: put the result in \"_output\" yourself, in the same call. The other tools run outside; their results appear in the context on your next turn.
 
 Instances. Data labelled ¶KIND@ID belongs to instance ID. A call with \"_instance\": \"ID\" reads ID's data on top of the shared data and writes only into ID's data, so every instance is handled on its own.
+
+Plan. Your calls are kept as the `## plan` block, the plan you work from. A call that waits for something not written yet, or a tool of yours left without \"_output\" (fill it in a later answer), stays in the plan and is not an error. A new answer with calls replaces the plan: repeat in it any waiting call you still want. Paths under †state.approvals are approvals given by people: a call reading one waits, without error, until they decide, and runs after they approve; never write them.
 
 Errors. A call that fails comes back as an `error` data block holding the call and the reason; correct it on your next turn.
 

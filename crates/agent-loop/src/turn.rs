@@ -1,10 +1,12 @@
-//! One turn (spec R39): the calls of one answer, run like a plan; every
-//! failure collected as an `error` message appended after the turn.
+//! One turn (spec R39): the calls of one answer, or those still owed of
+//! the carried plan (R39c), run like a plan; every failure collected as an
+//! `error` message appended after the turn.
 
 use crate::errors::shortened;
+use crate::gate::Tally;
 use crate::guard::Guard;
 use crate::schedule::run_plan;
-use crate::{Answer, Error, Result, Tools};
+use crate::{Confirm, Error, Result, Tools};
 use agent_core::json::Value;
 use agent_output::{Call, Clock};
 use agent_plan::{Activities, Plan};
@@ -30,33 +32,48 @@ pub(crate) struct Rules<'a> {
 }
 
 /// What one turn did.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct TurnCalls {
     /// Calls whose result was written (or that had nothing to write).
     pub ran: usize,
     /// `(call, error)` for every call that failed; the call is `null` for
     /// an error of the whole answer.
     pub errors: Vec<(Value, String)>,
+    /// The calls admitted and ordered, by their index in what was given:
+    /// the plan (empty when they could not be ordered: a cycle, too many
+    /// dependencies).
+    pub admitted: Vec<usize>,
+    /// Of those, the calls not run and still owed (held at a gate, or
+    /// waiting on a latent call the model has not evaluated), by their
+    /// position in `admitted`, in order.
+    pub pending: Vec<usize>,
+    /// The gates holding calls, and the tools they hold.
+    pub held: Tally,
+    /// The gates that rejected calls (`false`), and the tools.
+    pub rejected: Tally,
 }
 
-/// Runs the calls of `answer` against `target` (R39): at most
+/// Runs `given` — calls by their index in the answer or the carried plan
+/// — against `target` (R39): at most
 /// `rules.max_calls` of them, each checked on its own (an object, a known
 /// tool, its meta keys, what it may write, R39b), then all of them in
 /// dependency order; each ready call is checked against its tool's schema
-/// (R23), then a latent call writes its `_output` (or nothing) and an
+/// (R23) and the gates it reads (R39c), confirmed by `confirm`, then a latent call writes its `_output` (or nothing) and an
 /// explicit one runs its activity; results go through agent-output's
 /// `apply`. A store that cannot be written ends the turn with an error.
 /// `on_calls(running, done, waiting)` hears the counts as they change.
+#[allow(clippy::too_many_arguments)] // one turn's whole setting
 pub(crate) fn run_calls(
-    answer: &Answer,
+    given: &[(usize, &Value)],
     rules: &Rules<'_>,
     activities: &Activities,
     target: &mut (impl Append + ?Sized),
     clock: &dyn Clock,
     on_calls: &mut dyn FnMut(usize, usize, usize),
+    confirm: &mut dyn FnMut(&Call) -> Confirm,
 ) -> Result<TurnCalls> {
     let mut turn = TurnCalls::default();
-    let count = answer.calls.len();
+    let count = given.len();
     if count > rules.max_calls {
         turn.errors.push((
             Value::Null,
@@ -70,9 +87,13 @@ pub(crate) fn run_calls(
     }
     // Calls that pass the checks that need no context, with their tool.
     let mut calls: Vec<Call> = Vec::new();
-    for written in answer.calls.iter().take(rules.max_calls) {
+    let mut admitted: Vec<usize> = Vec::new();
+    for &(at, written) in given.iter().take(rules.max_calls) {
         match admit(written, rules) {
-            Ok(call) => calls.push(call),
+            Ok(call) => {
+                calls.push(call);
+                admitted.push(at);
+            }
             Err(error) => turn.errors.push((written.clone(), error)),
         }
     }
@@ -93,14 +114,28 @@ pub(crate) fn run_calls(
             return Ok(turn);
         }
     };
-    let ran = run_plan(&plan, &calls, rules, activities, target, clock, on_calls)
-        .map_err(Error::Store)?;
+    let ran = run_plan(
+        &plan, &calls, rules, activities, target, clock, on_calls, confirm,
+    )
+    .map_err(Error::Store)?;
     turn.ran = ran.ran;
     for (i, error) in ran.failed {
         if let Some(call) = calls.get(i) {
             turn.errors.push((call.as_value().clone(), error));
         }
     }
+    let tool = |i: usize| calls.get(i).and_then(Call::tool).unwrap_or("?");
+    for (i, gates) in &ran.held {
+        turn.held.add(gates, tool(*i));
+    }
+    for (i, gates) in &ran.rejected {
+        turn.rejected.add(gates, tool(*i));
+    }
+    let mut pending: Vec<usize> = ran.held.iter().map(|(i, _)| *i).collect();
+    pending.extend(ran.carried);
+    pending.sort_unstable();
+    turn.pending = pending;
+    turn.admitted = admitted;
     Ok(turn)
 }
 

@@ -96,8 +96,13 @@ fn r39_calls_of_one_answer_run_in_dependency_order_latent_and_explicit() {
         ctx.read(&"†state".parse().unwrap(), None),
         Some(&json!({"summary": "logs hold state", "loud": "LOGS HOLD STATE"}))
     );
-    // The answers themselves are not appended; the output is.
-    assert_eq!(kinds(&ctx), ["input", "state", "state", "output"]);
+    // The answer's calls are appended as one plan message (R39c) after
+    // their results; an answer without calls appends none; the output is.
+    assert_eq!(kinds(&ctx), ["input", "state", "state", "-", "output"]);
+    let plan = ctx.messages().nth(3).unwrap().to_value();
+    assert_eq!(plan["type"], "plan");
+    assert_eq!(plan["plan"][1]["_tool"], "summarize");
+    assert_eq!(plan["_pending"], json!([]));
     assert_eq!(
         ctx.read(&"†output".parse().unwrap(), None),
         Some(&json!({"answer": "LOGS HOLD STATE"}))
@@ -151,9 +156,12 @@ fn r39_every_failed_call_becomes_one_error_message_after_the_turn() {
     assert_eq!(
         kinds(&ctx),
         [
-            "input", "state", "error", "error", "error", "error", "error", "error"
+            "input", "state", "error", "error", "error", "error", "error", "error", "-"
         ]
     );
+    // The plan holds the calls that passed the checks made before running.
+    let plan = ctx.messages().last().unwrap().to_value();
+    assert_eq!(plan["plan"].as_array().unwrap().len(), 5);
     let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
     let texts: Vec<&str> = errors
         .as_array()
@@ -420,6 +428,7 @@ fn r39_independent_explicit_calls_run_at_once_and_results_land_in_answer_order()
     let written: Vec<Value> = ctx
         .messages()
         .skip(1)
+        .filter(|m| m.as_data().is_some())
         .map(|m| m.to_value()["data"].clone())
         .collect();
     assert_eq!(

@@ -3,7 +3,7 @@
 use crate::ChatMessage;
 use agent_core::Method;
 use agent_core::json::{Map, Value};
-use agent_data::{Context, DataMessage, Identity, Message};
+use agent_data::{Context, DataMessage, Identity, Message, PlanSort};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -109,6 +109,10 @@ impl Renderer {
             RenderMode::Append => context.len(),
         };
         let mut out = Vec::with_capacity(blocks);
+        // Where in `out` the newest plan of each sort went, so a later one
+        // of its sort can take it out (decision D69).
+        let mut plans: Vec<(PlanSort, Option<usize>)> = Vec::new();
+        let mut superseded: Vec<usize> = Vec::new();
         for index in 0..context.len() {
             let layer = context.message_layer(index);
             let first = layer
@@ -133,6 +137,18 @@ impl Renderer {
                         Some(renderer) => renderer.render(fields),
                         None => GenericBlock.render(fields),
                     };
+                    // Merged mode only: append mode keeps every earlier
+                    // block as it was, so prompt caches survive (R30).
+                    if let Some(sort) = opaque.plan_sort().filter(|_| mode == RenderMode::Merged) {
+                        // The slot this plan's block takes, if it has one.
+                        let at = chat.as_ref().map(|_| out.len());
+                        match plans.iter_mut().find(|(s, _)| *s == sort) {
+                            Some((_, newest)) => {
+                                superseded.extend(std::mem::replace(newest, at));
+                            }
+                            None => plans.push((sort, at)),
+                        }
+                    }
                     out.extend(chat);
                 }
                 Some(Message::Data(data)) => {
@@ -141,7 +157,24 @@ impl Renderer {
                 None => {}
             }
         }
-        out
+        if superseded.is_empty() {
+            return out;
+        }
+        // A superseded plan stays in the log and is not shown (R28): the
+        // model sees the plan it is working from, once.
+        superseded.sort_unstable();
+        let mut skip = superseded.into_iter().peekable();
+        out.into_iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let gone = skip.peek() == Some(i);
+                if gone {
+                    skip.next();
+                }
+                !gone
+            })
+            .map(|(_, chat)| chat)
+            .collect()
     }
 }
 

@@ -165,6 +165,38 @@ fn r28_opaque_renderers_are_registered_by_type() {
 }
 
 #[test]
+fn r28_a_superseded_plan_stays_in_the_log_and_is_not_rendered() {
+    let c = ctx(json!([
+        {"type": "plan", "plan": [{"_tool": "old"}], "_pending": [0]},
+        {"type": "plan", "calls": [{"_tool": "worked"}]},
+        {"type": "text", "text": "between"},
+        {"type": "plan", "plan": [{"_tool": "new"}], "_pending": []},
+        {"type": "plan", "calls": [{"_tool": "worked again"}]}
+    ]));
+    assert_eq!(c.len(), 5);
+    // Merged: the newest loop plan and the newest worker plan, where they
+    // stand; each supersedes only its own sort (decision D69).
+    let merged = texts(&c, RenderMode::Merged);
+    assert_eq!(merged.len(), 3);
+    assert_eq!(merged[0], "between");
+    assert_eq!(
+        merged[1],
+        "## plan\n{\n  \"type\": \"plan\",\n  \"plan\": [\n    {\n      \"_tool\": \"new\"\n    }\n  ]\n}"
+    );
+    assert!(merged[2].contains("worked again"), "{}", merged[2]);
+    // Append mode keeps every block as it was, so prompt caches survive.
+    let append = texts(&c, RenderMode::Append);
+    assert_eq!(append.len(), 5);
+    assert!(append[0].contains("\"old\""));
+    // A renderer that leaves the newest plan out still hides the older.
+    let hidden = Renderer::new()
+        .with_opaque("plan", Hidden)
+        .render(&c, RenderMode::Merged);
+    assert_eq!(hidden.len(), 1);
+    assert_eq!(hidden[0].text(), "between");
+}
+
+#[test]
 fn r29_underscore_fields_never_rendered() {
     let c = ctx(json!([
         {"type": "data", "kind": "state", "data": {"v": 1}, "_outputPath": "†state.v", "_call": {"_tool": "SECRET"}, "_date": "DATE", "_instance": "①"},

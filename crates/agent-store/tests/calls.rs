@@ -420,6 +420,8 @@ mod calls {
             // Holds the pattern, but is not a plan.
             json!({"type": "note", "data": {"type": "plan"}}),
             json!({"type": "note", "data": {"text": "\u{0}"}}),
+            // A loop's plan (decision D69): never a worker's.
+            json!({"type": "plan", "plan": [{"_tool": "y"}], "_pending": [0]}),
         ] {
             agent_store::Append::append_all(&mut stored, &message(value)).unwrap();
         }

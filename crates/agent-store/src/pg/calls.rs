@@ -186,8 +186,10 @@ impl PgCalls {
         done.map_err(|e| self.store.database(action, &e))
     }
 
-    /// The newest plan message: its row and its JSON text; `None` when the
-    /// context has none.
+    /// The newest worker plan message (`{"type":"plan","calls":…}`): its
+    /// row and its JSON text; `None` when the context has none. Loop plans
+    /// (a top-level `plan` key, decision D69) are passed over: they are the
+    /// loop's, and a worker never runs one.
     ///
     /// # Errors
     /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
@@ -414,10 +416,15 @@ impl PgCalls {
     }
 }
 
-/// True when `line` is a message whose own `type` is `plan`.
+/// True when `line` is a worker plan: a message whose own `type` is
+/// `plan`, without the `plan` key of a loop plan (decision D69).
 fn is_plan(line: &str) -> bool {
-    agent_core::json::from_str(line)
-        .is_ok_and(|m| m.get("type").and_then(agent_core::json::Value::as_str) == Some("plan"))
+    match agent_core::json::from_str(line) {
+        Ok(agent_core::json::Value::Object(fields)) => {
+            agent_data::plan_sort(&fields) == Some(agent_data::PlanSort::Worker)
+        }
+        _ => false,
+    }
 }
 
 fn to_i64(n: u64) -> i64 {
