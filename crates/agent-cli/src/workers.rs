@@ -3,7 +3,8 @@
 
 use crate::Failure;
 use agent_core::json;
-use agent_worker::{PlanStatus, Worker, WorkerOptions};
+use agent_worker::{PlanStatus, Progress, Worker, WorkerOptions};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 /// The arguments of `agentctx worker`.
@@ -99,13 +100,33 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     options.retries = args.retries;
     options.until_idle = args.until_idle;
     let name = options.name.clone();
-    let report = Worker::new(args.context.clone(), activities, clock, options)
-        .run()
-        .map_err(Failure::invalid)?;
+    // On a terminal, one live line of where the plan stands, cleared at
+    // the end; without one, nothing (the summary is printed at the end).
+    let live = std::io::stderr().is_terminal();
+    let mut observe = |p: &Progress| {
+        if live {
+            eprint!("{}{}", crate::looping::CLEAR, live_line(&name, p));
+        }
+    };
+    let report =
+        Worker::new(args.context.clone(), activities, clock, options).run_observed(&mut observe);
+    if live {
+        eprint!("{}", crate::looping::CLEAR);
+    }
+    let report = report.map_err(Failure::invalid)?;
     let status = agent_worker::plan_status(&args.context).map_err(Failure::invalid)?;
     let out = json!({"worker": name, "did": report, "plan": status.counts()});
     let text = crate::input::print_value(&out, false);
     exit_for(&status, text)
+}
+
+/// `worker NAME: D/T done, R running (H here), Y ready, B blocked, F failed`.
+fn live_line(name: &str, progress: &Progress) -> String {
+    let plan = &progress.plan;
+    format!(
+        "worker {name}: {}/{} done, {} running ({} here), {} ready, {} blocked, {} failed",
+        plan.done, plan.total, plan.running, progress.here, plan.ready, plan.blocked, plan.failed
+    )
 }
 
 /// Prints where the newest plan stands.

@@ -63,6 +63,6 @@ mod worker;
 
 pub use error::WorkerError;
 pub use options::WorkerOptions;
-pub use report::{CallStatus, Counts, Held, PlanStatus, WorkerReport};
+pub use report::{CallStatus, Counts, Held, PlanStatus, Progress, WorkerReport};
 pub use status::plan_status;
 pub use worker::Worker;

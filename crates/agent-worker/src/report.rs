@@ -53,15 +53,7 @@ impl PlanStatus {
 
     /// How many calls stand where.
     pub fn counts(&self) -> Counts {
-        Counts {
-            plan: self.row,
-            total: self.standings.len(),
-            done: self.count("done"),
-            running: self.count("running"),
-            ready: self.count("ready"),
-            blocked: self.count("blocked"),
-            failed: self.count("failed"),
-        }
+        Counts::of(self.row, &self.standings)
     }
 
     /// Each call's state, in plan order: its tool, instance, standing, why
@@ -113,6 +105,37 @@ pub struct Counts {
     pub blocked: usize,
     /// Calls given up.
     pub failed: usize,
+}
+
+impl Counts {
+    /// The counts of the plan at `row` whose calls stand as `standings`.
+    pub(crate) fn of(row: u64, standings: &[Standing]) -> Counts {
+        let count = |name: &str| standings.iter().filter(|s| s.name() == name).count();
+        Counts {
+            plan: row,
+            total: standings.len(),
+            done: count("done"),
+            running: count("running"),
+            ready: count("ready"),
+            blocked: count("blocked"),
+            failed: count("failed"),
+        }
+    }
+}
+
+/// Where a running worker stands, told to [`Worker::run_observed`]'s
+/// observer after each round in which it changed.
+///
+/// [`Worker::run_observed`]: crate::Worker::run_observed
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Where the plan's calls stand, as every worker sees them.
+    pub plan: Counts,
+    /// Activities running in this worker now.
+    pub here: usize,
+    /// What this worker did so far.
+    pub did: WorkerReport,
 }
 
 /// One call of a stored plan; serialises as `{"index", "tool", "instance",

@@ -13,6 +13,7 @@
 //! retry's backoff ends.
 
 use crate::listen::listen;
+use crate::report::{Counts, Progress};
 use crate::schedule::{TAKEOVERS, has_tool, known, next_wake, parse_plan, retry_delay, transient};
 use crate::{WorkerError, WorkerOptions, WorkerReport};
 use agent_data::Message;
@@ -82,8 +83,21 @@ impl Worker {
     /// without a usable plan, and [`WorkerError::Thread`] when a thread cannot
     /// be started.
     pub fn run(&self) -> Result<WorkerReport, WorkerError> {
+        self.run_observed(&mut |_| {})
+    }
+
+    /// [`Worker::run`], telling `observe` where the worker stands after
+    /// each round in which that changed (a live line, a metric).
+    ///
+    /// # Errors
+    ///
+    /// As [`Worker::run`].
+    pub fn run_observed(
+        &self,
+        observe: &mut dyn FnMut(&Progress),
+    ) -> Result<WorkerReport, WorkerError> {
         let mut state = Running::open(self)?;
-        let result = state.work();
+        let result = state.work(observe);
         let _ = state.calls.unregister(&self.options.name);
         state.report.round_trips = state.stored.store().round_trips() + state.calls.round_trips();
         result.map(|()| state.report)
@@ -109,6 +123,11 @@ struct Running<'w> {
     live: Vec<String>,
     live_at: Option<Instant>,
     report: WorkerReport,
+    /// The plan's counts at the last round, the calls it claimed counted
+    /// as running.
+    counts: Option<Counts>,
+    /// What the observer was last told.
+    told: Option<Progress>,
 }
 
 impl<'w> Running<'w> {
@@ -136,6 +155,8 @@ impl<'w> Running<'w> {
             live: Vec::new(),
             live_at: None,
             report: WorkerReport::default(),
+            counts: None,
+            told: None,
         })
     }
 
@@ -145,10 +166,12 @@ impl<'w> Running<'w> {
 
     /// Rounds until idle (or forever); database errors are waited out for
     /// the worker's patience.
-    fn work(&mut self) -> Result<(), WorkerError> {
+    fn work(&mut self, observe: &mut dyn FnMut(&Progress)) -> Result<(), WorkerError> {
         let mut failing_since: Option<Instant> = None;
         loop {
-            match self.round() {
+            let round = self.round();
+            self.tell(observe);
+            match round {
                 Ok(Some(wait)) => {
                     failing_since = None;
                     self.wait(wait);
@@ -164,6 +187,22 @@ impl<'w> Running<'w> {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Tells `observe` where the worker stands, if that changed.
+    fn tell(&mut self, observe: &mut dyn FnMut(&Progress)) {
+        let Some(plan) = self.counts.clone() else {
+            return;
+        };
+        let now = Progress {
+            plan,
+            here: self.mine.len(),
+            did: self.report.clone(),
+        };
+        if self.told.as_ref() != Some(&now) {
+            observe(&now);
+            self.told = Some(now);
         }
     }
 
@@ -219,6 +258,7 @@ impl<'w> Running<'w> {
             .iter()
             .any(|s| matches!(s, Standing::Ready | Standing::Running));
         if !busy && self.mine.is_empty() && self.unsent.is_empty() && self.options().until_idle {
+            self.counts = Some(Counts::of(row, &standing));
             return Ok(None);
         }
         let free = self
@@ -248,6 +288,11 @@ impl<'w> Running<'w> {
             self.options().lease,
             free,
         )?;
+        let mut counts = Counts::of(row, &standing);
+        let claimed = claims.len().min(counts.ready);
+        counts.ready -= claimed;
+        counts.running += claimed;
+        self.counts = Some(counts);
         for claim in claims {
             self.start(claim)?;
         }
