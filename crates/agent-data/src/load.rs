@@ -444,13 +444,20 @@ fn read_jsonl(
             unterminated = !terminated;
             continue;
         }
-        let parsed = match too_deep(raw, MAX_DEPTH) {
-            Some(at) => Err(Error::TooDeep {
-                depth: TooDeep { limit: MAX_DEPTH },
-                offset: start + at,
-                line: Some(line),
-            }),
-            None => parse(raw, line - 1, MAX_DEPTH),
+        // The reader holds the same limit, so a line that parses is never
+        // too deep: the pre-scan, which places the fault, runs only on
+        // failure, and a too-deep line is reported as such whatever else
+        // is wrong with it.
+        let parsed = match parse(raw, line - 1, MAX_DEPTH) {
+            Err(error) => match too_deep(raw, MAX_DEPTH) {
+                Some(at) => Err(Error::TooDeep {
+                    depth: TooDeep { limit: MAX_DEPTH },
+                    offset: start + at,
+                    line: Some(line),
+                }),
+                None => Err(error),
+            },
+            parsed => parsed,
         };
         if buffer.capacity() > KEPT_LINE_BUFFER {
             // A huge line's text is not needed once parsed: freed before
@@ -483,9 +490,8 @@ fn read_jsonl(
     })
 }
 
-/// Parses one JSON document at most `limit` deep (checked by `too_deep`
-/// first, which places the fault); errors report lines shifted by
-/// `first_line`.
+/// Parses one JSON document at most `limit` deep (on failure `too_deep`
+/// places a depth fault); errors report lines shifted by `first_line`.
 fn parse(bytes: &[u8], first_line: usize, limit: usize) -> Result<Value> {
     let text = std::str::from_utf8(bytes).map_err(|e| not_utf8(bytes, e, first_line))?;
     agent_core::json::from_str_within(text, limit).map_err(|e| Error::Json {

@@ -6,13 +6,22 @@
 use crate::{Error, Result};
 use agent_core::json::Value;
 use agent_core::{Reference, json};
-use agent_data::{Context, Message, PlanSort};
+use agent_data::{Context, DataMessage, Message, PlanSort};
 use agent_output::Call;
 
-/// The newest loop plan of `context`: its calls, and the indices it marks
-/// as still owed (`None` when it marks none: a plan the application wrote,
-/// all of whose calls are owed).
-pub(crate) fn newest_loop_plan(context: &Context) -> Option<(Vec<Value>, Option<Vec<usize>>)> {
+/// The newest loop plan of a context, as [`newest_loop_plan`] finds it.
+pub(crate) struct Carried {
+    /// Its message's index in the context.
+    pub at: usize,
+    /// Its calls.
+    pub calls: Vec<Value>,
+    /// The indices it marks as still owed; `None` when it marks none (a
+    /// plan the application wrote, all of whose calls are owed).
+    pub pending: Option<Vec<usize>>,
+}
+
+/// The newest loop plan of `context`.
+pub(crate) fn newest_loop_plan(context: &Context) -> Option<Carried> {
     for index in (0..context.len()).rev() {
         if context.message_layer(index).is_some() {
             continue;
@@ -28,23 +37,40 @@ pub(crate) fn newest_loop_plan(context: &Context) -> Option<(Vec<Value>, Option<
             Some(Value::Array(calls)) => calls.clone(),
             _ => Vec::new(),
         };
-        let pending = fields.get("_pending").map(|p| {
-            p.as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|i| i.as_u64().and_then(|i| usize::try_from(i).ok()))
-                .collect()
+        // Anything but an array of indices marks nothing: all are owed.
+        let pending = match fields.get("_pending") {
+            Some(Value::Array(pending)) => Some(
+                pending
+                    .iter()
+                    .filter_map(|i| i.as_u64().and_then(|i| usize::try_from(i).ok()))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        return Some(Carried {
+            at: index,
+            calls,
+            pending,
         });
-        return Some((calls, pending));
     }
     None
 }
 
-/// The calls of a carried plan still owed: marked pending (all, when none
-/// are marked), and none of whose output destinations holds a value yet —
-/// a step is evaluated when its output path has a value (protocol 012).
-pub(crate) fn owed(context: &Context, calls: &[Value], pending: Option<&[usize]>) -> Vec<usize> {
-    let marked: Vec<usize> = match pending {
+/// The calls of a carried plan still owed: those marked pending (all, when
+/// none are marked). A call with an activity (held at a gate, or waiting
+/// on one) is owed as long as it is marked: what its destination holds
+/// says nothing about whether it ran, since an earlier write, another
+/// call of the plan or the application may have put a value there. A
+/// latent call is settled once a message appended after the plan writes
+/// one of its destinations — the model evaluated it (protocol 012: a step
+/// is done when its output path has a value written for it).
+pub(crate) fn owed(
+    context: &Context,
+    plan: &Carried,
+    explicit: &dyn Fn(&Call) -> bool,
+) -> Vec<usize> {
+    let calls = &plan.calls;
+    let marked: Vec<usize> = match &plan.pending {
         Some(pending) => {
             let mut marked: Vec<usize> = pending
                 .iter()
@@ -57,6 +83,14 @@ pub(crate) fn owed(context: &Context, calls: &[Value], pending: Option<&[usize]>
         }
         None => (0..calls.len()).collect(),
     };
+    // What was written after the plan: `(kind, instance, path)` of each
+    // data message since.
+    let since: Vec<DataMessage> = (plan.at + 1..context.len())
+        .filter_map(|i| match context.message(i) {
+            Some(Message::Data(data)) => Some(data),
+            _ => None,
+        })
+        .collect();
     marked
         .into_iter()
         .filter(|&i| {
@@ -64,10 +98,15 @@ pub(crate) fn owed(context: &Context, calls: &[Value], pending: Option<&[usize]>
                 // The turn's checks say what is wrong with it.
                 return true;
             };
+            if explicit(&call) {
+                return true;
+            }
             let written = |r: &Reference| {
-                context
-                    .read(r, call.instance())
-                    .is_some_and(|v| !v.is_null())
+                since.iter().any(|m| {
+                    m.kind() == &r.kind
+                        && (m.instance().is_none() || m.instance() == call.instance())
+                        && m.destination().overlaps(&r.path)
+                })
             };
             !call
                 .output_path()

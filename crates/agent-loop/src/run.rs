@@ -270,8 +270,13 @@ impl Loop {
         };
         let mut waiting = Tally::default();
         let mut rejected = Tally::default();
-        if let Some((calls, marked)) = newest_loop_plan(target.context()) {
-            let owed = owed(target.context(), &calls, marked.as_deref());
+        if let Some(carried) = newest_loop_plan(target.context()) {
+            let explicit = |call: &Call| {
+                call.tool()
+                    .is_some_and(|tool| activities.get(tool).is_some())
+            };
+            let owed = owed(target.context(), &carried, &explicit);
+            let calls = carried.calls;
             if !owed.is_empty() {
                 let tools = self.tools_of(target.context())?;
                 let instances: Vec<_> = target.context().instances().cloned().collect();

@@ -344,6 +344,17 @@ fn ready(
     (Step::End(end), None)
 }
 
+/// Gates a call inherits from the calls it depends on, at most this many:
+/// each gate is named in full by the call that reads it, and copying all
+/// of them into every dependant would cost gates × dependants.
+const INHERITED_GATES: usize = 16;
+
+/// Adds `gates` to `into` up to [`INHERITED_GATES`].
+fn inherit(into: &mut GateSet, gates: &GateSet) {
+    let room = INHERITED_GATES.saturating_sub(into.len());
+    into.extend(gates.iter().take(room).cloned());
+}
+
 /// A call whose dependency was not run or failed: failed with the first
 /// that failed; else rejected, held or carried with them.
 fn after_dependencies(judged: &Judged<'_>, context: &agent_data::Context) -> Ended {
@@ -358,8 +369,8 @@ fn after_dependencies(judged: &Judged<'_>, context: &agent_data::Context) -> End
                     judged.calls.get(d).and_then(Call::tool).unwrap_or("?")
                 ));
             }
-            Some(Fate::Rejected(gates)) => rejected.extend(gates.iter().cloned()),
-            Some(Fate::Held(gates)) => held.extend(gates.iter().cloned()),
+            Some(Fate::Rejected(gates)) => inherit(&mut rejected, gates),
+            Some(Fate::Held(gates)) => inherit(&mut held, gates),
             Some(Fate::Carried | Fate::Done) | None => {}
         }
     }

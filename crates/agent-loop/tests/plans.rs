@@ -460,3 +460,95 @@ fn r39c_a_gate_is_read_in_the_calls_instance_and_approved_there() {
     );
     assert_eq!(ctx.read(&"†state.sent".parse().unwrap(), None), None);
 }
+
+#[test]
+fn r39c_an_approved_call_runs_though_its_destination_already_holds_a_value() {
+    // `†state.sent` holds a value from before the plan, and a latent call
+    // of the same answer writes it too: neither settles the held send.
+    let mut ctx = task();
+    decide(&mut ctx, "†state.sent", json!("an earlier send"));
+    let latent = json!({"_tool": "summarize", "text": "†input.text", "_output": "draft", "_outputPath": "†state.sent"});
+    let (report, _, _) = run(
+        &mut ctx,
+        vec![
+            json!({"calls": [latent, send()], "output": null}),
+            json!({"calls": [], "output": null}),
+        ],
+    );
+    assert_eq!(report.finish, Finish::Waiting { turns: 2 });
+    decide(&mut ctx, "†state.approvals.send", json!(true));
+    let (report, _, events) = run(&mut ctx, vec![json!({"calls": [], "output": "sent"})]);
+    assert_eq!(events, ["carried 1 0"]);
+    assert_eq!(report.finish, Finish::Output(json!("sent")));
+    assert_eq!(
+        ctx.read(&"†state.sent".parse().unwrap(), None),
+        Some(&json!("send done"))
+    );
+    assert_eq!(plans(&ctx).last().unwrap()["_pending"], json!([]));
+}
+
+#[test]
+fn r39c_a_latent_call_is_settled_only_by_a_write_after_its_plan() {
+    // Carried: `†state.summary` held a value before the plan, so that
+    // value does not settle the latent call; an `_output` written after
+    // the plan does.
+    let mut ctx = task();
+    decide(&mut ctx, "†state.summary", json!("old"));
+    let latent =
+        json!({"_tool": "summarize", "text": "†input.text", "_outputPath": "†state.summary"});
+    run(
+        &mut ctx,
+        vec![
+            json!({"calls": [latent.clone()], "output": null}),
+            json!({"calls": [], "output": "later"}),
+        ],
+    );
+    assert_eq!(plans(&ctx).last().unwrap()["_pending"], json!([0]));
+    // Still owed: the carried pass looks at it (and leaves it to the model).
+    let (_, _, events) = run(&mut ctx, vec![json!({"calls": [], "output": "still"})]);
+    assert_eq!(events, ["carried 0 0"]);
+    decide(&mut ctx, "†state.summary", json!("new"));
+    let before = ctx.len();
+    let (_, _, events) = run(&mut ctx, vec![json!({"calls": [], "output": "done"})]);
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(ctx.len(), before + 1, "only the output");
+}
+
+#[test]
+fn r39b_gates_inherited_through_dependencies_are_bounded_per_call() {
+    // One call reads 40 gates; 30 calls read what it writes. Each
+    // dependant names at most 16 inherited gates, and every gate is still
+    // named once, by the call that reads it.
+    let mut ctx = task();
+    let gates: Vec<String> = (0..40)
+        .map(|g| format!("†state.approvals.g{g:02}"))
+        .collect();
+    let mut call = json!({"_tool": "send", "to": "†input.to", "_outputPath": "†state.sent"});
+    for (g, gate) in gates.iter().enumerate() {
+        call.as_object_mut()
+            .unwrap()
+            .insert(format!("g{g:02}"), json!(gate));
+    }
+    let mut calls = vec![call];
+    for i in 0..30 {
+        calls.push(
+            json!({"_tool": "log", "text": "†state.sent", "_outputPath": format!("†state.l{i}")}),
+        );
+    }
+    let (report, _, _) = run(&mut ctx, vec![json!({"calls": calls, "output": null})]);
+    assert_eq!(report.finish, Finish::Waiting { turns: 1 });
+    let waiting = report.gates.to_json()["waiting"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let named: Vec<&str> = waiting
+        .iter()
+        .map(|w| w["gate"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, gates.iter().map(String::as_str).collect::<Vec<_>>());
+    let holding_log = waiting
+        .iter()
+        .filter(|w| w["tools"].as_array().unwrap().contains(&json!("log")))
+        .count();
+    assert_eq!(holding_log, 16);
+}
