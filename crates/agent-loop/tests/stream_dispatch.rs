@@ -60,6 +60,8 @@ enum Step {
     /// Hold the stream open until an activity has started (at most 5 s),
     /// noting whether it did.
     AwaitStart(Arc<Signal>, Arc<Mutex<Option<bool>>>),
+    /// Drop the connection without ending the body.
+    Cut,
 }
 
 fn openai_chunk(delta: &Value) -> String {
@@ -247,6 +249,7 @@ fn play(stream: &mut TcpStream, steps: &[Step]) {
                 let started = signal.wait(Duration::from_secs(5));
                 *seen.lock().unwrap() = Some(started);
             }
+            Step::Cut => return,
         }
         let _ = stream.flush();
     }
@@ -495,4 +498,47 @@ fn d77_calls_started_before_a_cycle_was_seen_are_written_and_the_error_says_so()
         error["data"]["error"],
         "none of the answer's 3 calls ran but the 1 started before the answer ended: 2 of them read each other's results in a cycle: work → †state.b, then work → †state.c, then work → †state.b"
     );
+}
+
+#[test]
+fn d77_a_call_started_before_the_stream_broke_is_written_and_the_loop_ends_with_the_error() {
+    let first = r#"{"calls": [{"_tool": "work", "n": 1, "_outputPath": "†state.a"}"#;
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let signal = Arc::new(Signal::default());
+        let seen = Arc::new(Mutex::new(None));
+        let mut steps = format
+            .opening()
+            .into_iter()
+            .map(Step::Write)
+            .collect::<Vec<_>>();
+        steps.push(Step::Write(format.piece(first)));
+        steps.push(Step::AwaitStart(signal.clone(), seen.clone()));
+        steps.push(Step::Cut);
+        let base = serve(steps, String::new());
+        let activities = activities(signal, Duration::ZERO);
+        let mut ctx = task();
+        let error = settings()
+            .run(
+                format.provider(&base, true).as_ref(),
+                &activities,
+                &mut ctx,
+                &clock(),
+                &mut |_| {},
+            )
+            .unwrap_err();
+        assert_eq!(*seen.lock().unwrap(), Some(true), "{format:?}");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!("request to {base}/")),
+            "{format:?}: {text}"
+        );
+        assert!(
+            text.ends_with(
+                "unexpected EOF during chunk size line (after 1 call(s) were reported, so it is not retried)"
+            ),
+            "{format:?}: {text}"
+        );
+        assert_eq!(ctx.len(), 2, "{format:?}");
+        assert!(ctx.message_json(1).unwrap().contains(r#""data":{"a":1}"#));
+    }
 }
