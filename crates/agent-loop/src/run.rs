@@ -250,6 +250,11 @@ impl Loop {
     /// A run starts with the newest carried plan (R39c): its calls still
     /// owed that are ready run before the model is asked.
     ///
+    /// The answer's leading explicit calls that read nothing a call may
+    /// write start while it is still streaming (decision D77): `confirm`
+    /// is then asked from inside the stream's reader, so a `confirm` that
+    /// waits holds the stream, whose deadline keeps running.
+    ///
     /// # Errors
     /// [`Error::OutputSchema`] when the output schema is not a valid JSON Schema;
     /// [`Error::BadTool`] when a tool the context defines is not a tool (R35); the errors of
