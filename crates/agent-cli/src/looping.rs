@@ -78,6 +78,7 @@ pub(crate) struct LoopArgs {
     no_stream: bool,
     /// Ask on the terminal before each ready call runs: run it, skip it,
     /// or type the call to run instead (needs stdin to be a terminal).
+    /// Answers are then asked for whole, as with --no-stream.
     #[arg(long)]
     confirm: bool,
     /// Append each turn's messages to CONTEXT durably as they are written.
@@ -317,6 +318,9 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
     let key = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
     let timeout = Duration::from_secs(args.timeout);
     let retry = Retry::default();
+    // A question waiting on a person, asked while the answer streams,
+    // would hold the stream open against its deadline (decision D77).
+    let streamed = !args.no_stream && !args.confirm;
     Ok(match args.provider.as_str() {
         "openai" => Box::new(
             OpenAi::new(
@@ -327,7 +331,7 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
             )
             .map_err(Failure::invalid)?
             .max_answer_bytes(args.max_answer_bytes)
-            .stream(!args.no_stream)
+            .stream(streamed)
             .on_retry(print_retry),
         ),
         "anthropic" => Box::new(
@@ -339,7 +343,7 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
             )
             .map_err(Failure::invalid)?
             .max_answer_bytes(args.max_answer_bytes)
-            .stream(!args.no_stream)
+            .stream(streamed)
             .on_retry(print_retry),
         ),
         other => {

@@ -54,6 +54,7 @@ mod answer;
 mod anthropic;
 mod body;
 mod carry;
+mod early;
 mod error;
 mod errors;
 mod gate;

@@ -2,13 +2,14 @@
 //! failed, until the model gives a valid final output or the turns run out.
 
 use crate::carry::{newest_loop_plan, owed, plan_message};
+use crate::early::Early;
 use crate::errors::error_messages;
 use crate::gate::Tally;
 use crate::guard::Guard;
-use crate::turn::{Rules, run_calls};
+use crate::turn::{Rules, TurnCalls, run_calls};
 use crate::{
-    CallInstances, Confirm, Error, Gates, Provider, Request, Result, SYSTEM_TEXT, Tool, Tools,
-    answer_schema,
+    CallInstances, Confirm, Error, Gates, Provider, Reply, Request, Result, SYSTEM_TEXT, Tool,
+    Tools, answer_schema,
 };
 use agent_core::Kind;
 use agent_core::{json, json::Value};
@@ -249,6 +250,11 @@ impl Loop {
     /// A run starts with the newest carried plan (R39c): its calls still
     /// owed that are ready run before the model is asked.
     ///
+    /// The answer's leading explicit calls that read nothing a call may
+    /// write start while it is still streaming (decision D77): `confirm`
+    /// is then asked from inside the stream's reader, so a `confirm` that
+    /// waits holds the stream, whose deadline keeps running.
+    ///
     /// # Errors
     /// [`Error::OutputSchema`] when the output schema is not a valid JSON Schema;
     /// [`Error::BadTool`] when a tool the context defines is not a tool (R35); the errors of
@@ -290,6 +296,7 @@ impl Loop {
                     clock,
                     &mut |_, _, _| {},
                     confirm,
+                    Early::new(),
                 )?;
                 waiting = ran.held.clone();
                 rejected.extend(&ran.rejected);
@@ -331,31 +338,70 @@ impl Loop {
             );
             let chat = Renderer::new().render(target.context(), self.mode);
             observe(Event::Asking { turn });
-            let reply = provider.send(
-                &Request::new(&self.model, SYSTEM_TEXT, &chat, &schema)
-                    .with_max_tokens(self.max_tokens),
-            )?;
+            let request = Request::new(&self.model, SYSTEM_TEXT, &chat, &schema)
+                .with_max_tokens(self.max_tokens);
+            let mut on_calls = |running, done, waiting| {
+                observe(Event::Calls {
+                    turn,
+                    running,
+                    done,
+                    waiting,
+                })
+            };
+            // The answer's calls are judged as they arrive; those nothing
+            // unseen can change start before it ends (decision D77).
+            let (reply, calls) = std::thread::scope(|scope| {
+                let mut early = Early::new();
+                let mut seen: Vec<Value> = Vec::new();
+                let sent = {
+                    let context = target.context();
+                    provider.send_streaming(&request, &mut |at, call| {
+                        seen.push(call.clone());
+                        early.offer(scope, at, call, &rules, activities, context, confirm);
+                    })
+                };
+                let whole = match &sent {
+                    Ok(Reply {
+                        answer: Ok(answer), ..
+                    }) => Some(answer),
+                    _ => None,
+                };
+                if whole.is_none() && early.started.is_empty() {
+                    return sent.map(|reply| (reply, TurnCalls::default()));
+                }
+                // A reply that turned out invalid, or a failed request,
+                // after calls started: those calls ran, and only they are
+                // written.
+                let given: Vec<(usize, &Value)> = if let Some(answer) = whole {
+                    answer.calls.iter().enumerate().collect()
+                } else {
+                    let at = early.alone();
+                    at.iter().filter_map(|&a| Some((a, seen.get(a)?))).collect()
+                };
+                let calls = run_calls(
+                    &given,
+                    &rules,
+                    activities,
+                    target,
+                    clock,
+                    &mut on_calls,
+                    confirm,
+                    early,
+                )?;
+                match sent {
+                    Ok(reply) => Ok((reply, calls)),
+                    Err(error) => {
+                        let messages = error_messages(calls.errors, not_a_list(target.context()))?;
+                        if !messages.is_empty() {
+                            target.append_all(&messages)?;
+                        }
+                        Err(error)
+                    }
+                }
+            })?;
             let mut plan = None;
             let (ran, mut errors, output) = match reply.answer {
                 Ok(answer) => {
-                    let mut on_calls = |running, done, waiting| {
-                        observe(Event::Calls {
-                            turn,
-                            running,
-                            done,
-                            waiting,
-                        })
-                    };
-                    let given: Vec<(usize, &Value)> = answer.calls.iter().enumerate().collect();
-                    let calls = run_calls(
-                        &given,
-                        &rules,
-                        activities,
-                        target,
-                        clock,
-                        &mut on_calls,
-                        confirm,
-                    )?;
                     if !calls.admitted.is_empty() {
                         // The answer's plan supersedes the carried one:
                         // what waits is what waits in it.
@@ -370,7 +416,11 @@ impl Loop {
                     rejected.extend(&calls.rejected);
                     (calls.ran, calls.errors, answer.output)
                 }
-                Err(error) => (0, vec![(Value::Null, error)], None),
+                Err(error) => {
+                    let mut errors = calls.errors;
+                    errors.push((Value::Null, error));
+                    (calls.ran, errors, None)
+                }
             };
             let mut finished = None;
             if let Some(output) = output {

@@ -5,6 +5,7 @@
 //! finished first. A call held at an approval gate, or waiting on a latent
 //! call the model has not evaluated, is carried, not failed (R39c).
 
+use crate::early::Early;
 use crate::gate::{GateSet, only_gates, read_gates};
 use crate::turn::Rules;
 use crate::{Confirm, Tools};
@@ -14,14 +15,13 @@ use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, j
 use agent_store::Append;
 use agent_vars::Resolution;
 use std::collections::VecDeque;
-use std::sync::mpsc;
 
 /// How one call ended before its result is written: an outcome to write,
 /// nothing to write (a latent call without `_output` or `_outputPath`,
 /// R21), an error for the model, or not run and carried in the plan: held
 /// by gates, rejected by them, or waiting on a call the model has not
 /// evaluated.
-enum Ended {
+pub(crate) enum Ended {
     Write(Outcome),
     Nothing,
     Failed(String),
@@ -32,14 +32,14 @@ enum Ended {
 
 /// What a judged call does next: run its activity on the resolved call,
 /// or end now.
-enum Step {
+pub(crate) enum Step {
     Run(Value),
     End(Ended),
 }
 
 /// Where a call ended, for the calls that depend on it.
 #[derive(Clone)]
-enum Fate {
+pub(crate) enum Fate {
     Done,
     Failed,
     Held(GateSet),
@@ -78,6 +78,7 @@ pub(crate) fn run_plan(
     clock: &dyn Clock,
     on_calls: &mut dyn FnMut(usize, usize, usize),
     confirm: &mut dyn FnMut(&Call) -> Confirm,
+    early: Early,
 ) -> Result<Ran, agent_store::Error> {
     let tools = rules.tools;
     let n = calls.len();
@@ -96,14 +97,26 @@ pub(crate) fn run_plan(
     let mut ended: Vec<Option<Ended>> = (0..n).map(|_| None).collect();
     // Calls whose dependencies are all written, to judge; explicit calls
     // judged ready, waiting for a free slot.
-    let mut to_judge: VecDeque<usize> = (0..n).filter(|&c| waiting[c] == 0).collect();
+    // A call judged while the answer streamed is never judged again: it
+    // ended then, or its activity runs.
+    let mut judged_early = vec![false; n];
+    for started in early.started {
+        if let Some(slot) = judged_early.get_mut(started.position) {
+            *slot = true;
+            edits[started.position] = started.edit;
+            ended[started.position] = started.end;
+        }
+    }
+    let mut to_judge: VecDeque<usize> = (0..n)
+        .filter(|&c| waiting[c] == 0 && !judged_early[c])
+        .collect();
     let mut queued: VecDeque<(usize, Value)> = VecDeque::new();
     let mut ran = Ran::default();
     let mut next = 0;
     let parallel = rules.parallel.max(1);
     std::thread::scope(|scope| {
-        let (done, finished) = mpsc::channel::<(usize, Result<Outcome, String>)>();
-        let mut running = 0;
+        let (done, finished) = (early.sender, early.receiver);
+        let mut running = early.running;
         let mut told = None;
         while next < order.len() {
             while let Some(i) = to_judge.pop_front() {
@@ -124,7 +137,7 @@ pub(crate) fn run_plan(
                     tools,
                     activities,
                 };
-                let (step, edit) = ready(&judged, verdict, target, confirm);
+                let (step, edit) = ready(&judged, verdict, target.context(), confirm);
                 edits[i] = edit;
                 match step {
                     Step::Run(resolved) => queued.push_back((i, resolved)),
@@ -208,7 +221,7 @@ pub(crate) fn run_plan(
                 });
                 for &d in &dependents[i] {
                     waiting[d] -= 1;
-                    if waiting[d] == 0 {
+                    if waiting[d] == 0 && !judged_early[d] {
                         to_judge.push_back(d);
                     }
                 }
@@ -253,13 +266,13 @@ fn not_run(slot: &mut Option<Fate>, fate: Fate) -> Option<String> {
 }
 
 /// One call being judged, and what its judgement reads.
-struct Judged<'a> {
-    plan: &'a Plan,
-    call: usize,
-    calls: &'a [Call],
-    fates: &'a [Option<Fate>],
-    tools: &'a Tools,
-    activities: &'a Activities,
+pub(crate) struct Judged<'a> {
+    pub plan: &'a Plan,
+    pub call: usize,
+    pub calls: &'a [Call],
+    pub fates: &'a [Option<Fate>],
+    pub tools: &'a Tools,
+    pub activities: &'a Activities,
 }
 
 /// What a judged call does next: [`Step::Run`] runs its activity;
@@ -267,14 +280,13 @@ struct Judged<'a> {
 /// schema violation, a blocked call's error, a call held or rejected at a
 /// gate or carried. Each comes with the call the application edited it
 /// into, if it did (the one that runs and is recorded).
-fn ready(
+pub(crate) fn ready(
     judged: &Judged<'_>,
     verdict: Verdict,
-    target: &(impl Append + ?Sized),
+    context: &agent_data::Context,
     confirm: &mut dyn FnMut(&Call) -> Confirm,
 ) -> (Step, Option<Call>) {
     let call = &judged.calls[judged.call];
-    let context = target.context();
     let resolved = match verdict {
         Verdict::Ready(Ok(resolved)) => resolved,
         Verdict::Ready(Err(error)) => return (Step::End(Ended::Failed(error)), None),

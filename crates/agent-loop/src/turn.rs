@@ -2,6 +2,7 @@
 //! the carried plan (R39c), run like a plan; every failure collected as an
 //! `error` message appended after the turn.
 
+use crate::early::Early;
 use crate::errors::shortened;
 use crate::gate::Tally;
 use crate::guard::Guard;
@@ -71,6 +72,7 @@ pub(crate) fn run_calls(
     clock: &dyn Clock,
     on_calls: &mut dyn FnMut(usize, usize, usize),
     confirm: &mut dyn FnMut(&Call) -> Confirm,
+    mut early: Early,
 ) -> Result<TurnCalls> {
     let mut turn = TurnCalls::default();
     let count = given.len();
@@ -101,21 +103,49 @@ pub(crate) fn run_calls(
     let plan = match Plan::with_dependency_limit(written, MAX_DEPENDENCIES) {
         Ok(plan) => plan,
         // None of them can run; one error says why, however many calls
-        // the cycle holds.
-        Err(agent_plan::Error::Cycle { calls: cycle }) => {
-            turn.errors.push((Value::Null, cycle_error(&cycle, &calls)));
-            return Ok(turn);
-        }
+        // the cycle holds. Calls started while the answer streamed read
+        // nothing another call writes: they ran, and are written alone.
         Err(error) => {
+            let count = calls.len();
+            let none = match early.started.len() {
+                0 => format!("none of the answer's {count} calls ran"),
+                started => format!(
+                    "none of the answer's {count} calls ran but the {started} started before the answer ended"
+                ),
+            };
             turn.errors.push((
                 Value::Null,
-                format!("none of the answer's {} calls ran: {error}", calls.len()),
+                match error {
+                    agent_plan::Error::Cycle { calls: cycle } => cycle_error(&none, &cycle, &calls),
+                    error => format!("{none}: {error}"),
+                },
             ));
+            if early.started.is_empty() {
+                return Ok(turn);
+            }
+            let alone: Vec<usize> = early.started.iter().map(|s| s.position).collect();
+            early.alone();
+            let calls: Vec<Call> = alone
+                .iter()
+                .filter_map(|&p| calls.get(p).cloned())
+                .collect();
+            let written = calls.iter().map(|c| c.as_value().clone()).collect();
+            let plan = Plan::new(written).map_err(|e| Error::Request(e.to_string()))?;
+            let ran = run_plan(
+                &plan, &calls, rules, activities, target, clock, on_calls, confirm, early,
+            )
+            .map_err(Error::Store)?;
+            turn.ran = ran.ran;
+            for (i, error) in ran.failed {
+                if let Some(call) = calls.get(i) {
+                    turn.errors.push((call.as_value().clone(), error));
+                }
+            }
             return Ok(turn);
         }
     };
     let ran = run_plan(
-        &plan, &calls, rules, activities, target, clock, on_calls, confirm,
+        &plan, &calls, rules, activities, target, clock, on_calls, confirm, early,
     )
     .map_err(Error::Store)?;
     turn.ran = ran.ran;
@@ -141,7 +171,7 @@ pub(crate) fn run_calls(
 
 /// The error of an answer whose calls read each other in a cycle: its
 /// first steps, each call by its tool and output path, and its length.
-fn cycle_error(cycle: &[usize], calls: &[Call]) -> String {
+fn cycle_error(none: &str, cycle: &[usize], calls: &[Call]) -> String {
     let step = |&c: &usize| {
         let Some(call) = calls.get(c) else {
             return format!("call {c}");
@@ -163,8 +193,7 @@ fn cycle_error(cycle: &[usize], calls: &[Call]) -> String {
         steps.push(step(first));
     }
     format!(
-        "none of the answer's {} calls ran: {} of them read each other's results in a cycle: {}",
-        calls.len(),
+        "{none}: {} of them read each other's results in a cycle: {}",
         cycle.len(),
         steps.join(", then ")
     )
@@ -173,7 +202,7 @@ fn cycle_error(cycle: &[usize], calls: &[Call]) -> String {
 /// The checks a call passes before the turn orders it: an object, with a
 /// `_tool` naming a known tool, well-formed meta keys and no unknown one,
 /// and nothing R39b forbids.
-fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String> {
+pub(crate) fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String> {
     let tools = rules.tools;
     let call = Call::parse(written.clone()).map_err(|e| e.to_string())?;
     let Some(name) = call.tool() else {
