@@ -436,3 +436,56 @@ fn d75_inspect_refuses_stdin_and_a_missing_context() {
     );
     assert_eq!(run.stdout, "");
 }
+
+#[test]
+fn d75_a_replaced_file_is_reported_on_the_event_stream_and_the_views_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = file_context(&dir);
+    let server = Server::start(&context);
+    let mut events = server.connect();
+    write!(
+        events,
+        "GET /api/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.host()
+    )
+    .unwrap();
+    wait_for_event(&mut events, "event: length\n");
+    std::fs::write(&context, "{\"type\":\"state\",\"data\":{\"other\":1}}\n").unwrap();
+    wait_for_event(
+        &mut events,
+        &format!(
+            "event: error\ndata: {{\"error\":\"{context} was truncated since it was read; load it again\",\"length\":4}}"
+        ),
+    );
+    assert_eq!(server.json("/api/views"), latest_views());
+}
+
+#[test]
+fn d75_the_page_and_its_script_name_nothing_outside_this_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&file_context(&dir));
+    let page = server.get("/");
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        page.body.contains("<script src=\"/inspect.js\""),
+        "{}",
+        page.body
+    );
+    let script = server.get("/inspect.js");
+    assert_eq!(
+        script.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    for (name, body) in [("page", &page.body), ("script", &script.body)] {
+        for outside in ["http:", "https:", "//", "<script>"] {
+            let found = body.lines().find(|line| {
+                // Comments of the script are not requests.
+                !line.trim_start().starts_with("//") && line.contains(outside)
+            });
+            assert!(found.is_none(), "{name}: {outside:?} in {found:?}");
+        }
+    }
+}
