@@ -19,14 +19,27 @@ fn parse_instance(ctx: &Context, instance: Option<&str>) -> Result<Option<Instan
     crate::hints::instance_arg(ctx, instance)
 }
 
-/// `agentctx view CONTEXT KIND [--instance ID]`.
+/// CONTEXT as `--at K` asks (R34f): as it was after its first K
+/// messages, which needs them all held, so the whole log is read; without
+/// `--at`, the views as they are now.
+pub(crate) fn load_at(context: &str, at: Option<usize>) -> Result<Context, Failure> {
+    match at {
+        None => load_context(context, Reading::Views),
+        Some(k) => load_context(context, Reading::Whole)?
+            .prefix(k)
+            .map_err(|e| Failure::invalid(format!("--at {k}: {e}"))),
+    }
+}
+
+/// `agentctx view CONTEXT KIND [--instance ID] [--at K]`.
 pub(crate) fn view(
     context: &str,
     kind: &str,
     instance: Option<&str>,
+    at: Option<usize>,
     pretty: bool,
 ) -> Result<String, Failure> {
-    let ctx = load_context(context, Reading::Views)?;
+    let ctx = load_at(context, at)?;
     let kind = parse_kind(kind)?;
     let instance = parse_instance(&ctx, instance)?;
     let label = match &instance {
@@ -47,16 +60,16 @@ pub(crate) fn view(
     }
 }
 
-/// `agentctx resolve CONTEXT EXPR [--instance ID]`: a literal prints as a
-/// JSON string; an expression prints its value, or exits 3 listing what is
-/// missing (R17).
+/// `agentctx resolve CONTEXT EXPR [--instance ID] [--at K]`: an
+/// expression prints its value, or exits 3 listing what is missing (R17).
 pub(crate) fn resolve(
     context: &str,
     expr: &str,
     instance: Option<&str>,
+    at: Option<usize>,
     pretty: bool,
 ) -> Result<String, Failure> {
-    let ctx = load_context(context, Reading::Views)?;
+    let ctx = load_at(context, at)?;
     let instance = parse_instance(&ctx, instance)?;
     // `resolve` evaluates an expression; plain text is a slip (a forgotten
     // `†`), not a value to echo back, and the parser's error says so.

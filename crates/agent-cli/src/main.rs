@@ -10,6 +10,7 @@ mod apply;
 mod commands;
 mod hints;
 mod input;
+mod inspect;
 mod keyed;
 mod looping;
 mod run;
@@ -68,6 +69,10 @@ enum Command {
     /// any number of other workers: claim ready calls, run their
     /// activities, write each call's result once.
     Worker(workers::WorkerArgs),
+    /// Serve a read-only JSON API (and a small page) about CONTEXT on
+    /// 127.0.0.1: its log, its views at any point, and an event when it
+    /// grows. Prints the URL first, then serves until killed.
+    Inspect(inspect::InspectArgs),
     /// Print where the newest plan of a PostgreSQL context stands: counts
     /// of done, running, ready, blocked and failed calls.
     Status(workers::StatusArgs),
@@ -82,6 +87,10 @@ enum Command {
         /// Read for this instance: its layer over the global one.
         #[arg(long)]
         instance: Option<String>,
+        /// Read the context as it was after its first K messages (0: the
+        /// empty context), numbered as `verify` counts them.
+        #[arg(long, value_name = "K")]
+        at: Option<usize>,
         /// Pretty-print the JSON.
         #[arg(long)]
         pretty: bool,
@@ -96,6 +105,10 @@ enum Command {
         /// Read for this instance.
         #[arg(long)]
         instance: Option<String>,
+        /// Read the context as it was after its first K messages (0: the
+        /// empty context), numbered as `verify` counts them.
+        #[arg(long, value_name = "K")]
+        at: Option<usize>,
         /// Pretty-print the JSON.
         #[arg(long)]
         pretty: bool,
@@ -329,18 +342,21 @@ fn main() -> ExitCode {
         Command::Loop(args) => looping::run_loop(args),
         Command::Worker(args) => workers::worker(args),
         Command::Status(args) => workers::status(args),
+        Command::Inspect(args) => inspect::inspect(args),
         Command::View {
             context,
             kind,
             instance,
+            at,
             pretty,
-        } => commands::view(&context, &kind, instance.as_deref(), pretty),
+        } => commands::view(&context, &kind, instance.as_deref(), at, pretty),
         Command::Resolve {
             context,
             expr,
             instance,
+            at,
             pretty,
-        } => commands::resolve(&context, &expr, instance.as_deref(), pretty),
+        } => commands::resolve(&context, &expr, instance.as_deref(), at, pretty),
         Command::ResolveCall {
             context,
             call,

@@ -368,6 +368,39 @@ impl Context {
         }
     }
 
+    /// The context as it was after its first `k` messages, numbered as
+    /// [`Context::message`] numbers them (R34f): the fold of those messages
+    /// and nothing later — views, reads, diagnostics, instances and the
+    /// chain's head all as if the log had ended there. `prefix(0)` is the
+    /// empty context and `prefix(self.len())` a copy of this one. It costs
+    /// loading `k` messages again (each is held as its JSON line).
+    ///
+    /// # Errors
+    /// [`Error::PastTheEnd`] when `k` is more than [`Context::len`];
+    /// [`Error::NotHeld`] when the context was opened from a snapshot
+    /// ([`Context::is_complete`] is false) and `k` is short of its end:
+    /// the messages before `k` are summarised, not held, so load the
+    /// context whole first.
+    ///
+    /// [`Error::PastTheEnd`]: crate::Error::PastTheEnd
+    /// [`Error::NotHeld`]: crate::Error::NotHeld
+    pub fn prefix(&self, k: usize) -> crate::Result<Context> {
+        let len = self.len();
+        if k > len {
+            return Err(crate::Error::PastTheEnd { at: k, len });
+        }
+        if k == len {
+            return Ok(self.clone());
+        }
+        let jsonl = self.log.prefix_jsonl(k).ok_or(crate::Error::NotHeld {
+            at: k,
+            held_from: self.held_from(),
+        })?;
+        // Each held line is one normalised message, which loads back as
+        // itself (R3): the loaded context numbers them as this one does.
+        crate::load::load_jsonl(jsonl, "<prefix>").map(|loaded| loaded.context)
+    }
+
     /// The whole context as a JSON array of normalised messages (R3); for
     /// a context that is not [complete](Context::is_complete), the held ones.
     pub fn to_json(&self) -> Value {

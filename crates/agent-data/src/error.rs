@@ -273,6 +273,31 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A point past the end of the log ([`Context::prefix`]).
+    ///
+    /// [`Context::prefix`]: crate::Context::prefix
+    #[error(
+        "the context has {len} message(s): there is no point after its first {at} (choose 0 to {len})"
+    )]
+    PastTheEnd {
+        /// The point asked for: a number of messages.
+        at: usize,
+        /// The context's length.
+        len: usize,
+    },
+    /// A point inside the part of the log a snapshot summarised
+    /// ([`Context::prefix`]): its messages are not held.
+    ///
+    /// [`Context::prefix`]: crate::Context::prefix
+    #[error(
+        "cannot go back to the first {at} message(s): this context was opened from a snapshot and holds its messages only from {held_from} on; load it whole"
+    )]
+    NotHeld {
+        /// The point asked for: a number of messages.
+        at: usize,
+        /// Where the held messages start.
+        held_from: usize,
+    },
     /// Reading a context file failed.
     #[error("cannot read {path}: {source}")]
     Io {

@@ -301,7 +301,7 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
 
 /// JSONL, read line by line: memory holds one line at a time besides the
 /// context being built (R34's torn last line is recognised at the end).
-fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
+pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
     let mut context = Context::new();
     let start = Position::default();
     let mut compacted = 0;

@@ -218,6 +218,16 @@ impl Log {
         indexes.zip(layers)
     }
 
+    /// The first `k` messages as JSONL text; `None` unless every one of
+    /// them is held (the log is complete) and `k` is at most its length.
+    pub(crate) fn prefix_jsonl(&self, k: usize) -> Option<&[u8]> {
+        if !self.is_complete() || k > self.len() {
+            return None;
+        }
+        // A complete log holds message `i` as entry `i`.
+        self.jsonl.as_bytes().get(..self.start(k))
+    }
+
     /// Every held message as JSONL text: the whole log when it is complete.
     pub(crate) fn jsonl(&self) -> &[u8] {
         self.jsonl.as_bytes()

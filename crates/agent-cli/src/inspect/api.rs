@@ -1,0 +1,315 @@
+//! The routes of `agentctx inspect`: the page, and the JSON API under
+//! `/api/` it reads (docs/inspect.md). Every route only reads.
+
+use super::{Shared, Status};
+use agent_core::json;
+use agent_core::json::{Map, Value};
+use agent_data::{Context, Message};
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Messages `/api/log` returns when `limit` is not given.
+const DEFAULT_LIMIT: usize = 100;
+
+/// The most `/api/log` returns at once: a page, however many were asked.
+const MAX_LIMIT: usize = 1000;
+
+/// The routes, before the guard every one of them goes through.
+pub(super) fn router() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/", get(page))
+        .route("/inspect.js", get(script))
+        .route("/api/log", get(log))
+        .route("/api/views", get(views))
+        .route("/api/events", get(events))
+        .fallback(not_found)
+}
+
+/// A JSON response.
+fn json_response(status: StatusCode, value: &Value) -> Response {
+    let mut text = String::new();
+    json::write_into(&mut text, value, false);
+    text.push('\n');
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}
+
+/// A refused request: `{"error": TEXT}`.
+fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
+    json_response(status, &json!({"error": text.to_string()}))
+}
+
+async fn page() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        include_str!("page.html"),
+    )
+        .into_response()
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("inspect.js"),
+    )
+        .into_response()
+}
+
+async fn not_found(uri: Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no such page: {}; the API is /api/log, /api/views and /api/events",
+            uri.path()
+        ),
+    )
+}
+
+/// `at`, checked against the context's length; the refusal's text when it
+/// is past it.
+fn point(at: Option<usize>, length: usize) -> Result<usize, String> {
+    match at {
+        Some(k) if k > length => Err(format!(
+            "at={k}: {}",
+            agent_data::Error::PastTheEnd { at: k, len: length }
+        )),
+        Some(k) => Ok(k),
+        None => Ok(length),
+    }
+}
+
+/// The query of `/api/log`.
+#[derive(serde::Deserialize)]
+pub(super) struct LogQuery {
+    from: Option<usize>,
+    limit: Option<usize>,
+    kind: Option<String>,
+    instance: Option<String>,
+    q: Option<String>,
+    at: Option<usize>,
+}
+
+/// `GET /api/log`: a page of the messages that match, in order.
+async fn log(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<LogQuery>, QueryRejection>,
+) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
+    let context = shared.context();
+    let end = match point(query.at, context.len()) {
+        Ok(end) => end,
+        Err(text) => return error(StatusCode::BAD_REQUEST, text),
+    };
+    let name = shared.name.clone();
+    // Filtering by text walks every message: off the threads that answer.
+    let page = tokio::task::spawn_blocking(move || log_page(&context, &query, end, &name)).await;
+    match page {
+        Ok(page) => json_response(StatusCode::OK, &page),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+fn log_page(context: &Context, query: &LogQuery, end: usize, name: &str) -> Value {
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT);
+    let needle = query.q.as_deref().map(str::to_lowercase);
+    let matches = |index: usize| {
+        let identity = context.message_identity(index);
+        let kind_ok = query
+            .kind
+            .as_deref()
+            .is_none_or(|kind| identity.is_some_and(|id| id.kind.as_str() == kind));
+        let instance_ok = query.instance.as_deref().is_none_or(|x| {
+            identity.is_some_and(|id| id.instance.as_ref().is_some_and(|i| i.as_str() == x))
+        });
+        let text_ok = needle.as_deref().is_none_or(|needle| {
+            context
+                .message_json(index)
+                .is_some_and(|text| text.to_lowercase().contains(needle))
+        });
+        kind_ok && instance_ok && text_ok
+    };
+    let from = query.from.unwrap_or(0);
+    let mut found = (from..end).filter(|&index| matches(index));
+    let messages: Vec<Value> = found
+        .by_ref()
+        .take(limit)
+        .map(|index| entry(context, index))
+        .collect();
+    // Where the next page starts: the next match, if there is one.
+    let next = found.next();
+    json!({
+        "context": name,
+        "length": context.len(),
+        "at": end,
+        "messages": messages,
+        "next": next,
+    })
+}
+
+/// One message of the log with what it is, where it wrote, and the call
+/// that wrote it.
+fn entry(context: &Context, index: usize) -> Value {
+    let Some(message) = context.message(index) else {
+        return json!({"number": index});
+    };
+    let fields = message.fields();
+    let kind_type = match &message {
+        Message::Text(_) => "text".to_owned(),
+        Message::Data(_) => "data".to_owned(),
+        Message::Opaque(opaque) => opaque.type_name().to_owned(),
+        Message::Native(_) => "native".to_owned(),
+    };
+    let data = message.as_data();
+    // A later message of a fanned-out result names, by `_callAt`, how many
+    // messages back the one carrying the call is.
+    let call_at = fields
+        .get("_callAt")
+        .and_then(Value::as_i64)
+        .and_then(|back| index.checked_add_signed(isize::try_from(back).ok()?));
+    json!({
+        "number": index,
+        "type": kind_type,
+        "kind": data.map(|d| d.kind().as_str()),
+        "instance": data.and_then(|d| d.instance()).map(|x| x.as_str()),
+        "method": data.map(|d| d.method().as_str()),
+        "path": fields.get("_outputPath"),
+        "date": fields.get("_date"),
+        "call": fields.get("_call"),
+        "callAt": call_at,
+        "message": message.to_value(),
+    })
+}
+
+/// The query of `/api/views`.
+#[derive(serde::Deserialize)]
+pub(super) struct ViewsQuery {
+    at: Option<usize>,
+}
+
+/// `GET /api/views`: each kind's view, global and per instance, at `at`.
+async fn views(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ViewsQuery>, QueryRejection>,
+) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
+    let context = shared.context();
+    let at = match point(query.at, context.len()) {
+        Ok(at) => at,
+        Err(text) => return error(StatusCode::BAD_REQUEST, text),
+    };
+    // Going back refolds the first `at` messages: off the threads that answer.
+    let body = tokio::task::spawn_blocking(move || {
+        let length = context.len();
+        let past = if at == length {
+            None
+        } else {
+            Some(context.prefix(at)?)
+        };
+        Ok::<_, agent_data::Error>(views_at(past.as_ref().unwrap_or(&context), at, length))
+    })
+    .await;
+    match body {
+        Ok(Ok(body)) => json_response(StatusCode::OK, &body),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// The views of `context`: each kind's global view, and for each instance
+/// each kind it wrote, as read in it (its layer over the global one).
+fn views_at(context: &Context, at: usize, length: usize) -> Value {
+    let mut kinds: Vec<&agent_core::Kind> = Vec::new();
+    let mut global = Map::new();
+    let mut instances = Map::new();
+    for instance in context.instances() {
+        instances.insert(instance.as_str().to_owned(), Value::Object(Map::new()));
+    }
+    for identity in context.identities() {
+        if !kinds.contains(&&identity.kind) {
+            kinds.push(&identity.kind);
+        }
+        match &identity.instance {
+            None => {
+                let view = context.view(&identity.kind, None).cloned();
+                global.insert(identity.kind.as_str().to_owned(), view.into());
+            }
+            Some(x) => {
+                let view = context.view(&identity.kind, Some(x)).cloned();
+                if let Some(Value::Object(own)) = instances.get_mut(x.as_str()) {
+                    own.insert(identity.kind.as_str().to_owned(), view.into());
+                }
+            }
+        }
+    }
+    let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    json!({
+        "at": at,
+        "length": length,
+        "kinds": kinds,
+        "global": global,
+        "instances": instances,
+    })
+}
+
+/// `GET /api/events`: server-sent events as the context grows.
+async fn events(
+    State(shared): State<Arc<Shared>>,
+) -> Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>> {
+    let mut receiver = shared.status.subscribe();
+    let now = receiver.borrow_and_update().clone();
+    let first = event("length", &json!({"length": now.length}));
+    let stream = futures_util::stream::unfold(
+        (receiver, Some(first), now),
+        |(mut receiver, first, mut last)| async move {
+            if let Some(first) = first {
+                return Some((Ok(first), (receiver, None, last)));
+            }
+            loop {
+                // The sender lives as long as the server: this ends only
+                // with it.
+                receiver.changed().await.ok()?;
+                let status: Status = receiver.borrow_and_update().clone();
+                let next = if status.length != last.length {
+                    Some(event(
+                        "messages",
+                        &json!({"from": last.length, "length": status.length}),
+                    ))
+                } else {
+                    status.error.as_ref().map(|text| {
+                        event("error", &json!({"error": text, "length": status.length}))
+                    })
+                };
+                last = status;
+                if let Some(next) = next {
+                    return Some((Ok(next), (receiver, None, last)));
+                }
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// One server-sent event named `name` with `data` as its JSON.
+fn event(name: &str, data: &Value) -> Event {
+    let mut text = String::new();
+    json::write_into(&mut text, data, false);
+    Event::default().event(name).data(text)
+}
