@@ -115,6 +115,18 @@ pub(crate) fn owed(
         .collect()
 }
 
+/// True when the newest loop plan still owes a latent call: something only
+/// the model can evaluate, so a run must go on asking rather than stop as
+/// waiting for approvals.
+pub(crate) fn owes_the_model(context: &Context, explicit: &dyn Fn(&Call) -> bool) -> bool {
+    let Some(plan) = newest_loop_plan(context) else {
+        return false;
+    };
+    owed(context, &plan, explicit)
+        .into_iter()
+        .any(|i| Call::parse(plan.calls[i].clone()).is_ok_and(|call| !explicit(&call)))
+}
+
 /// The loop plan message `{"type":"plan","plan":[CALL, …],"_pending":[I, …]}`.
 pub(crate) fn plan_message(calls: Vec<Value>, pending: &[usize]) -> Result<Message> {
     let mut built = Message::from_value(json!({

@@ -1,7 +1,7 @@
 //! The loop (spec R39, R40): request, run the answer's calls, append what
 //! failed, until the model gives a valid final output or the turns run out.
 
-use crate::carry::{newest_loop_plan, owed, plan_message};
+use crate::carry::{newest_loop_plan, owed, owes_the_model, plan_message};
 use crate::early::Early;
 use crate::errors::error_messages;
 use crate::gate::Tally;
@@ -276,11 +276,11 @@ impl Loop {
         };
         let mut waiting = Tally::default();
         let mut rejected = Tally::default();
+        let explicit = |call: &Call| {
+            call.tool()
+                .is_some_and(|tool| activities.get(tool).is_some())
+        };
         if let Some(carried) = newest_loop_plan(target.context()) {
-            let explicit = |call: &Call| {
-                call.tool()
-                    .is_some_and(|tool| activities.get(tool).is_some())
-            };
             let owed = owed(target.context(), &carried, &explicit);
             let calls = carried.calls;
             if !owed.is_empty() {
@@ -453,7 +453,11 @@ impl Loop {
             if let Some(output) = finished {
                 return Ok(report(Finish::Output(output), &waiting, &rejected));
             }
-            if ran == 0 && failures == 0 && !waiting.is_empty() {
+            if ran == 0
+                && failures == 0
+                && !waiting.is_empty()
+                && !owes_the_model(target.context(), &explicit)
+            {
                 return Ok(report(Finish::Waiting { turns: turn }, &waiting, &rejected));
             }
         }

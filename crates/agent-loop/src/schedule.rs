@@ -377,7 +377,7 @@ fn after_dependencies(judged: &Judged<'_>, context: &agent_data::Context) -> End
         match &judged.fates[d] {
             Some(Fate::Failed) => {
                 return Ended::Failed(format!(
-                    "not run: it reads what another call of this answer writes ({}), and that call failed",
+                    "not run: it reads what another call of its plan writes ({}), and that call failed",
                     judged.calls.get(d).and_then(Call::tool).unwrap_or("?")
                 ));
             }

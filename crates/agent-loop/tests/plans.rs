@@ -552,3 +552,29 @@ fn r39b_gates_inherited_through_dependencies_are_bounded_per_call() {
         .count();
     assert_eq!(holding_log, 16);
 }
+
+#[test]
+fn r39c_a_run_waits_for_approval_only_once_the_model_owes_nothing() {
+    // The held send reads what a latent call writes: the model still owes
+    // that call's `_output`, so the run asks again instead of stopping.
+    let mut ctx = task();
+    let latent =
+        json!({"_tool": "summarize", "text": "†input.text", "_outputPath": "†state.summary"});
+    let evaluated = json!({"_tool": "summarize", "text": "†input.text", "_output": "short", "_outputPath": "†state.summary"});
+    let send_summary = json!({"_tool": "send", "to": "†state.summary", "approved": "†state.approvals.send", "_outputPath": "†state.sent"});
+    let (report, asked, _) = run(
+        &mut ctx,
+        vec![
+            json!({"calls": [latent, send_summary.clone()], "output": null}),
+            json!({"calls": [evaluated, send_summary], "output": null}),
+            json!({"calls": [], "output": null}),
+        ],
+    );
+    assert_eq!(asked.len(), 3);
+    assert_eq!(report.finish, Finish::Waiting { turns: 3 });
+    assert_eq!(
+        ctx.read(&"†state.summary".parse().unwrap(), None),
+        Some(&json!("short"))
+    );
+    assert_eq!(plans(&ctx).last().unwrap()["_pending"], json!([1]));
+}

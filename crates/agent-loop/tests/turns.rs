@@ -203,7 +203,7 @@ fn r39_a_call_whose_producer_failed_is_not_run() {
     let errors = ctx.read(&"†error".parse().unwrap(), None).unwrap();
     assert_eq!(
         errors[1]["error"],
-        "not run: it reads what another call of this answer writes (shout), and that call failed"
+        "not run: it reads what another call of its plan writes (shout), and that call failed"
     );
 }
 
