@@ -135,25 +135,15 @@ pub(crate) fn run_calls(
                 &plan, &calls, rules, activities, target, clock, on_calls, confirm, early,
             )
             .map_err(Error::Store)?;
-            turn.ran = ran.ran;
-            for (i, error) in ran.failed {
-                if let Some(call) = calls.get(i) {
-                    turn.errors.push((call.as_value().clone(), error));
-                }
-            }
+            turn.record(ran.ran, ran.failed, &calls);
             return Ok(turn);
         }
     };
-    let ran = run_plan(
+    let mut ran = run_plan(
         &plan, &calls, rules, activities, target, clock, on_calls, confirm, early,
     )
     .map_err(Error::Store)?;
-    turn.ran = ran.ran;
-    for (i, error) in ran.failed {
-        if let Some(call) = calls.get(i) {
-            turn.errors.push((call.as_value().clone(), error));
-        }
-    }
+    turn.record(ran.ran, std::mem::take(&mut ran.failed), &calls);
     let tool = |i: usize| calls.get(i).and_then(Call::tool).unwrap_or("?");
     for (i, gates) in &ran.held {
         turn.held.add(gates, tool(*i));
@@ -171,6 +161,19 @@ pub(crate) fn run_calls(
 
 /// The error of an answer whose calls read each other in a cycle: its
 /// first steps, each call by its tool and output path, and its length.
+impl TurnCalls {
+    /// Records what a run of `calls` did: how many ran, and each failure
+    /// with the call it names.
+    fn record(&mut self, ran: usize, failed: Vec<(usize, String)>, calls: &[Call]) {
+        self.ran = ran;
+        for (i, error) in failed {
+            if let Some(call) = calls.get(i) {
+                self.errors.push((call.as_value().clone(), error));
+            }
+        }
+    }
+}
+
 fn cycle_error(none: &str, cycle: &[usize], calls: &[Call]) -> String {
     let step = |&c: &usize| {
         let Some(call) = calls.get(c) else {
