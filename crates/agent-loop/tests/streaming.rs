@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+mod common;
+use common::read_request;
+
 use agent_core::{json, json::Value};
 use agent_data::Context;
 use agent_loop::{
@@ -13,7 +16,7 @@ use agent_loop::{
     answer_schema,
 };
 use agent_render::{RenderMode, Renderer};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -249,32 +252,6 @@ fn play(stream: &mut TcpStream, steps: &[Step], chunked: bool) {
     }
     if chunked {
         let _ = stream.write_all(b"0\r\n\r\n");
-    }
-}
-
-fn read_request(stream: &mut TcpStream) -> Option<String> {
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut buf).ok()?;
-        if n == 0 {
-            return None;
-        }
-        bytes.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text[..end]
-                .lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            if bytes.len() >= end + 4 + length {
-                return Some(text);
-            }
-        }
     }
 }
 
