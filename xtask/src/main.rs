@@ -15,6 +15,8 @@
 //!   anchors, tests, docs, file length, comments).
 //! - `cargo xtask public-api [--check]`: write (or check) the public API
 //!   snapshots in `docs/public-api/`.
+//! - `cargo xtask browser`: `agentctx inspect`'s page in a real headless
+//!   Chromium (`tests/browser`; needs Node.js and npm; CI runs it).
 //! - `cargo xtask loop-demo`: `agentctx loop` on examples/loop, against a
 //!   configured OpenAI-compatible server or a scripted one (CI runs it
 //!   scripted).
@@ -24,6 +26,7 @@ mod bench;
 mod bench_cli;
 mod bench_wide;
 mod bench_workers;
+mod browser;
 mod database;
 mod features;
 mod layers;
@@ -47,11 +50,12 @@ fn main() -> ExitCode {
         "tidy" => tidy::check(),
         "public-api" => public_api::run(std::env::args().nth(2).as_deref() == Some("--check")),
         "loop-demo" => loop_demo::run(false),
+        "browser" => browser::run(),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
             "unknown task {task:?}
-usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--check]|loop-demo>"
+usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--check]|loop-demo|browser>"
         )),
     };
     match result {

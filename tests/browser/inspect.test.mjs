@@ -1,0 +1,378 @@
+// `agentctx inspect`'s page in a real headless Chromium, on a file context
+// and on a PostgreSQL context: what it shows (latest views, an instance's
+// view, a past point), that it follows an append by another process, that
+// it raises no script error and asks nothing of any other origin, and the
+// server's Host check. Run by `cargo xtask browser` (and `cargo xtask ci`),
+// which sets AGENTCTX_BIN, AGENTCTX_TEST_DATABASE_URL and
+// AGENTCTX_SCREENSHOT. Selectors follow the page's DOM contract only
+// (docs/inspect.md, "Tests in a real browser"); every wait is on
+// `body[data-at][data-length]`, never a sleep.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { launch } from "./chromium.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const BIN = process.env.AGENTCTX_BIN;
+const DATABASE = process.env.AGENTCTX_TEST_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
+const SCREENSHOT =
+  process.env.AGENTCTX_SCREENSHOT ?? path.join(HERE, "..", "..", "target", "inspect.png");
+// Unique to this run: contexts of other runs are never touched.
+const RUN = `browser-${process.pid}-${Date.now()}`;
+/** How long the page may take to show a point. */
+const RENDER_MS = 10_000;
+/** How long an append by another process may take to appear. */
+const LIVE_MS = 5_000;
+
+/**
+ * What every context starts with, numbered from 0 as /api/log numbers
+ * them: two global writes (the second overwrites `step`), an instance's
+ * write (overwrites `name` in its layer), another kind, a text message.
+ */
+const START = [
+  { type: "state", data: { name: "Ada", step: 1001 } },
+  { type: "state", data: { step: 1002, mood: "curious" } },
+  { type: "state", data: { name: "Bea", v: 4141 }, _instance: "i1" },
+  { type: "input", data: { topic: "folds" } },
+  { type: "text", text: "done" },
+];
+
+if (!BIN) {
+  throw new Error("set AGENTCTX_BIN to the agentctx binary (cargo xtask browser does)");
+}
+
+/** `agentctx ARGS` to its end: its exit code and output. */
+function agentctx(args) {
+  return new Promise((resolve) => {
+    execFile(BIN, args, (error, stdout, stderr) => {
+      resolve({ code: error ? (error.code ?? -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function append(context, messages) {
+  const run = await agentctx(["append", context, JSON.stringify(messages)]);
+  assert.equal(run.code, 0, `agentctx append failed: ${run.stderr}`);
+}
+
+// Every inspect process started, killed when this file's process exits
+// however it exits, so that a failing test leaves no server behind.
+const children = new Set();
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+/** A running `agentctx inspect CONTEXT`. */
+class Server {
+  static async start(context) {
+    const child = spawn(BIN, ["inspect", context], { stdio: ["ignore", "pipe", "pipe"] });
+    children.add(child);
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const line = await new Promise((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`inspect printed no URL in time: ${stderr}`)), 20_000);
+      child.stdout.on("data", (chunk) => {
+        out += chunk;
+        if (out.includes("\n")) {
+          clearTimeout(timer);
+          resolve(out.split("\n")[0]);
+        }
+      });
+      child.on("exit", (code) => reject(new Error(`inspect exited (${code}): ${stderr}`)));
+    });
+    const port = /^http:\/\/127\.0\.0\.1:(\d+)\/$/.exec(line)?.[1];
+    assert.ok(port, `not the URL: ${JSON.stringify(line)}`);
+    return new Server(child, line, Number(port));
+  }
+
+  constructor(child, url, port) {
+    this.child = child;
+    this.url = url;
+    this.port = port;
+    this.origin = new URL(url).origin;
+  }
+
+  async stop() {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill();
+      await exited;
+    }
+    children.delete(this.child);
+  }
+
+  /** `GET path` over plain HTTP with `Host: host`: status and body. */
+  get(pathname, host = `127.0.0.1:${this.port}`) {
+    return new Promise((resolve, reject) => {
+      const request = http.get(
+        { host: "127.0.0.1", port: this.port, path: pathname, headers: { Host: host } },
+        (response) => {
+          let body = "";
+          response.setEncoding("utf8");
+          response.on("data", (chunk) => (body += chunk));
+          response.on("end", () => resolve({ status: response.statusCode, body }));
+        },
+      );
+      request.setTimeout(RENDER_MS, () => request.destroy(new Error(`GET ${pathname}: no answer`)));
+      request.on("error", reject);
+    });
+  }
+
+  async json(pathname) {
+    const response = await this.get(pathname);
+    assert.equal(response.status, 200, `${pathname}: ${response.body}`);
+    return JSON.parse(response.body);
+  }
+
+  /** The message numbers /api/log lists (among the first `at`). */
+  async numbers(at) {
+    const query = at === undefined ? "" : `&at=${at}`;
+    const log = await this.json(`/api/log?limit=1000${query}`);
+    return log.messages.map((m) => String(m.number));
+  }
+}
+
+/** The two kinds of context, each made fresh for this run. */
+const STORES = [
+  {
+    name: "file",
+    async create() {
+      this.dir = await mkdtemp(path.join(os.tmpdir(), "agentctx-browser-"));
+      return path.join(this.dir, `${RUN}.jsonl`);
+    },
+    async remove() {
+      if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    },
+  },
+  {
+    name: "PostgreSQL",
+    async create() {
+      const sep = DATABASE.includes("?") ? "&" : "?";
+      const url = `${DATABASE}${sep}context=${RUN}`;
+      const probe = await agentctx(["check", url]);
+      assert.ok(
+        probe.stderr.endsWith("no such context\n"),
+        `${probe.stderr}\nthese tests need PostgreSQL: run \`cargo xtask browser\` (it finds or ` +
+          `starts one), or set AGENTCTX_TEST_DATABASE_URL to a server's URL`,
+      );
+      return url;
+    },
+    // agentctx has no command that deletes a context; the test database
+    // keeps it, as it keeps the Rust tests' contexts.
+    async remove() {},
+  },
+];
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/**
+ * Opens `pathname` of `server` in a new page, runs `body(page, seen)`, and
+ * closes the page even when it fails. The page records every script error
+ * (uncaught, or logged with console.error) and every request, and aborts
+ * any request to another origin; the test fails on either.
+ */
+async function visit(server, pathname, body) {
+  const page = await browser.newPage();
+  const seen = { errors: [], requests: [], foreign: [] };
+  try {
+    await page.setViewport({ width: 1280, height: 900 });
+    page.on("pageerror", (error) => seen.errors.push(`uncaught: ${error.message ?? error}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") {
+        seen.errors.push(`console.error: ${message.text()} (${message.location()?.url ?? "?"})`);
+      }
+    });
+    await page.setRequestInterception(true);
+    page.on("request", (request) => {
+      const url = request.url();
+      seen.requests.push(url);
+      if (originOf(url) === server.origin) {
+        request.continue();
+      } else {
+        seen.foreign.push(url);
+        request.abort();
+      }
+    });
+    await page.goto(new URL(pathname, server.url).href);
+    await body(page, seen);
+  } finally {
+    await page.close();
+  }
+  assert.deepEqual(seen.errors, [], `script errors on ${pathname}`);
+  assert.deepEqual(seen.foreign, [], `requests to another origin from ${pathname}`);
+}
+
+function originOf(url) {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "(no origin)";
+  }
+}
+
+/** Waits until the page has finished rendering point `at` of `length`. */
+async function rendered(page, at, length, timeout = RENDER_MS) {
+  try {
+    await page.waitForFunction(
+      (at, length) =>
+        document.body?.dataset.at === at && document.body?.dataset.length === length,
+      { timeout },
+      String(at),
+      String(length),
+    );
+  } catch (e) {
+    const state = await page.evaluate(() => ({
+      at: document.body?.dataset.at,
+      length: document.body?.dataset.length,
+      status: document.getElementById("status")?.textContent,
+    }));
+    throw new Error(
+      `the page did not show point ${at} of ${length} within ${timeout} ms ` +
+        `(body data-at=${state.at}, data-length=${state.length}, #status=${JSON.stringify(state.status)}): ${e.message}`,
+    );
+  }
+}
+
+/** The textContent of the first match of `selector`, or null when none. */
+function text(page, selector) {
+  return page.evaluate((s) => document.querySelector(s)?.textContent ?? null, selector);
+}
+
+/** The view of `kind` shown: global, or as read in `instance`. */
+function view(page, kind, instance) {
+  return page.evaluate(
+    (kind, instance) => {
+      const scope =
+        instance === undefined
+          ? '[data-scope="global"]'
+          : `[data-scope="instance"][data-instance="${CSS.escape(instance)}"]`;
+      const selector = `#views section[data-kind="${CSS.escape(kind)}"] ${scope}`;
+      return document.querySelector(selector)?.textContent ?? null;
+    },
+    kind,
+    instance,
+  );
+}
+
+/** The `data-number` of every row of the log shown, in order. */
+function rows(page) {
+  return page.$$eval("#log tr[data-number]", (trs) => trs.map((tr) => tr.dataset.number));
+}
+
+function includesAll(shown, texts, what) {
+  assert.notEqual(shown, null, `${what} is not on the page`);
+  for (const t of texts) assert.ok(shown.includes(t), `${what} lacks ${t}: ${shown}`);
+}
+
+function includesNone(shown, texts, what) {
+  for (const t of texts) assert.ok(!shown?.includes(t), `${what} shows ${t}: ${shown}`);
+}
+
+for (const store of STORES) {
+  describe(`inspect on a ${store.name} context`, () => {
+    let context;
+    let server;
+    before(async () => {
+      context = await store.create();
+      await append(context, START);
+      server = await Server.start(context);
+    });
+    after(async () => {
+      await server?.stop();
+      await store.remove();
+    });
+
+    it("shows the latest view of every kind, the log and the context's name", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        const state = await view(page, "state");
+        includesAll(state, ['"Ada"', "1002", '"curious"'], "the global state");
+        // Overwritten by message 1, and written in instance i1 only.
+        includesNone(state, ["1001", "4141", '"Bea"'], "the global state");
+        includesAll(await view(page, "input"), ['"folds"'], "the global input");
+        assert.deepEqual(await rows(page), await server.numbers());
+        const log = await server.json("/api/log?limit=1");
+        assert.equal((await text(page, "#context"))?.trim(), log.context);
+        assert.equal((await text(page, "#status"))?.trim(), "");
+        if (store.name === "file") {
+          await mkdir(path.dirname(SCREENSHOT), { recursive: true });
+          await page.screenshot({ path: SCREENSHOT });
+        }
+      });
+    });
+
+    it("shows an instance's view as its layer over the global one", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        const i1 = await view(page, "state", "i1");
+        // Its own writes, and the global step it did not overwrite.
+        includesAll(i1, ["4141", '"Bea"', "1002"], "instance i1's state");
+        includesNone(i1, ['"Ada"'], "instance i1's state");
+      });
+    });
+
+    it("at=1 shows only what the first message wrote, and the point 1", async () => {
+      await visit(server, "/?at=1", async (page) => {
+        await rendered(page, 1, START.length);
+        includesAll(await view(page, "state"), ['"Ada"', "1001"], "the global state at 1");
+        const views = await text(page, "#views");
+        includesNone(views, ["1002", '"curious"', "4141", '"folds"'], "the views at 1");
+        assert.deepEqual(await rows(page), await server.numbers(1));
+      });
+    });
+
+    // `visit` fails on any script error; these are points none of the
+    // tests above opens.
+    it("raises no script error, at the empty point, the first or the latest", async () => {
+      for (const at of [0, 1, START.length]) {
+        await visit(server, `/?at=${at}`, (page) => rendered(page, at, START.length));
+      }
+    });
+
+    it("asks nothing of any origin but the one it is served from", async () => {
+      await visit(server, "/", async (page, seen) => {
+        await rendered(page, START.length, START.length);
+        assert.deepEqual(seen.foreign, []);
+        // The recording saw the page itself: interception was on.
+        assert.ok(seen.requests.includes(server.url), `requests recorded: ${seen.requests}`);
+      });
+    });
+
+    it("answers 403 to a foreign Host and 200 to localhost", async () => {
+      const foreign = await server.get("/", `evil.example:${server.port}`);
+      assert.equal(foreign.status, 403, foreign.body);
+      const local = await server.get("/", `localhost:${server.port}`);
+      assert.equal(local.status, 200, local.body);
+    });
+
+    // Last: it grows the context the tests above read.
+    it("shows an append by another process within 5 s, without reloading", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        // Gone if the page reloads.
+        await page.evaluate(() => (window.stillTheSamePage = true));
+        const started = performance.now();
+        await append(context, [{ type: "state", data: { live: "from-another-process" } }]);
+        const left = LIVE_MS - (performance.now() - started);
+        await rendered(page, START.length + 1, START.length + 1, Math.max(left, 1));
+        includesAll(await view(page, "state"), ['"from-another-process"'], "the global state");
+        assert.deepEqual(await rows(page), await server.numbers());
+        const same = await page.evaluate(() => window.stillTheSamePage);
+        assert.equal(same, true, "the page reloaded");
+      });
+    });
+  });
+}
