@@ -637,3 +637,56 @@ fn d78_provenance_names_the_messages_that_made_a_value_in_the_layers_read() {
          (integers), such as [\\\"user\\\",\\\"tags\\\",0]\"}\n"
     );
 }
+
+#[test]
+fn d78_a_postgres_worker_plan_shows_each_calls_worker_attempts_and_last_error_at_the_latest_point()
+{
+    let url = fresh("insp-plan");
+    let plan = r#"{"type":"plan","calls":[{"_tool":"ok","_outputPath":"†state.a"},
+                   {"_tool":"broken","_outputPath":"†state.b"}]}"#;
+    let appended = agentctx(&["append", &url, plan]);
+    assert_eq!(appended.code, 0, "{}", appended.stderr);
+    let worked = agentctx(&[
+        "worker",
+        &url,
+        "--name",
+        "w1",
+        "--activity",
+        "ok=echo 1",
+        "--activity",
+        "broken=echo no >&2; exit 3",
+        "--retries",
+        "0",
+        "--until-idle",
+    ]);
+    assert_eq!(worked.code, 1, "{}", worked.stderr);
+    let server = Server::start(&url);
+    let now = server.json("/api/plan");
+    let calls = &now["plan"]["calls"];
+    let row = |i: usize| {
+        let c = &calls[i];
+        (
+            c["state"].clone(),
+            c["worker"].clone(),
+            c["attempts"].clone(),
+            c["error"].is_string(),
+        )
+    };
+    assert_eq!(row(0), (json!("done"), json!("w1"), json!(1), false));
+    assert_eq!(row(1), (json!("failed"), json!("w1"), json!(1), true));
+    assert!(
+        calls[1]["error"].as_str().unwrap().contains("exit"),
+        "{}",
+        calls[1]["error"]
+    );
+    // Before the result, the log alone: no table rows, no failure yet.
+    let before = server.json("/api/plan?at=1");
+    assert_eq!(
+        standings(&before),
+        [
+            ("ready".to_owned(), Value::Null),
+            ("ready".to_owned(), Value::Null)
+        ]
+    );
+    assert_eq!(before["plan"]["calls"][1]["attempts"], Value::Null);
+}

@@ -26,6 +26,8 @@ const state = {
   next: null,
   views: null,
   shown: 0,
+  busy: false,
+  again: false,
 };
 
 function pointFromUrl() {
@@ -360,7 +362,25 @@ function fail(e) {
   $("status").textContent = `error: ${e.message}`;
 }
 
+// A show asked for while one runs is run once, after it: appends that
+// arrive faster than a point is shown do not pile up requests.
 async function show() {
+  if (state.busy) {
+    state.again = true;
+    return;
+  }
+  state.busy = true;
+  try {
+    do {
+      state.again = false;
+      await showOnce();
+    } while (state.again);
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function showOnce() {
   const mine = ++state.shown;
   try {
     const views = await api("/api/views", { at: state.at });

@@ -109,7 +109,12 @@ pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
 /// The newest plan message: its number, its sort and its fields.
 fn newest_plan(context: &Context) -> Option<(usize, PlanSort, json::Map)> {
     (0..context.len()).rev().find_map(|index| {
-        if context.message_layer(index).is_some() {
+        // Data messages are not plans, and only a message whose text names
+        // a plan is parsed.
+        let named = context
+            .message_json(index)
+            .is_some_and(|line| line.contains("\"plan\""));
+        if context.message_layer(index).is_some() || !named {
             return None;
         }
         let Some(Message::Opaque(opaque)) = context.message(index) else {
