@@ -307,6 +307,10 @@ function pickMessage(number) {
 function renderPlan(answer) {
   const out = $("plan");
   out.replaceChildren();
+  if (answer.error) {
+    out.appendChild(element("p", "state failed", `error: ${answer.error}`));
+    return;
+  }
   const plan = answer.plan;
   if (!plan) {
     out.appendChild(element("p", "hint", "No plan among these messages."));
@@ -340,6 +344,11 @@ function renderPlan(answer) {
 }
 
 function renderPrompt(answer) {
+  if (answer.error) {
+    $("tokens").textContent = "";
+    $("prompt").replaceChildren(element("p", "state failed", `error: ${answer.error}`));
+    return;
+  }
   $("tokens").textContent = `${answer.tokens} tokens (${answer.encoding}) in ${answer.messages.length} message(s)`;
   const out = $("prompt");
   out.replaceChildren();
@@ -387,9 +396,11 @@ async function showOnce() {
     if (mine !== state.shown) return;
     state.length = views.length;
     state.views = views;
+    // The plan and the prompt say their own errors where they are shown.
+    const failed = (e) => ({ error: e.message });
     const [log, plan, prompt] = await Promise.all([
-      loadLog(null), api("/api/plan", { at: state.at }),
-      api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }),
+      loadLog(null), api("/api/plan", { at: state.at }).catch(failed),
+      api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }).catch(failed),
     ]);
     if (mine !== state.shown) return;
     $("context").textContent = log.context;
