@@ -48,13 +48,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a bundled example end to end: three comments, each its own
-    /// instance, through a three-step plan; print the report and what the
-    /// model would see next.
+    /// instance, through a three-step plan; write its context to a file,
+    /// print the report and what the model would see next, and say how to
+    /// inspect every step.
     Demo {
         /// Print one JSON object instead: `{"plan":{"calls","waves"},
-        /// "report","transcript"}`.
+        /// "report","transcript","context"}`.
         #[arg(long)]
         json: bool,
+        /// The JSONL file the context is written to (replaced whole).
+        #[arg(long, default_value = run::DEMO_FILE)]
+        context: std::path::PathBuf,
     },
     /// Run a plan of calls in dependency order (exit 0 all done, 1 invalid
     /// or a call failed, 3 calls blocked or skipped).
@@ -337,7 +341,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Demo { json } => run::demo(json),
+        Command::Demo { json, context } => run::demo(json, &context),
         Command::Run(args) => run::run(args),
         Command::Loop(args) => looping::run_loop(args),
         Command::Worker(args) => workers::worker(args),

@@ -182,10 +182,14 @@ fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
 const DEMO_CONTEXT: &str = include_str!("../demo/moderation/context.jsonl");
 const DEMO_PLAN: &str = include_str!("../demo/moderation/plan.json");
 
+/// The file the demo writes its context to when not told another.
+pub(crate) const DEMO_FILE: &str = "agentctx-demo.jsonl";
+
 /// `agentctx demo`: three comments, each its own instance, through a
-/// three-step plan with built-in activities; prints the report and what the
-/// model would see next.
-pub(crate) fn demo(json: bool) -> Result<String, Failure> {
+/// three-step plan with built-in activities; writes the context to `file`,
+/// prints the report and what the model would see next, and says how to
+/// look at every step.
+pub(crate) fn demo(json: bool, file: &std::path::Path) -> Result<String, Failure> {
     let mut context = Context::load(DEMO_CONTEXT.as_bytes(), agent_data::Format::Jsonl)
         .map_err(Failure::invalid)?
         .context;
@@ -193,6 +197,8 @@ pub(crate) fn demo(json: bool) -> Result<String, Failure> {
     let calls: Vec<Value> = agent_core::json::from_value(plan).map_err(Failure::invalid)?;
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let report = plan.run(&mut context, &demo_activities(), &SystemClock);
+    write_whole(&context, file)?;
+    let shown = file.display().to_string();
     let chat = agent_render::Renderer::new().render(&context, agent_render::RenderMode::Merged);
     let transcript = agent_render::payload(&chat, agent_render::Provider::Text)
         .map_err(Failure::invalid)?
@@ -203,17 +209,61 @@ pub(crate) fn demo(json: bool) -> Result<String, Failure> {
                 "plan": {"calls": plan.calls().len(), "waves": plan.waves()},
                 "report": report,
                 "transcript": transcript,
+                "context": shown,
             }),
             false,
         ));
     }
     let waves: Vec<String> = plan.waves().iter().map(|w| format!("{w:?}")).collect();
+    let quoted = shell_word(&shown);
     Ok(format!(
-        "# Plan: {} calls in waves {}\n\n# Report\n{}\n# What the model sees next\n\n{transcript}",
+        "# Plan: {} calls in waves {}\n\n# Report\n{}\n# What the model sees next\n\n{transcript}\n\
+         # Look at every step\n\nThe context ({} messages) is in {shown}. To see its views, its log \
+         and the plan after any message, in a browser:\n\n    agentctx inspect {quoted} --open\n",
         plan.calls().len(),
         waves.join(" → "),
         crate::input::print_value(&json!(report), true),
+        context.len(),
     ))
+}
+
+/// Writes `context` to `file` as JSONL, replacing it whole: the lines go
+/// to a new file beside it, synced, then renamed over it, so a reader never
+/// sees half of it and a symbolic link planted at `file` is replaced, not
+/// followed.
+fn write_whole(context: &Context, file: &std::path::Path) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let fail = |e: std::io::Error| {
+        Failure::invalid(format!(
+            "cannot write the demo's context to {}: {e}",
+            file.display()
+        ))
+    };
+    let dir = match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let mut out = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    for index in 0..context.len() {
+        let line = context.message_json(index).unwrap_or_default();
+        writeln!(out, "{line}").map_err(fail)?;
+    }
+    out.as_file().sync_all().map_err(fail)?;
+    out.persist(file).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+/// `text` as one shell word: as is when it needs no quoting.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./+=:@,".contains(&b));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// The demo's activities: a keyword classifier, a scorer, and a decision

@@ -728,9 +728,28 @@ fn render_usage_and_provider_errors() {
 }
 
 #[test]
-fn demo_runs_the_bundled_plan_end_to_end() {
-    let run = agentctx(&["demo"], None);
+fn demo_runs_the_bundled_plan_end_to_end_and_says_how_to_inspect_the_file_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("my demo.jsonl");
+    let file = file.to_str().unwrap();
+    let run = agentctx(&["demo", "--context", file], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let written = agentctx(&["view", file, "state", "--instance", "②"], None);
+    assert_eq!(
+        written.stdout, "{\"log\":[],\"label\":\"spam\",\"score\":0.9,\"decision\":\"remove\"}\n",
+        "{}",
+        written.stderr
+    );
+    let messages = std::fs::read_to_string(file).unwrap().lines().count();
+    assert!(
+        run.stdout.ends_with(&format!(
+            "# Look at every step\n\nThe context ({messages} messages) is in {file}. To see its \
+             views, its log and the plan after any message, in a browser:\n\n    \
+             agentctx inspect '{file}' --open\n"
+        )),
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout
             .starts_with("# Plan: 10 calls in waves [0, 1, 2, 9] → [3, 4, 5] → [6, 7, 8]"),

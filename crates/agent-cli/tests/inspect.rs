@@ -489,3 +489,204 @@ fn d75_the_page_and_its_script_name_nothing_outside_this_server() {
         }
     }
 }
+
+#[test]
+fn d75_the_stylesheet_names_nothing_outside_this_server_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&file_context(&dir));
+    let style = server.get("/inspect.css");
+    assert_eq!(
+        style.header("content-type"),
+        Some("text/css; charset=utf-8")
+    );
+    for outside in ["http:", "https:", "url(", "@import"] {
+        assert!(
+            !style.body.contains(outside),
+            "{outside:?} in the stylesheet"
+        );
+    }
+    assert_eq!(server.get("/favicon.svg").status, 200);
+}
+
+/// A plan of three calls — search, then summarise what it found, then
+/// publish the summary once `†state.approvals.publish` is written — and
+/// the results of the first two, each carrying its call as `_call`.
+fn plan_context(dir: &tempfile::TempDir) -> String {
+    let search = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let summarise = r#"{"_tool":"summarise","text":"†state.found","_outputPath":"†state.summary"}"#;
+    let publish = r#"{"_tool":"publish","text":"†state.summary","ok":"†state.approvals.publish","_outputPath":"†state.published"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"plan","calls":[{search},{summarise},{publish}]}},
+            {{"type":"state","data":{{"found":["a"]}},"_outputPath":"†state.found","_call":{search}}},
+            {{"type":"state","data":{{"summary":"s"}},"_outputPath":"†state.summary","_call":{summarise}}}]"#
+    );
+    let path = dir.path().join("plan.jsonl").display().to_string();
+    let run = agentctx(&["append", &path, &messages]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    path
+}
+
+/// Each call's `(state, reason)` in the plan `/api/plan` answers.
+fn standings(plan: &Value) -> Vec<(String, Value)> {
+    plan["plan"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["state"].as_str().unwrap().to_owned(), c["reason"].clone()))
+        .collect()
+}
+
+#[test]
+fn d78_the_plan_is_the_newest_at_the_point_each_call_standing_as_the_log_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&plan_context(&dir));
+    let s = |state: &str, reason: Value| (state.to_owned(), reason);
+    let now = server.json("/api/plan");
+    assert_eq!(
+        (&now["plan"]["number"], &now["plan"]["sort"]),
+        (&json!(1), &json!("worker"))
+    );
+    assert_eq!(
+        standings(&now),
+        [
+            s("done", Value::Null),
+            s("done", Value::Null),
+            s(
+                "held",
+                json!("held at an approval gate: missing †state.approvals.publish")
+            ),
+        ]
+    );
+    assert_eq!(now["plan"]["calls"][2]["dependsOn"], json!([1]));
+    assert_eq!(
+        standings(&server.json("/api/plan?at=2")),
+        [
+            s("ready", Value::Null),
+            s("blocked", json!("waits for call 0")),
+            s("blocked", json!("waits for call 1")),
+        ]
+    );
+    assert_eq!(
+        server.json("/api/plan?at=1"),
+        json!({"plan": null, "at": 1, "length": 4})
+    );
+}
+
+#[test]
+fn d78_the_prompt_at_a_point_is_what_render_shows_with_its_token_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = file_context(&dir);
+    let server = Server::start(&context);
+    let rendered = agentctx(&["render", &context, "--provider", "openai", "--tokens"]);
+    let tokens = rendered
+        .stderr
+        .strip_prefix("tokens: ")
+        .and_then(|rest| rest.strip_suffix(" (o200k_base)\n"))
+        .unwrap_or_else(|| panic!("{}", rendered.stderr));
+    let now = server.json("/api/prompt");
+    assert_eq!(now["tokens"].to_string(), tokens);
+    assert_eq!(
+        (&now["mode"], &now["encoding"]),
+        (&json!("merged"), &json!("o200k_base"))
+    );
+    let texts: Vec<&str> = now["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("\"name\": \"Ada\"")),
+        "{texts:?}"
+    );
+    let first = server.json("/api/prompt?at=1&mode=append");
+    let shown = first["messages"].to_string();
+    assert!(
+        shown.contains("\\\"step\\\": 1") && !shown.contains("Ada"),
+        "{shown}"
+    );
+    let bad = server.get("/api/prompt?mode=sideways");
+    assert_eq!(
+        (bad.status, bad.body.as_str()),
+        (
+            400,
+            "{\"error\":\"mode \\\"sideways\\\": expected merged or append\"}\n"
+        )
+    );
+}
+
+#[test]
+fn d78_provenance_names_the_messages_that_made_a_value_in_the_layers_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&file_context(&dir));
+    let made = |query: &str| server.json(&format!("/api/provenance?{query}"))["messages"].clone();
+    assert_eq!(made("kind=state&path=%5B%22step%22%5D"), json!([0, 2]));
+    assert_eq!(made("kind=state&path=%5B%22step%22%5D&at=1"), json!([0]));
+    assert_eq!(made("kind=state&path=%5B%5D"), json!([0, 2]));
+    assert_eq!(
+        made("kind=state&instance=%E2%91%A0&path=%5B%22name%22%5D"),
+        json!([1])
+    );
+    assert_eq!(made("kind=state&path=%5B%22name%22%5D"), json!([]));
+    let bad = server.get("/api/provenance?kind=state&path=step");
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        bad.body,
+        "{\"error\":\"path \\\"step\\\": expected a JSON array of keys (strings) and indices \
+         (integers), such as [\\\"user\\\",\\\"tags\\\",0]\"}\n"
+    );
+}
+
+#[test]
+fn d78_a_postgres_worker_plan_shows_each_calls_worker_attempts_and_last_error_at_the_latest_point()
+{
+    let url = fresh("insp-plan");
+    let plan = r#"{"type":"plan","calls":[{"_tool":"ok","_outputPath":"†state.a"},
+                   {"_tool":"broken","_outputPath":"†state.b"}]}"#;
+    let appended = agentctx(&["append", &url, plan]);
+    assert_eq!(appended.code, 0, "{}", appended.stderr);
+    let worked = agentctx(&[
+        "worker",
+        &url,
+        "--name",
+        "w1",
+        "--activity",
+        "ok=echo 1",
+        "--activity",
+        "broken=echo no >&2; exit 3",
+        "--retries",
+        "0",
+        "--until-idle",
+    ]);
+    assert_eq!(worked.code, 1, "{}", worked.stderr);
+    let server = Server::start(&url);
+    let now = server.json("/api/plan");
+    let calls = &now["plan"]["calls"];
+    let row = |i: usize| {
+        let c = &calls[i];
+        (
+            c["state"].clone(),
+            c["worker"].clone(),
+            c["attempts"].clone(),
+            c["error"].is_string(),
+        )
+    };
+    assert_eq!(row(0), (json!("done"), json!("w1"), json!(1), false));
+    assert_eq!(row(1), (json!("failed"), json!("w1"), json!(1), true));
+    assert!(
+        calls[1]["error"].as_str().unwrap().contains("exit"),
+        "{}",
+        calls[1]["error"]
+    );
+    // Before the result, the log alone: no table rows, no failure yet.
+    let before = server.json("/api/plan?at=1");
+    assert_eq!(
+        standings(&before),
+        [
+            ("ready".to_owned(), Value::Null),
+            ("ready".to_owned(), Value::Null)
+        ]
+    );
+    assert_eq!(before["plan"]["calls"][1]["attempts"], Value::Null);
+}

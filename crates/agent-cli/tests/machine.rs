@@ -12,11 +12,16 @@ fn parsed(run: &support::Run) -> Value {
 }
 
 #[test]
-fn d65_demo_json_is_one_object_with_the_plan_the_report_and_the_transcript() {
-    let run = agentctx(&["demo", "--json"]);
+fn d65_demo_json_is_one_object_with_the_plan_the_report_the_transcript_and_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.jsonl");
+    let file = file.to_str().unwrap();
+    let run = agentctx(&["demo", "--json", "--context", file]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.lines().count(), 1);
     let demo = parsed(&run);
+    assert_eq!(demo["context"], json!(file));
+    assert!(std::path::Path::new(file).exists());
     assert_eq!(
         demo["plan"],
         json!({"calls": 10, "waves": [[0, 1, 2, 9], [3, 4, 5], [6, 7, 8]]})
@@ -224,7 +229,14 @@ fn d65_the_readme_activities_run_the_moderation_plan_as_demo_does() {
     }
     let run = agentctx(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let demo = parsed(&agentctx(&["demo", "--json"]));
+    let scratch = tempfile::tempdir().unwrap();
+    let written = scratch.path().join("demo.jsonl");
+    let demo = parsed(&agentctx(&[
+        "demo",
+        "--json",
+        "--context",
+        written.to_str().unwrap(),
+    ]));
     let summary = |report: &Value| -> Vec<Value> {
         report["calls"]
             .as_array()

@@ -27,8 +27,13 @@ pub(super) fn router() -> Router<Arc<Shared>> {
     Router::new()
         .route("/", get(page))
         .route("/inspect.js", get(script))
+        .route("/inspect.css", get(style))
+        .route("/favicon.svg", get(icon))
         .route("/api/log", get(log))
         .route("/api/views", get(views))
+        .route("/api/plan", get(plan))
+        .route("/api/prompt", get(prompt))
+        .route("/api/provenance", get(provenance))
         .route("/api/events", get(events))
         .fallback(not_found)
 }
@@ -52,26 +57,37 @@ fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
 }
 
 async fn page() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        include_str!("page.html"),
-    )
-        .into_response()
+    asset("text/html; charset=utf-8", include_str!("page.html"))
 }
 
 async fn script() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        include_str!("inspect.js"),
+    asset("text/javascript; charset=utf-8", include_str!("inspect.js"))
+}
+
+async fn style() -> Response {
+    asset("text/css; charset=utf-8", include_str!("inspect.css"))
+}
+
+/// The tab's icon, so the browser's own request for one is answered.
+async fn icon() -> Response {
+    asset(
+        "image/svg+xml",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">\
+         <rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#1750eb\"/></svg>",
     )
-        .into_response()
+}
+
+/// A file built into the binary.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 async fn not_found(uri: Uri) -> Response {
     error(
         StatusCode::NOT_FOUND,
         format!(
-            "no such page: {}; the API is /api/log, /api/views and /api/events",
+            "no such page: {}; the API is /api/log, /api/views, /api/plan, /api/prompt, \
+             /api/provenance and /api/events",
             uri.path()
         ),
     )
@@ -101,27 +117,79 @@ pub(super) struct LogQuery {
     at: Option<usize>,
 }
 
-/// `GET /api/log`: a page of the messages that match, in order.
-async fn log(
-    State(shared): State<Arc<Shared>>,
-    query: Result<Query<LogQuery>, QueryRejection>,
+/// A query that may name a point (`at`).
+trait AtPoint: Send + 'static {
+    /// The point named, if any (default: the latest).
+    fn at(&self) -> Option<usize>;
+}
+
+/// Which context an answer reads.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// The context as it was at the point: its first `at` messages,
+    /// folded again.
+    Prefix,
+    /// The whole context; the answer stops at the point itself.
+    Whole,
+}
+
+/// Answers a query about the context at the point it names: checks the
+/// query and the point, then runs `answer` on the context (cut as `cut`
+/// says), the query and the point, off the threads that answer — going
+/// back refolds, and filters walk the whole log. An `Err` from `answer`
+/// is a bad query (400).
+async fn answer_at<Q: AtPoint>(
+    shared: Arc<Shared>,
+    query: Result<Query<Q>, QueryRejection>,
+    cut: Cut,
+    answer: impl FnOnce(&Context, Q, usize) -> Result<Value, String> + Send + 'static,
 ) -> Response {
     let Query(query) = match query {
         Ok(query) => query,
         Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
     };
     let context = shared.context();
-    let end = match point(query.at, context.len()) {
-        Ok(end) => end,
+    let length = context.len();
+    let at = match point(query.at(), length) {
+        Ok(at) => at,
         Err(text) => return error(StatusCode::BAD_REQUEST, text),
     };
-    let name = shared.name.clone();
-    // Filtering by text walks every message: off the threads that answer.
-    let page = tokio::task::spawn_blocking(move || log_page(&context, &query, end, &name)).await;
-    match page {
-        Ok(page) => json_response(StatusCode::OK, &page),
+    let body = tokio::task::spawn_blocking(move || {
+        let past = match cut {
+            Cut::Prefix if at < length => Some(context.prefix(at).map_err(|e| e.to_string())?),
+            Cut::Prefix | Cut::Whole => None,
+        };
+        let mut body = answer(past.as_ref().unwrap_or(&context), query, at)?;
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert("at".into(), json!(at));
+            fields.insert("length".into(), json!(length));
+        }
+        Ok::<_, String>(body)
+    })
+    .await;
+    match body {
+        Ok(Ok(body)) => json_response(StatusCode::OK, &body),
+        Ok(Err(text)) => error(StatusCode::BAD_REQUEST, text),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
+}
+
+impl AtPoint for LogQuery {
+    fn at(&self) -> Option<usize> {
+        self.at
+    }
+}
+
+/// `GET /api/log`: a page of the messages that match, in order.
+async fn log(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<LogQuery>, QueryRejection>,
+) -> Response {
+    let name = shared.name.clone();
+    answer_at(shared, query, Cut::Whole, move |context, query, end| {
+        Ok(log_page(context, &query, end, &name))
+    })
+    .await
 }
 
 fn log_page(context: &Context, query: &LogQuery, end: usize, name: &str) -> Value {
@@ -154,8 +222,6 @@ fn log_page(context: &Context, query: &LogQuery, end: usize, name: &str) -> Valu
     let next = found.next();
     json!({
         "context": name,
-        "length": context.len(),
-        "at": end,
         "messages": messages,
         "next": next,
     })
@@ -201,41 +267,26 @@ pub(super) struct ViewsQuery {
     at: Option<usize>,
 }
 
+impl AtPoint for ViewsQuery {
+    fn at(&self) -> Option<usize> {
+        self.at
+    }
+}
+
 /// `GET /api/views`: each kind's view, global and per instance, at `at`.
 async fn views(
     State(shared): State<Arc<Shared>>,
     query: Result<Query<ViewsQuery>, QueryRejection>,
 ) -> Response {
-    let Query(query) = match query {
-        Ok(query) => query,
-        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    let context = shared.context();
-    let at = match point(query.at, context.len()) {
-        Ok(at) => at,
-        Err(text) => return error(StatusCode::BAD_REQUEST, text),
-    };
-    // Going back refolds the first `at` messages: off the threads that answer.
-    let body = tokio::task::spawn_blocking(move || {
-        let length = context.len();
-        let past = if at == length {
-            None
-        } else {
-            Some(context.prefix(at)?)
-        };
-        Ok::<_, agent_data::Error>(views_at(past.as_ref().unwrap_or(&context), at, length))
+    answer_at(shared, query, Cut::Prefix, |context, _, _| {
+        Ok(views_of(context))
     })
-    .await;
-    match body {
-        Ok(Ok(body)) => json_response(StatusCode::OK, &body),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
-    }
+    .await
 }
 
 /// The views of `context`: each kind's global view, and for each instance
 /// each kind it wrote, as read in it (its layer over the global one).
-fn views_at(context: &Context, at: usize, length: usize) -> Value {
+fn views_of(context: &Context) -> Value {
     let mut kinds: Vec<&agent_core::Kind> = Vec::new();
     let mut global = Map::new();
     let mut instances = Map::new();
@@ -261,12 +312,94 @@ fn views_at(context: &Context, at: usize, length: usize) -> Value {
     }
     let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
     json!({
-        "at": at,
-        "length": length,
         "kinds": kinds,
         "global": global,
         "instances": instances,
     })
+}
+
+/// The query of `/api/plan`.
+#[derive(serde::Deserialize)]
+pub(super) struct PlanQuery {
+    at: Option<usize>,
+}
+
+impl AtPoint for PlanQuery {
+    fn at(&self) -> Option<usize> {
+        self.at
+    }
+}
+
+/// `GET /api/plan`: the newest plan at `at`, each call's standing.
+async fn plan(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<PlanQuery>, QueryRejection>,
+) -> Response {
+    let source = shared.postgres.clone();
+    answer_at(shared, query, Cut::Prefix, move |context, query, _| {
+        // Who holds which call is in the calls table, as it is now.
+        let stored = source
+            .filter(|_| query.at.is_none())
+            .and_then(|url| agent_worker::plan_status(&url).ok());
+        Ok(json!({"plan": super::plan::plan_at(context, stored.as_ref())}))
+    })
+    .await
+}
+
+/// The query of `/api/prompt`.
+#[derive(serde::Deserialize)]
+pub(super) struct PromptQuery {
+    at: Option<usize>,
+    mode: Option<String>,
+}
+
+impl AtPoint for PromptQuery {
+    fn at(&self) -> Option<usize> {
+        self.at
+    }
+}
+
+/// `GET /api/prompt`: what the model sees at `at`, in `mode`.
+async fn prompt(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<PromptQuery>, QueryRejection>,
+) -> Response {
+    answer_at(shared, query, Cut::Prefix, |context, query, _| {
+        super::about::prompt(context, query.mode.as_deref().unwrap_or("merged"))
+    })
+    .await
+}
+
+/// The query of `/api/provenance`.
+#[derive(serde::Deserialize)]
+pub(super) struct ProvenanceQuery {
+    at: Option<usize>,
+    kind: String,
+    instance: Option<String>,
+    path: Option<String>,
+}
+
+impl AtPoint for ProvenanceQuery {
+    fn at(&self) -> Option<usize> {
+        self.at
+    }
+}
+
+/// `GET /api/provenance`: the messages that made a value of a view at `at`.
+async fn provenance(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ProvenanceQuery>, QueryRejection>,
+) -> Response {
+    answer_at(shared, query, Cut::Whole, |context, query, end| {
+        let place = super::about::Place::parse(
+            &query.kind,
+            query.instance.as_deref(),
+            query.path.as_deref().unwrap_or("[]"),
+        )?;
+        let messages = super::about::provenance(context, &place, end);
+        Ok(json!({"messages": messages}))
+    })
+    .await
 }
 
 /// `GET /api/events`: server-sent events as the context grows.

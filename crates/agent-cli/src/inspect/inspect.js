@@ -1,68 +1,469 @@
-// The page of `agentctx inspect`: reads /api/ and shows the log and the
-// views at the point chosen (`/?at=K`), following the context as it grows.
+// The page of `agentctx inspect`: reads /api/ only (docs/inspect.md) and
+// shows the context at the point chosen (`/?at=K`, the first K messages),
+// or the latest one, following the context as it grows.
+//
+// Once a point is fully shown, body[data-at] and body[data-length] say
+// which: tests and tools wait on them.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-let length = 0;
-// The point shown: a number of messages, or null for the latest.
-let at = new URLSearchParams(location.search).get("at");
-at = at === null || at === "" ? null : Number(at);
+// Containers show this many children before a "show all" line.
+const SHOWN_CHILDREN = 500;
+// Instances shown before the filter is needed to find the others.
+const SHOWN_INSTANCES = 100;
+// Nesting rendered as a tree; deeper values are shown as JSON text.
+const TREE_DEPTH = 40;
+// Messages per page of the log.
+const PAGE = 100;
 
-async function api(path) {
-  const response = await fetch(path);
+// `at`: the point shown, null for the latest (followed as it grows);
+// `from`: the log page's first message, null for the last page; `shown`:
+// which show() is the newest, so an older one stops writing.
+const state = {
+  length: 0,
+  at: pointFromUrl(),
+  from: null,
+  next: null,
+  views: null,
+  shown: 0,
+  busy: false,
+  again: false,
+};
+
+function pointFromUrl() {
+  const text = new URLSearchParams(location.search).get("at");
+  return text === null || text === "" || !/^\d+$/.test(text) ? null : Number(text);
+}
+
+async function api(path, params = {}) {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined && value !== "") query.set(key, String(value));
+  }
+  const text = query.toString();
+  const response = await fetch(text ? `${path}?${text}` : path);
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || response.statusText);
   return body;
 }
 
-function cell(row, text) {
-  const td = document.createElement("td");
-  td.textContent = text === null || text === undefined ? "" : String(text);
-  row.appendChild(td);
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
 }
 
-async function show() {
-  const query = at === null ? "" : `?at=${at}`;
-  try {
-    const views = await api(`/api/views${query}`);
-    $("views").textContent = JSON.stringify(
-      { global: views.global, instances: views.instances }, null, 2);
-    const log = await api(`/api/log${query}${query ? "&" : "?"}limit=1000`);
-    $("context").textContent = log.context;
-    length = log.length;
-    $("length").textContent = String(length);
-    $("at").value = String(views.at);
-    const rows = $("log");
-    rows.replaceChildren();
-    for (const m of log.messages) {
-      const row = document.createElement("tr");
-      for (const text of [m.number, m.type, m.kind, m.instance, m.method, JSON.stringify(m.message)]) {
-        cell(row, text);
-      }
-      rows.appendChild(row);
+function shortJson(value, max = 240) {
+  const text = JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+// ---- views -------------------------------------------------------------
+
+// A JSON value as a collapsible tree; each leaf knows its path, so a click
+// asks which messages made it.
+function tree(value, where, path, depth) {
+  if (value === null || typeof value !== "object") {
+    const leaf = element("span", `value ${leafClass(value)}`, JSON.stringify(value));
+    leaf.dataset.path = JSON.stringify(path);
+    leaf.addEventListener("click", (e) => {
+      e.stopPropagation();
+      showProvenance(where, path);
+    });
+    return leaf;
+  }
+  const isArray = Array.isArray(value);
+  const entries = isArray ? value.map((v, i) => [i, v]) : Object.entries(value);
+  if (depth >= TREE_DEPTH) {
+    const deep = element("span", "value", JSON.stringify(value));
+    deep.dataset.path = JSON.stringify(path);
+    deep.addEventListener("click", () => showProvenance(where, path));
+    return deep;
+  }
+  const box = element("details");
+  box.open = depth < 3;
+  const summary = element("summary", null, isArray ? `[${entries.length}]` : `{${entries.length}}`);
+  summary.dataset.path = JSON.stringify(path);
+  summary.addEventListener("click", (e) => {
+    if (e.altKey) {
+      e.preventDefault();
+      showProvenance(where, path);
     }
-    $("more").textContent = log.next === null ? "" : `more from message ${log.next}: /api/log?from=${log.next}`;
-    $("status").textContent = "";
+  });
+  box.appendChild(summary);
+  const addChildren = (list) => {
+    for (const [key, child] of list) {
+      const row = element("div", "node");
+      row.appendChild(element("span", "key", isArray ? `${key}: ` : `${JSON.stringify(key)}: `));
+      row.appendChild(tree(child, where, path.concat([key]), depth + 1));
+      box.appendChild(row);
+    }
+  };
+  addChildren(entries.slice(0, SHOWN_CHILDREN));
+  if (entries.length > SHOWN_CHILDREN) {
+    const more = element("button", "more", `show ${entries.length - SHOWN_CHILDREN} more`);
+    more.type = "button";
+    more.addEventListener("click", () => {
+      more.remove();
+      addChildren(entries.slice(SHOWN_CHILDREN));
+    });
+    box.appendChild(more);
+  }
+  return box;
+}
+
+function leafClass(value) {
+  if (typeof value === "string") return "string";
+  if (typeof value === "number") return "number";
+  return "literal";
+}
+
+function scope(name, attrs, value, where) {
+  const box = element("details");
+  box.open = attrs.scope === "global";
+  Object.assign(box.dataset, attrs);
+  box.appendChild(element("summary", null, name));
+  const body = element("div", "tree");
+  body.appendChild(tree(value, where, [], 0));
+  box.appendChild(body);
+  return box;
+}
+
+function renderViews(views) {
+  const out = $("views");
+  out.replaceChildren();
+  const wanted = $("instance-filter").value.trim().toLowerCase();
+  const instances = Object.entries(views.instances);
+  for (const kind of views.kinds) {
+    const section = element("section", "kind");
+    section.dataset.kind = kind;
+    section.appendChild(element("h3", null, kind));
+    if (Object.prototype.hasOwnProperty.call(views.global, kind)) {
+      section.appendChild(scope("global", { scope: "global" }, views.global[kind], { kind }));
+    }
+    const own = instances.filter(([id, kinds]) =>
+      Object.prototype.hasOwnProperty.call(kinds, kind) && id.toLowerCase().includes(wanted));
+    for (const [id, kinds] of own.slice(0, SHOWN_INSTANCES)) {
+      section.appendChild(scope(`instance ${id}`, { scope: "instance", instance: id },
+        kinds[kind], { kind, instance: id }));
+    }
+    if (own.length > SHOWN_INSTANCES) {
+      section.appendChild(element("p", "more",
+        `${own.length - SHOWN_INSTANCES} more instances: find one with the filter above`));
+    }
+    out.appendChild(section);
+  }
+  if (views.kinds.length === 0) out.appendChild(element("p", "hint", "No data yet."));
+}
+
+async function showProvenance(where, path) {
+  const box = $("provenance");
+  box.hidden = false;
+  box.replaceChildren(element("span", null, "looking…"));
+  try {
+    const found = await api("/api/provenance", {
+      kind: where.kind, instance: where.instance, path: JSON.stringify(path), at: state.at,
+    });
+    const title = `${where.kind}${where.instance ? ` (instance ${where.instance})` : ""} ` +
+      `${path.map((p) => `[${JSON.stringify(p)}]`).join("")} was made by message(s): `;
+    box.replaceChildren(element("span", null, title));
+    for (const number of found.messages) {
+      const link = element("button", null, `#${number}`);
+      link.type = "button";
+      link.addEventListener("click", () => pickMessage(number));
+      box.appendChild(link);
+    }
+    if (found.messages.length === 0) box.appendChild(element("span", null, "none"));
+    const close = element("button", null, "×");
+    close.type = "button";
+    close.addEventListener("click", () => { box.hidden = true; });
+    box.appendChild(close);
   } catch (e) {
-    $("status").textContent = `error: ${e.message}`;
+    box.replaceChildren(element("span", null, `error: ${e.message}`));
   }
 }
 
-function go(point) {
-  at = point;
-  history.replaceState(null, "", at === null ? "/" : `/?at=${at}`);
+// ---- diff --------------------------------------------------------------
+
+function diffValues(before, after, path, out, depth) {
+  if (JSON.stringify(before) === JSON.stringify(after)) return;
+  const objects = before && after && typeof before === "object" && typeof after === "object" &&
+    Array.isArray(before) === Array.isArray(after);
+  if (!objects || depth >= TREE_DEPTH) {
+    out.push({ path, before, after });
+    return;
+  }
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  for (const key of keys) {
+    const step = Array.isArray(after) ? Number(key) : key;
+    diffValues(before[key], after[key], path.concat([step]), out, depth + 1);
+  }
+}
+
+function layers(views) {
+  const all = new Map();
+  for (const [kind, value] of Object.entries(views.global)) all.set(`${kind}`, value);
+  for (const [id, kinds] of Object.entries(views.instances)) {
+    for (const [kind, value] of Object.entries(kinds)) all.set(`${kind} (instance ${id})`, value);
+  }
+  return all;
+}
+
+async function showDiff() {
+  const list = $("diff");
+  list.replaceChildren();
+  try {
+    const from = Number($("diff-from").value);
+    const [old, now] = await Promise.all([
+      api("/api/views", { at: from }), api("/api/views", { at: state.at }),
+    ]);
+    const before = layers(old);
+    const after = layers(now);
+    const changes = [];
+    for (const name of new Set([...before.keys(), ...after.keys()])) {
+      const found = [];
+      diffValues(before.get(name), after.get(name), [], found, 0);
+      for (const change of found) changes.push({ name, ...change });
+    }
+    for (const { name, path, before: b, after: a } of changes.slice(0, 1000)) {
+      const kind = b === undefined ? "added" : a === undefined ? "removed" : "changed";
+      const where = `${name} ${path.map((p) => `[${JSON.stringify(p)}]`).join("")}`;
+      const text = kind === "added" ? `+ ${where}: ${shortJson(a)}`
+        : kind === "removed" ? `- ${where}: ${shortJson(b)}`
+          : `~ ${where}: ${shortJson(b)} → ${shortJson(a)}`;
+      list.appendChild(element("li", kind, text));
+    }
+    if (changes.length === 0) list.appendChild(element("li", null, `nothing changed between ${old.at} and ${now.at}`));
+    if (changes.length > 1000) list.appendChild(element("li", null, `${changes.length - 1000} more changes`));
+  } catch (e) {
+    list.appendChild(element("li", "removed", `error: ${e.message}`));
+  }
+}
+
+// ---- log ---------------------------------------------------------------
+
+function logParams(from) {
+  return {
+    from, limit: PAGE, at: state.at,
+    kind: $("filter-kind").value.trim(),
+    instance: $("filter-instance").value.trim(),
+    q: $("filter-q").value.trim(),
+  };
+}
+
+function filtered() {
+  return ["filter-kind", "filter-instance", "filter-q"].some((id) => $(id).value.trim() !== "");
+}
+
+function renderLog(log, picked) {
+  const rows = $("log");
+  rows.replaceChildren();
+  for (const m of log.messages) {
+    const row = element("tr");
+    row.dataset.number = String(m.number);
+    if (m.number === picked) row.classList.add("picked");
+    const number = element("td", "number");
+    const go = element("button", null, String(m.number));
+    go.type = "button";
+    go.title = `show the context after message ${m.number}`;
+    go.addEventListener("click", () => goTo(m.number + 1));
+    number.appendChild(go);
+    row.appendChild(number);
+    const tool = m.call && typeof m.call === "object" ? m.call._tool : null;
+    for (const text of [m.type, m.kind, m.instance, m.method, m.path, m.date, tool]) {
+      row.appendChild(element("td", null, text));
+    }
+    // One line; a click shows the whole message.
+    const body = element("td", "message", JSON.stringify(m.message));
+    body.addEventListener("click", () => row.classList.toggle("open"));
+    row.appendChild(body);
+    rows.appendChild(row);
+  }
+  const end = state.at === null ? state.length : state.at;
+  const first = log.messages.length ? log.messages[0].number : null;
+  $("page").textContent = first === null ? "no messages"
+    : `${first}–${log.messages[log.messages.length - 1].number} of ${end}`;
+  state.next = log.next;
+}
+
+async function loadLog(picked) {
+  const end = state.at === null ? state.length : state.at;
+  const from = state.from === null ? (filtered() ? 0 : Math.max(0, end - PAGE)) : state.from;
+  const log = await api("/api/log", logParams(from));
+  renderLog(log, picked);
+  return log;
+}
+
+function pickMessage(number) {
+  state.from = Math.max(0, number - Math.floor(PAGE / 2));
+  loadLog(number).catch(fail);
+  const row = document.querySelector(`#log tr[data-number="${number}"]`);
+  if (row) row.scrollIntoView({ block: "center" });
+}
+
+// ---- plan and prompt ---------------------------------------------------
+
+function renderPlan(answer) {
+  const out = $("plan");
+  out.replaceChildren();
+  if (answer.error) {
+    out.appendChild(element("p", "state failed", `error: ${answer.error}`));
+    return;
+  }
+  const plan = answer.plan;
+  if (!plan) {
+    out.appendChild(element("p", "hint", "No plan among these messages."));
+    return;
+  }
+  out.appendChild(element("p", null, `The ${plan.sort} plan of message #${plan.number}`));
+  if (plan.error) {
+    out.appendChild(element("p", "state failed", plan.error));
+    return;
+  }
+  const table = element("table");
+  const head = element("tr");
+  for (const h of ["#", "tool", "instance", "state", "why", "after", "worker", "attempts", "error"]) {
+    head.appendChild(element("th", null, h));
+  }
+  table.appendChild(head);
+  for (const call of plan.calls) {
+    const row = element("tr");
+    row.dataset.call = String(call.index);
+    row.appendChild(element("td", null, call.index));
+    row.appendChild(element("td", null, call.tool));
+    row.appendChild(element("td", null, call.instance));
+    row.appendChild(element("td", `state ${call.state}`, call.state));
+    for (const text of [call.reason, (call.dependsOn || []).join(", "), call.worker,
+      call.attempts, call.error]) {
+      row.appendChild(element("td", null, text));
+    }
+    table.appendChild(row);
+  }
+  out.appendChild(table);
+}
+
+function renderPrompt(answer) {
+  if (answer.error) {
+    $("tokens").textContent = "";
+    $("prompt").replaceChildren(element("p", "state failed", `error: ${answer.error}`));
+    return;
+  }
+  $("tokens").textContent = `${answer.tokens} tokens (${answer.encoding}) in ${answer.messages.length} message(s)`;
+  const out = $("prompt");
+  out.replaceChildren();
+  for (const m of answer.messages) {
+    const turn = element("div", "turn");
+    turn.appendChild(element("span", "role", `${m.role}`));
+    turn.appendChild(element("span", null, ` · ${m.tokens} tokens`));
+    turn.appendChild(element("pre", null, m.text));
+    out.appendChild(turn);
+  }
+}
+
+async function loadPrompt() {
+  renderPrompt(await api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }));
+}
+
+// ---- the point shown ---------------------------------------------------
+
+function fail(e) {
+  $("status").textContent = `error: ${e.message}`;
+}
+
+// A show asked for while one runs is run once, after it: appends that
+// arrive faster than a point is shown do not pile up requests.
+async function show() {
+  if (state.busy) {
+    state.again = true;
+    return;
+  }
+  state.busy = true;
+  try {
+    do {
+      state.again = false;
+      await showOnce();
+    } while (state.again);
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function showOnce() {
+  const mine = ++state.shown;
+  try {
+    const views = await api("/api/views", { at: state.at });
+    if (mine !== state.shown) return;
+    state.length = views.length;
+    state.views = views;
+    // The plan and the prompt say their own errors where they are shown.
+    const failed = (e) => ({ error: e.message });
+    const [log, plan, prompt] = await Promise.all([
+      loadLog(null), api("/api/plan", { at: state.at }).catch(failed),
+      api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }).catch(failed),
+    ]);
+    if (mine !== state.shown) return;
+    $("context").textContent = log.context;
+    renderViews(views);
+    renderPlan(plan);
+    renderPrompt(prompt);
+    showPoint(views.at, views.length);
+    $("status").textContent = "";
+    document.body.dataset.length = String(views.length);
+    document.body.dataset.at = String(views.at);
+  } catch (e) {
+    if (mine === state.shown) fail(e);
+  }
+}
+
+function showPoint(at, length) {
+  $("length").textContent = String(length);
+  $("slider").max = String(length);
+  $("slider").value = String(at);
+  $("at").max = String(length);
+  $("at").value = String(at);
+  $("live").textContent = state.at === null ? "● following" : "";
+}
+
+function goTo(point) {
+  state.at = point;
+  state.from = null;
+  history.replaceState(null, "", state.at === null ? "/" : `/?at=${state.at}`);
   show();
 }
 
-$("at").addEventListener("change", () => go(Number($("at").value)));
-$("latest").addEventListener("click", () => go(null));
+$("slider").addEventListener("input", () => { $("at").value = $("slider").value; });
+$("slider").addEventListener("change", () => goTo(Number($("slider").value)));
+$("at").addEventListener("change", () => goTo(Number($("at").value)));
+$("latest").addEventListener("click", () => goTo(null));
+$("instance-filter").addEventListener("input", () => { if (state.views) renderViews(state.views); });
+for (const id of ["filter-kind", "filter-instance", "filter-q"]) {
+  $(id).addEventListener("change", () => { state.from = null; loadLog(null).catch(fail); });
+}
+$("first").addEventListener("click", () => { state.from = 0; loadLog(null).catch(fail); });
+$("prev").addEventListener("click", () => {
+  const rows = document.querySelectorAll("#log tr");
+  const first = rows.length ? Number(rows[0].dataset.number) : 0;
+  state.from = Math.max(0, first - PAGE);
+  loadLog(null).catch(fail);
+});
+$("next").addEventListener("click", () => {
+  if (state.next === null) return;
+  state.from = state.next;
+  loadLog(null).catch(fail);
+});
+$("last").addEventListener("click", () => { state.from = null; loadLog(null).catch(fail); });
+$("prompt-mode").addEventListener("change", () => loadPrompt().catch(fail));
+$("diff-go").addEventListener("click", showDiff);
+
 const events = new EventSource("/api/events");
 events.addEventListener("messages", (e) => {
-  length = JSON.parse(e.data).length;
-  $("length").textContent = String(length);
-  if (at === null) show();
+  state.length = JSON.parse(e.data).length;
+  $("length").textContent = String(state.length);
+  $("slider").max = String(state.length);
+  if (state.at === null) show();
 });
 events.addEventListener("error", (e) => {
-  if (e.data) $("status").textContent = `error: ${JSON.parse(e.data).error}`;
+  if (e.data) fail(new Error(JSON.parse(e.data).error));
 });
 show();

@@ -6,7 +6,9 @@
 //! other writers appended and publishes each grown context; requests read
 //! the newest published one and never touch the store.
 
+mod about;
 mod api;
+mod plan;
 
 use crate::Failure;
 use crate::input::{AnyStore, open_store};
@@ -56,6 +58,9 @@ pub(crate) struct Shared {
     status: tokio::sync::watch::Sender<Status>,
     /// The store's name (a path, or a URL without its password).
     name: String,
+    /// A PostgreSQL context's URL as given, password included, to read its
+    /// calls table; never shown.
+    postgres: Option<String>,
     /// The port served, which the `Host` header must name.
     port: u16,
 }
@@ -98,6 +103,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
         context: RwLock::new(Arc::new(context.clone())),
         status,
         name: store.name().to_owned(),
+        postgres: agent_store::is_postgres_url(&args.context).then(|| args.context.clone()),
         port,
     });
     let url = format!("http://127.0.0.1:{port}/");
