@@ -26,7 +26,7 @@ const SCREENSHOT =
 // Unique to this run: contexts of other runs are never touched.
 const RUN = `browser-${process.pid}-${Date.now()}`;
 /** How long the page may take to show a point. */
-const RENDER_MS = 10_000;
+const RENDER_MS = 20_000;
 /** How long an append by another process may take to appear. */
 const LIVE_MS = 5_000;
 

@@ -107,6 +107,8 @@ fn ci() -> Result<(), String> {
         };
         cargo(step, env)?;
     }
+    // The page in a real browser, with the binary the test step built.
+    browser::run_with(&database.url)?;
     layers::check()?;
     features::check()?;
     outside::check()?;
