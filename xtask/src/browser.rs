@@ -21,21 +21,29 @@ const INSTALL: &str = "install Node.js 20 (or later) and npm, and put them on PA
      (Debian 13: apt install nodejs npm; Debian 12's nodejs is 18, too old: take Node.js 20 \
      from NodeSource)";
 
-/// Finds or starts PostgreSQL, builds `agentctx` and runs the tests.
+/// Checks Node.js and npm, finds or starts PostgreSQL, builds `agentctx`
+/// and runs the tests.
 pub(crate) fn run() -> Result<(), String> {
+    tools()?;
     let database = database::provide()?;
     cargo(&["build", "-p", "agent-cli", "--bin", "agentctx"], &[])?;
     run_with(&database.url)
 }
 
-/// Runs the tests with the debug `agentctx` already built (`cargo xtask
-/// ci` built it in its test step: a `cargo build -p agent-cli` there could
-/// unify features differently and compile again) and the PostgreSQL server
-/// at `database_url`.
-pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
+/// Fails, saying what to install, unless Node.js (>= [`NODE_MIN`]) and
+/// npm answer; `cargo xtask ci` asks before it builds anything.
+pub(crate) fn tools() -> Result<(), String> {
     let node = node_version(version_of("node"))?;
     let npm = npm_version(version_of("npm"))?;
     eprintln!("xtask: browser tests with Node.js {node}, npm {npm}");
+    Ok(())
+}
+
+/// Runs the tests with the debug `agentctx` already built (`cargo xtask
+/// ci` built it in its test step: a `cargo build -p agent-cli` there could
+/// unify features differently and compile again) and the PostgreSQL server
+/// at `database_url`, after [`tools`].
+pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
     let dir = crate::workspace_root()?.join(DIR);
     if needs_install(&dir) {
         run_timed(
@@ -60,7 +68,7 @@ pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
         "the Chromium check",
     )
     .map_err(|e| {
-        format!("{e}: Chromium did not start (its error is above); set AGENTCTX_CHROMIUM to a Chromium binary that runs here (Debian: apt install chromium, then AGENTCTX_CHROMIUM=/usr/bin/chromium)")
+        format!("{e}: Chromium did not start (above: why, and how to name another with AGENTCTX_CHROMIUM)")
     })?;
     let screenshot = target.join("inspect.png");
     run_timed(

@@ -68,9 +68,11 @@ usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--c
 }
 
 fn ci() -> Result<(), String> {
-    // Found or started before anything is built, so a missing server fails
-    // the run at once; a started cluster stops when `database` drops.
+    // Found or started (PostgreSQL) or checked (Node.js and npm, for the
+    // browser tests) before anything is built, so a missing one fails the
+    // run at once; a started cluster stops when `database` drops.
     let database = database::provide()?;
+    browser::tools()?;
     let steps: [&[&str]; 6] = [
         &["fmt", "--all", "--", "--check"],
         &[
