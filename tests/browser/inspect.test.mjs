@@ -50,8 +50,8 @@ if (!BIN) {
 /** `agentctx ARGS` to its end: its exit code and output. */
 function agentctx(args) {
   return new Promise((resolve) => {
-    execFile(BIN, args, (error, stdout, stderr) => {
-      resolve({ code: error ? (error.code ?? -1) : 0, stdout, stderr });
+    execFile(BIN, args, { timeout: RENDER_MS }, (error, stdout, stderr) => {
+      resolve({ code: error ? (error.code ?? error.signal) : 0, stdout, stderr });
     });
   });
 }

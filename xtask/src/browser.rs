@@ -73,7 +73,8 @@ pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
     let screenshot = target.join("inspect.png");
     run_timed(
         Command::new("node")
-            .args(["--test", "inspect.test.mjs"])
+            // A test that hangs fails instead of holding CI.
+            .args(["--test", "--test-timeout=60000", "inspect.test.mjs"])
             .current_dir(&dir)
             .env("AGENTCTX_BIN", &bin)
             .env(database::VARIABLE, database_url)
