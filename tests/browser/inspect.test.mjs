@@ -11,6 +11,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
@@ -61,12 +62,18 @@ async function append(context, messages) {
   assert.equal(run.code, 0, `agentctx append failed: ${run.stderr}`);
 }
 
-// Every inspect process started, killed when this file's process exits
-// however it exits, so that a failing test leaves no server behind.
+// Every inspect process started, killed when this file's process exits,
+// also on a signal, and every temporary directory made, removed then: a
+// failing or interrupted run leaves no server and no file behind.
 const children = new Set();
+const directories = new Set();
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL");
+  for (const dir of directories) rmSync(dir, { recursive: true, force: true });
 });
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => process.exit(1));
+}
 
 /** A running `agentctx inspect CONTEXT`. */
 class Server {
@@ -145,10 +152,12 @@ const STORES = [
     name: "file",
     async create() {
       this.dir = await mkdtemp(path.join(os.tmpdir(), "agentctx-browser-"));
+      directories.add(this.dir);
       return path.join(this.dir, `${RUN}.jsonl`);
     },
     async remove() {
       if (this.dir) await rm(this.dir, { recursive: true, force: true });
+      directories.delete(this.dir);
     },
   },
   {
