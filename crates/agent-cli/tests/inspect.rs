@@ -145,12 +145,14 @@ impl Server {
     /// `GET path` with `Host: host`: the status, the headers (names in
     /// lower case) and the body.
     fn get_as(&self, host: &str, path: &str) -> Response {
+        self.exchange(&format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n"))
+    }
+
+    /// Sends `head` (a request line and headers, each ending in CRLF) and
+    /// reads the whole response.
+    fn exchange(&self, head: &str) -> Response {
         let mut stream = self.connect();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        write!(stream, "{head}Connection: close\r\n\r\n").unwrap();
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).unwrap();
         let raw = String::from_utf8(raw).unwrap();
@@ -276,6 +278,23 @@ fn d75_inspect_pages_and_filters_the_log() {
         [json!(0), json!(1), json!(2)]
     );
     assert_eq!(numbers("/api/log?q=ADA"), [json!(1)]);
+    // Backwards: the last matches before a number, and where the pages
+    // beside it start.
+    assert_eq!(numbers("/api/log?before=4&limit=2"), [json!(2), json!(3)]);
+    assert_eq!(
+        numbers("/api/log?before=3&kind=state&limit=2"),
+        [json!(1), json!(2)]
+    );
+    let last = server.json("/api/log?before=4&limit=2&kind=state");
+    assert_eq!(
+        (&last["previous"], &last["next"]),
+        (&json!(0), &Value::Null)
+    );
+    let first = server.json("/api/log?limit=1&kind=state");
+    assert_eq!(
+        (&first["previous"], &first["next"]),
+        (&Value::Null, &json!(1))
+    );
     let bad = server.get("/api/log?from=x");
     assert_eq!(bad.status, 400);
     assert_eq!(
@@ -294,10 +313,10 @@ fn d75_a_foreign_host_is_refused_with_403_saying_why_and_every_response_has_the_
     assert_eq!(
         refused.body,
         format!(
-            "refused: the Host header is \"rebound.example:{port}\", not this server's address \
-             (127.0.0.1:{port}, localhost:{port} or [::1]:{port}); agentctx inspect answers only \
-             requests addressed to it, so a web page elsewhere cannot read the context through \
-             DNS rebinding\n"
+            "{{\"error\":\"refused: the Host header is \\\"rebound.example:{port}\\\", not this \
+             server's address (127.0.0.1:{port}, localhost:{port} or [::1]:{port}); agentctx \
+             inspect answers only requests addressed to it, so a web page elsewhere cannot read \
+             the context through DNS rebinding\"}}\n"
         )
     );
     for host in [format!("localhost:{port}"), format!("[::1]:{port}")] {
@@ -332,6 +351,61 @@ fn d75_there_is_no_write_endpoint() {
         let mut raw = String::new();
         stream.read_to_string(&mut raw).unwrap();
         assert!(raw.starts_with("HTTP/1.1 405 "), "{method}: {raw}");
+    }
+    for (method, path) in [
+        ("HEAD", "/api/log"),
+        ("POST", "/api/nothing"),
+        ("OPTIONS", "/"),
+    ] {
+        let host = server.host();
+        let refused = server.exchange(&format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(refused.status, 405, "{method} {path}");
+        assert_eq!(refused.header("allow"), Some("GET"));
+        if method != "HEAD" {
+            assert_eq!(
+                refused.body,
+                format!(
+                    "{{\"error\":\"{method} is not answered: agentctx inspect only reads, and \
+                     answers GET only\"}}\n"
+                )
+            );
+        }
+    }
+}
+
+#[test]
+fn d78_a_request_another_site_sent_is_refused_though_it_names_this_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&file_context(&dir));
+    let host = server.host();
+    let get = |headers: &str| {
+        server.exchange(&format!(
+            "GET /api/views?at=1 HTTP/1.1\r\nHost: {host}\r\n{headers}"
+        ))
+    };
+    for from_elsewhere in [
+        "Sec-Fetch-Site: cross-site\r\n",
+        "Sec-Fetch-Site: same-site\r\n",
+        "Origin: https://evil.example\r\n",
+        "Origin: null\r\n",
+    ] {
+        let refused = get(from_elsewhere);
+        assert_eq!(refused.status, 403, "{from_elsewhere}");
+        assert!(
+            refused.body.contains("not from this server's own page"),
+            "{}",
+            refused.body
+        );
+    }
+    let port = server.port;
+    for own in [
+        String::new(),
+        "Sec-Fetch-Site: same-origin\r\n".to_owned(),
+        "Sec-Fetch-Site: none\r\n".to_owned(),
+        format!("Origin: http://127.0.0.1:{port}\r\nSec-Fetch-Site: same-origin\r\n"),
+        format!("Origin: http://localhost:{port}\r\n"),
+    ] {
+        assert_eq!(get(&own).status, 200, "{own}");
     }
 }
 
@@ -458,6 +532,25 @@ fn d75_a_replaced_file_is_reported_on_the_event_stream_and_the_views_stay() {
         ),
     );
     assert_eq!(server.json("/api/views"), latest_views());
+    // A page opened afterwards is told too, right after the length.
+    let mut later = server.connect();
+    write!(
+        later,
+        "GET /api/events HTTP/1.1\r\nHost: {}\r\n\r\n",
+        server.host()
+    )
+    .unwrap();
+    let seen = wait_for_event(
+        &mut later,
+        &format!(
+            "event: error\ndata: {{\"error\":\"{context} was truncated since it was read; load \
+             it again\",\"length\":4}}"
+        ),
+    );
+    assert!(
+        seen.contains("event: length\ndata: {\"length\":4}"),
+        "{seen}"
+    );
 }
 
 #[test]
@@ -552,10 +645,8 @@ fn d78_the_plan_is_the_newest_at_the_point_each_call_standing_as_the_log_says() 
         [
             s("done", Value::Null),
             s("done", Value::Null),
-            s(
-                "held",
-                json!("held at an approval gate: missing †state.approvals.publish")
-            ),
+            // A worker plan has no approval gates: `status` says blocked.
+            s("blocked", json!("missing †state.approvals.publish")),
         ]
     );
     assert_eq!(now["plan"]["calls"][2]["dependsOn"], json!([1]));
@@ -621,13 +712,14 @@ fn d78_provenance_names_the_messages_that_made_a_value_in_the_layers_read() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&file_context(&dir));
     let made = |query: &str| server.json(&format!("/api/provenance?{query}"))["messages"].clone();
-    assert_eq!(made("kind=state&path=%5B%22step%22%5D"), json!([0, 2]));
+    // `step` is a number: the newest merge replaced it; before it, the first.
+    assert_eq!(made("kind=state&path=%5B%22step%22%5D"), json!([2]));
     assert_eq!(made("kind=state&path=%5B%22step%22%5D&at=1"), json!([0]));
+    // The view itself: each merge of an object merged into it.
     assert_eq!(made("kind=state&path=%5B%5D"), json!([0, 2]));
-    assert_eq!(
-        made("kind=state&instance=%E2%91%A0&path=%5B%22name%22%5D"),
-        json!([1])
-    );
+    let in_one = "kind=state&instance=%E2%91%A0&path=";
+    assert_eq!(made(&format!("{in_one}%5B%22name%22%5D")), json!([1]));
+    assert_eq!(made(&format!("{in_one}%5B%22step%22%5D")), json!([2]));
     assert_eq!(made("kind=state&path=%5B%22name%22%5D"), json!([]));
     let bad = server.get("/api/provenance?kind=state&path=step");
     assert_eq!(bad.status, 400);
@@ -689,4 +781,90 @@ fn d78_a_postgres_worker_plan_shows_each_calls_worker_attempts_and_last_error_at
         ]
     );
     assert_eq!(before["plan"]["calls"][1]["attempts"], Value::Null);
+}
+
+#[test]
+fn d78_provenance_follows_the_fold_instance_layer_first_stopping_where_a_write_replaced_the_value()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.jsonl").display().to_string();
+    // Written as a file, not appended: an append refuses the push onto a
+    // string (R13), where loading skips it (R12).
+    let lines = [
+        r#"{"type":"state","data":{"name":"G0","list":[1]}}"#,
+        r#"{"type":"state","data":{"name":"I"},"_instance":"i1"}"#,
+        r#"{"type":"state","data":{"name":"G1"}}"#,
+        r#"{"type":"state","data":null,"_outputMethod":"erase","_instance":"i2"}"#,
+        r#"{"type":"state","data":{"x":1},"_instance":"i2"}"#,
+        r#"{"type":"state","data":{"x":2}}"#,
+        r#"{"type":"state","data":{"list":2},"_outputPath":"†state.list","_outputMethod":"push"}"#,
+        r#"{"type":"state","data":{"name":"oops"},"_outputPath":"†state.name","_outputMethod":"push"}"#,
+        r#"{"type":"state","data":{"a":{"b":1,"c":2}}}"#,
+        r#"{"type":"state","data":{"a":{"c":3}},"_outputMethod":"assign"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let server = Server::start(&path);
+    let made = |instance: &str, segments: &str| {
+        let query = format!("kind=state&instance={instance}&path={segments}");
+        server.json(&format!("/api/provenance?{query}"))["messages"].clone()
+    };
+    // i1 reads its own name, written over the whole global view (R5).
+    assert_eq!(made("i1", "%5B%22name%22%5D"), json!([1]));
+    // i2's own write made its x: the later global one is beneath it.
+    assert_eq!(made("i2", "%5B%22x%22%5D"), json!([4]));
+    // i2's erase removed the global view beneath its layer: its view is
+    // what it wrote since, over nothing global.
+    assert_eq!(made("i2", "%5B%5D"), json!([3, 4]));
+    // A push adds to the list the first write made; a push onto a string
+    // was skipped (R12) and made nothing.
+    assert_eq!(made("", "%5B%22list%22%5D"), json!([0, 6]));
+    assert_eq!(made("", "%5B%22name%22%5D"), json!([2]));
+    // An assign replaces the top-level keys it names whole.
+    assert_eq!(made("", "%5B%22a%22,%22b%22%5D"), json!([9]));
+}
+
+#[test]
+fn r39c_a_loop_plans_calls_are_held_and_rejected_at_approval_gates_as_the_loop_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gates.jsonl").display().to_string();
+    let messages = r#"[{"type":"state","data":{"approvals":{"b":false,"c":"yes"}}},
+      {"type":"plan","plan":[
+        {"_tool":"a","ok":"†state.approvals.a","_outputPath":"†state.x"},
+        {"_tool":"a2","in":"†state.x","_outputPath":"†state.y"},
+        {"_tool":"b","ok":"†state.approvals.b","_outputPath":"†state.z"},
+        {"_tool":"c","in":"†state.approvalsLog","_outputPath":"†state.w"},
+        {"_tool":"d","ok":"†state.approvals.c","_outputPath":"†state.v"},
+        {"_tool":"e","in":"†state.missing","ok":"†state.approvals.e","_outputPath":"†state.u"}]}]"#;
+    let run = agentctx(&["append", &path, messages]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let server = Server::start(&path);
+    let plan = server.json("/api/plan");
+    assert_eq!(plan["plan"]["sort"], json!("loop"));
+    let s = |state: &str, reason: &str| (state.to_owned(), json!(reason));
+    assert_eq!(
+        standings(&plan),
+        [
+            s(
+                "held",
+                "held at an approval gate: missing †state.approvals.a"
+            ),
+            s(
+                "held",
+                "held: it depends on call 0, held at an approval gate"
+            ),
+            s(
+                "rejected",
+                "rejected at the approval gate †state.approvals.b"
+            ),
+            // Not a gate: a reference under another key.
+            s("blocked", "missing †state.approvalsLog"),
+            s(
+                "failed",
+                "not run: the approval gate †state.approvals.c holds a string; a gate is true \
+                 (run the calls it holds) or false (reject them)"
+            ),
+            // Missing more than a gate: blocked however it is gated.
+            s("blocked", "missing †state.missing, †state.approvals.e"),
+        ]
+    );
 }

@@ -6,7 +6,7 @@
 use agent_core::json;
 use agent_core::json::Value;
 use agent_core::{Instance, Kind, Method, Path, Segment};
-use agent_data::Context;
+use agent_data::{Context, Message};
 use agent_render::{RenderMode, Renderer};
 
 /// What the model sees of `context` in `mode`: each chat message with its
@@ -97,65 +97,108 @@ impl Place {
     }
 }
 
-/// The numbers of the messages among the first `end` of `context` that
-/// made what `place` holds: each data message of its kind in the layers
-/// the view reads (the global one, and the instance's own) that wrote
-/// there — into it, or over it.
-pub(super) fn provenance(context: &Context, place: &Place, end: usize) -> Vec<usize> {
-    (0..end.min(context.len()))
-        .filter(|&index| {
-            let Some(identity) = context.message_identity(index) else {
-                return false;
-            };
-            identity.kind == place.kind
-                && (identity.instance.is_none() || identity.instance == place.instance)
-                && context
-                    .message(index)
-                    .and_then(|m| m.as_data().map(|d| wrote(d, &place.path)))
-                    .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// True when `message` wrote at `path`: at or under it, or over it with a
-/// value that reaches it. A `set` or `erase` over it replaces or removes
-/// what was there, a `push` or `concat` changes the array it is in, an
-/// `assign` the top-level key it is under when it names that key, and a
-/// `merge` wherever its value goes along the path (or stops being an
-/// object, which replaces what was below).
-fn wrote(message: &agent_data::DataMessage, path: &Path) -> bool {
-    let destination = message.destination();
-    if !destination.overlaps(path) {
-        return false;
-    }
-    let Some(below) = path
-        .segments()
-        .get(destination.len()..)
-        .filter(|b| !b.is_empty())
-    else {
-        return true;
-    };
-    match message.method() {
-        Method::Assign => holds(message.value(), &below[..1]),
-        Method::Merge => holds(message.value(), below),
-        // Set, erase, push, concat, and any method to come: it replaced
-        // what the path is in.
-        _ => true,
-    }
-}
-
-/// True when `value` reaches along `segments`, or replaces what is there
-/// by not being an object somewhere on the way.
-fn holds(value: &Value, segments: &[Segment]) -> bool {
-    let mut here = value;
-    for segment in segments {
-        let Value::Object(fields) = here else {
-            return true;
+/// The numbers of the messages of `context` (the context at the point
+/// asked) that made what `place` holds, oldest first: the view's fold
+/// walked back as R14 reads it — the instance's own layer newest first,
+/// then the global one unless the instance's layer replaced the place —
+/// taking each write that reached the place and stopping at the first that
+/// replaced it whole. Writes the fold skipped (R12) made nothing.
+pub(super) fn provenance(context: &Context, place: &Place) -> Vec<usize> {
+    let skipped: std::collections::HashSet<usize> = context
+        .diagnostics()
+        .into_iter()
+        .filter(|d| d.identity.kind == place.kind)
+        .map(|d| d.index)
+        .collect();
+    let (mut own, mut global) = (Vec::new(), Vec::new());
+    for index in 0..context.len() {
+        let Some(identity) = context.message_identity(index) else {
+            continue;
         };
-        match fields.get(&segment.as_key()) {
-            Some(next) => here = next,
-            None => return false,
+        if identity.kind != place.kind || skipped.contains(&index) {
+            continue;
+        }
+        match &identity.instance {
+            None => global.push(index),
+            Some(x) if Some(x) == place.instance.as_ref() => own.push(index),
+            Some(_) => {}
         }
     }
-    true
+    let mut made = Vec::new();
+    for index in own.into_iter().rev().chain(global.into_iter().rev()) {
+        let Some(Message::Data(message)) = context.message(index) else {
+            continue;
+        };
+        match reach(&message, &place.path) {
+            Reach::None => {}
+            Reach::Into => made.push(index),
+            Reach::Over => {
+                made.push(index);
+                break;
+            }
+        }
+    }
+    made.reverse();
+    made
+}
+
+/// How one write reached a place.
+enum Reach {
+    /// Not at all.
+    None,
+    /// It wrote there, over what older writes left (into an object or an
+    /// array there, or under the place).
+    Into,
+    /// It replaced (or removed) what was there: older writes made nothing
+    /// of what is there now.
+    Over,
+}
+
+/// How `message` reached `path` (R9, R10, R10b): a `set` or `erase` at or
+/// over it replaces it; a `merge` replaces what its value reaches with
+/// something that is not an object, and merges into an object; an `assign`
+/// replaces the top-level keys it names; a `push` or `concat` adds to what
+/// is there. A write under the path changes part of it.
+fn reach(message: &agent_data::DataMessage, path: &Path) -> Reach {
+    let destination = message.destination();
+    if !destination.overlaps(path) {
+        return Reach::None;
+    }
+    let negative = |p: &Path| {
+        p.segments()
+            .iter()
+            .any(|s| matches!(s, Segment::Index(i) if *i < 0))
+    };
+    if path.len() < destination.len() || negative(destination) {
+        return Reach::Into;
+    }
+    let below = &path.segments()[destination.len()..];
+    let value = message.value();
+    match message.method() {
+        Method::Set | Method::Erase => Reach::Over,
+        Method::Merge => along(value, below, false),
+        Method::Assign => along(value, below, true),
+        _ => Reach::Into,
+    }
+}
+
+/// How a `merge` (or, `shallow`, an `assign`) of `value` reaches the place
+/// `below` it.
+fn along(value: &Value, below: &[Segment], shallow: bool) -> Reach {
+    let mut here = value;
+    for (depth, segment) in below.iter().enumerate() {
+        let Value::Object(fields) = here else {
+            return Reach::Over;
+        };
+        match fields.get(&segment.as_key()) {
+            // An assign replaces each top-level key it names whole.
+            Some(_) if shallow && depth == 0 => return Reach::Over,
+            Some(next) => here = next,
+            None => return Reach::None,
+        }
+    }
+    match here {
+        Value::Object(_) => Reach::Into,
+        _ => Reach::Over,
+    }
 }

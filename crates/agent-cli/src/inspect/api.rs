@@ -110,6 +110,7 @@ fn point(at: Option<usize>, length: usize) -> Result<usize, String> {
 #[derive(serde::Deserialize)]
 pub(super) struct LogQuery {
     from: Option<usize>,
+    before: Option<usize>,
     limit: Option<usize>,
     kind: Option<String>,
     instance: Option<String>,
@@ -153,6 +154,12 @@ async fn answer_at<Q: AtPoint>(
     let at = match point(query.at(), length) {
         Ok(at) => at,
         Err(text) => return error(StatusCode::BAD_REQUEST, text),
+    };
+    // A few answers at a time: each may refold the log, and any page the
+    // browser visits can send requests here even though it cannot read
+    // the answers.
+    let Ok(_permit) = Arc::clone(&shared.answering).acquire_owned().await else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     };
     let body = tokio::task::spawn_blocking(move || {
         let past = match cut {
@@ -211,19 +218,38 @@ fn log_page(context: &Context, query: &LogQuery, end: usize, name: &str) -> Valu
         });
         kind_ok && instance_ok && text_ok
     };
-    let from = query.from.unwrap_or(0);
-    let mut found = (from..end).filter(|&index| matches(index));
-    let messages: Vec<Value> = found
-        .by_ref()
-        .take(limit)
-        .map(|index| entry(context, index))
-        .collect();
-    // Where the next page starts: the next match, if there is one.
-    let next = found.next();
+    // A page is the first `limit` matches from `from`, or with `before`
+    // the last `limit` matches before it.
+    let page: Vec<usize> = match query.before {
+        Some(before) => {
+            let mut page: Vec<usize> = (0..before.min(end))
+                .rev()
+                .filter(|&index| matches(index))
+                .take(limit)
+                .collect();
+            page.reverse();
+            page
+        }
+        None => (query.from.unwrap_or(0).min(end)..end)
+            .filter(|&index| matches(index))
+            .take(limit)
+            .collect(),
+    };
+    // Where the pages next to it start: the matches just outside it.
+    let after = page.last().map_or_else(
+        || query.before.unwrap_or(query.from.unwrap_or(0)).min(end),
+        |last| last + 1,
+    );
+    let next = (after..end).find(|&index| matches(index));
+    let previous = page
+        .first()
+        .and_then(|&first| (0..first).rev().find(|&index| matches(index)));
+    let messages: Vec<Value> = page.iter().map(|&index| entry(context, index)).collect();
     json!({
         "context": name,
         "messages": messages,
         "next": next,
+        "previous": previous,
     })
 }
 
@@ -335,13 +361,13 @@ async fn plan(
     State(shared): State<Arc<Shared>>,
     query: Result<Query<PlanQuery>, QueryRejection>,
 ) -> Response {
-    let source = shared.postgres.clone();
-    answer_at(shared, query, Cut::Prefix, move |context, query, _| {
-        // Who holds which call is in the calls table, as it is now.
-        let stored = source
-            .filter(|_| query.at.is_none())
-            .and_then(|url| agent_worker::plan_status(&url).ok());
-        Ok(json!({"plan": super::plan::plan_at(context, stored.as_ref())}))
+    let latest = Arc::clone(&shared);
+    answer_at(shared, query, Cut::Prefix, move |context, _, at| {
+        // Who holds which call is in the calls table, which has no past.
+        let stored = (at == latest.context().len())
+            .then(|| latest.calls_table())
+            .flatten();
+        Ok(json!({"plan": super::plan::plan_at(context, stored.as_deref())}))
     })
     .await
 }
@@ -390,13 +416,13 @@ async fn provenance(
     State(shared): State<Arc<Shared>>,
     query: Result<Query<ProvenanceQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, query, Cut::Whole, |context, query, end| {
+    answer_at(shared, query, Cut::Prefix, |context, query, _| {
         let place = super::about::Place::parse(
             &query.kind,
             query.instance.as_deref(),
             query.path.as_deref().unwrap_or("[]"),
         )?;
-        let messages = super::about::provenance(context, &place, end);
+        let messages = super::about::provenance(context, &place);
         Ok(json!({"messages": messages}))
     })
     .await
@@ -408,12 +434,21 @@ async fn events(
 ) -> Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>> {
     let mut receiver = shared.status.subscribe();
     let now = receiver.borrow_and_update().clone();
-    let first = event("length", &json!({"length": now.length}));
+    // What stands now: the length, and a failure to read that has not
+    // cleared yet, which a page opened after it must see too.
+    let mut first = vec![event("length", &json!({"length": now.length}))];
+    if let Some(text) = &now.error {
+        first.push(event(
+            "error",
+            &json!({"error": text, "length": now.length}),
+        ));
+    }
+    first.reverse();
     let stream = futures_util::stream::unfold(
-        (receiver, Some(first), now),
-        |(mut receiver, first, mut last)| async move {
-            if let Some(first) = first {
-                return Some((Ok(first), (receiver, None, last)));
+        (receiver, first, now),
+        |(mut receiver, mut first, mut last)| async move {
+            if let Some(next) = first.pop() {
+                return Some((Ok(next), (receiver, first, last)));
             }
             loop {
                 // The sender lives as long as the server: this ends only
@@ -432,7 +467,7 @@ async fn events(
                 };
                 last = status;
                 if let Some(next) = next {
-                    return Some((Ok(next), (receiver, None, last)));
+                    return Some((Ok(next), (receiver, Vec::new(), last)));
                 }
             }
         },

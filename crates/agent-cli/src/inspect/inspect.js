@@ -17,13 +17,20 @@ const TREE_DEPTH = 40;
 const PAGE = 100;
 
 // `at`: the point shown, null for the latest (followed as it grows);
-// `from`: the log page's first message, null for the last page; `shown`:
-// which show() is the newest, so an older one stops writing.
+// `page`: the log page asked for, `{from: N}` or `{before: N}`, null for
+// the last one; `next`, `previous`: where the pages beside it start, as
+// the API said; `shown`, `asked`: which show() and which answer of each
+// other section is the newest, so an older one stops writing;
+// `storeError`: a failure to read what was appended, standing until the
+// server reads again.
 const state = {
   length: 0,
   at: pointFromUrl(),
-  from: null,
+  page: null,
   next: null,
+  previous: null,
+  asked: { log: 0, provenance: 0, diff: 0 },
+  storeError: "",
   views: null,
   shown: 0,
   busy: false,
@@ -55,7 +62,7 @@ function element(tag, className, text) {
 }
 
 function shortJson(value, max = 240) {
-  const text = JSON.stringify(value);
+  const text = value === undefined ? "(absent)" : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
@@ -161,10 +168,12 @@ async function showProvenance(where, path) {
   const box = $("provenance");
   box.hidden = false;
   box.replaceChildren(element("span", null, "looking…"));
+  const current = ask("provenance");
   try {
     const found = await api("/api/provenance", {
       kind: where.kind, instance: where.instance, path: JSON.stringify(path), at: state.at,
     });
+    if (!current()) return;
     const title = `${where.kind}${where.instance ? ` (instance ${where.instance})` : ""} ` +
       `${path.map((p) => `[${JSON.stringify(p)}]`).join("")} was made by message(s): `;
     box.replaceChildren(element("span", null, title));
@@ -194,10 +203,12 @@ function diffValues(before, after, path, out, depth) {
     out.push({ path, before, after });
     return;
   }
+  // Own members only: a key such as "constructor" is not the prototype's.
+  const member = (value, key) => (Object.hasOwn(value, key) ? value[key] : undefined);
   const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
   for (const key of keys) {
     const step = Array.isArray(after) ? Number(key) : key;
-    diffValues(before[key], after[key], path.concat([step]), out, depth + 1);
+    diffValues(member(before, key), member(after, key), path.concat([step]), out, depth + 1);
   }
 }
 
@@ -213,11 +224,13 @@ function layers(views) {
 async function showDiff() {
   const list = $("diff");
   list.replaceChildren();
+  const current = ask("diff");
   try {
     const from = Number($("diff-from").value);
     const [old, now] = await Promise.all([
       api("/api/views", { at: from }), api("/api/views", { at: state.at }),
     ]);
+    if (!current()) return;
     const before = layers(old);
     const after = layers(now);
     const changes = [];
@@ -243,17 +256,22 @@ async function showDiff() {
 
 // ---- log ---------------------------------------------------------------
 
-function logParams(from) {
+// Starts an answer for `section`; the function it returns says whether
+// that answer is still the newest asked for.
+function ask(section) {
+  const mine = ++state.asked[section];
+  return () => mine === state.asked[section];
+}
+
+function logParams() {
+  const end = state.at === null ? state.length : state.at;
+  const page = state.page || { before: end };
   return {
-    from, limit: PAGE, at: state.at,
+    ...page, limit: PAGE, at: state.at,
     kind: $("filter-kind").value.trim(),
     instance: $("filter-instance").value.trim(),
     q: $("filter-q").value.trim(),
   };
-}
-
-function filtered() {
-  return ["filter-kind", "filter-instance", "filter-q"].some((id) => $(id).value.trim() !== "");
 }
 
 function renderLog(log, picked) {
@@ -285,21 +303,30 @@ function renderLog(log, picked) {
   $("page").textContent = first === null ? "no messages"
     : `${first}–${log.messages[log.messages.length - 1].number} of ${end}`;
   state.next = log.next;
+  state.previous = log.previous;
 }
 
 async function loadLog(picked) {
-  const end = state.at === null ? state.length : state.at;
-  const from = state.from === null ? (filtered() ? 0 : Math.max(0, end - PAGE)) : state.from;
-  const log = await api("/api/log", logParams(from));
-  renderLog(log, picked);
+  const current = ask("log");
+  const log = await api("/api/log", logParams());
+  if (current()) renderLog(log, picked);
   return log;
 }
 
-function pickMessage(number) {
-  state.from = Math.max(0, number - Math.floor(PAGE / 2));
-  loadLog(number).catch(fail);
-  const row = document.querySelector(`#log tr[data-number="${number}"]`);
-  if (row) row.scrollIntoView({ block: "center" });
+function turnPage(page) {
+  state.page = page;
+  loadLog(null).catch(fail);
+}
+
+async function pickMessage(number) {
+  state.page = { from: Math.max(0, number - Math.floor(PAGE / 2)) };
+  try {
+    await loadLog(number);
+    const row = document.querySelector(`#log tr[data-number="${number}"]`);
+    if (row) row.scrollIntoView({ block: "center" });
+  } catch (e) {
+    fail(e);
+  }
 }
 
 // ---- plan and prompt ---------------------------------------------------
@@ -408,7 +435,7 @@ async function showOnce() {
     renderPlan(plan);
     renderPrompt(prompt);
     showPoint(views.at, views.length);
-    $("status").textContent = "";
+    $("status").textContent = state.storeError;
     document.body.dataset.length = String(views.length);
     document.body.dataset.at = String(views.at);
   } catch (e) {
@@ -427,7 +454,7 @@ function showPoint(at, length) {
 
 function goTo(point) {
   state.at = point;
-  state.from = null;
+  state.page = null;
   history.replaceState(null, "", state.at === null ? "/" : `/?at=${state.at}`);
   show();
 }
@@ -438,32 +465,30 @@ $("at").addEventListener("change", () => goTo(Number($("at").value)));
 $("latest").addEventListener("click", () => goTo(null));
 $("instance-filter").addEventListener("input", () => { if (state.views) renderViews(state.views); });
 for (const id of ["filter-kind", "filter-instance", "filter-q"]) {
-  $(id).addEventListener("change", () => { state.from = null; loadLog(null).catch(fail); });
+  $(id).addEventListener("change", () => turnPage(null));
 }
-$("first").addEventListener("click", () => { state.from = 0; loadLog(null).catch(fail); });
+$("first").addEventListener("click", () => turnPage({ from: 0 }));
 $("prev").addEventListener("click", () => {
-  const rows = document.querySelectorAll("#log tr");
-  const first = rows.length ? Number(rows[0].dataset.number) : 0;
-  state.from = Math.max(0, first - PAGE);
-  loadLog(null).catch(fail);
+  if (state.previous !== null) turnPage({ before: state.previous + 1 });
 });
 $("next").addEventListener("click", () => {
-  if (state.next === null) return;
-  state.from = state.next;
-  loadLog(null).catch(fail);
+  if (state.next !== null) turnPage({ from: state.next });
 });
-$("last").addEventListener("click", () => { state.from = null; loadLog(null).catch(fail); });
+$("last").addEventListener("click", () => turnPage(null));
 $("prompt-mode").addEventListener("change", () => loadPrompt().catch(fail));
 $("diff-go").addEventListener("click", showDiff);
 
 const events = new EventSource("/api/events");
 events.addEventListener("messages", (e) => {
+  state.storeError = "";
   state.length = JSON.parse(e.data).length;
   $("length").textContent = String(state.length);
   $("slider").max = String(state.length);
   if (state.at === null) show();
 });
 events.addEventListener("error", (e) => {
-  if (e.data) fail(new Error(JSON.parse(e.data).error));
+  if (!e.data) return;
+  state.storeError = `error: ${JSON.parse(e.data).error}`;
+  $("status").textContent = state.storeError;
 });
 show();

@@ -13,15 +13,22 @@ mod plan;
 use crate::Failure;
 use crate::input::{AnyStore, open_store};
 use agent_data::Context;
+use agent_worker::PlanStatus;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// How often the store is asked whether the context grew.
 const POLL: Duration = Duration::from_millis(500);
+
+/// How many answers are computed at once; the others wait their turn.
+const ANSWERING: usize = 2;
+
+/// How long what the calls table said is shown before it is asked again.
+const CALLS_TABLE_AGE: Duration = Duration::from_secs(2);
 
 /// Every response's Content-Security-Policy: nothing but this server's own
 /// files, no framing, no forms.
@@ -63,6 +70,12 @@ pub(crate) struct Shared {
     postgres: Option<String>,
     /// The port served, which the `Host` header must name.
     port: u16,
+    /// Permits to compute an answer ([`ANSWERING`]).
+    answering: Arc<tokio::sync::Semaphore>,
+    /// What the calls table last said of the newest worker plan, and when
+    /// it was asked: one request at a time asks, at most every
+    /// [`CALLS_TABLE_AGE`].
+    calls_table: Mutex<Option<(Instant, Option<Arc<PlanStatus>>)>>,
 }
 
 impl Shared {
@@ -73,6 +86,26 @@ impl Shared {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         Arc::clone(&guard)
+    }
+
+    /// Where the newest worker plan of a PostgreSQL context stands in its
+    /// calls table, asked again when what was last said is older than
+    /// [`CALLS_TABLE_AGE`]; `None` for a file, or when it cannot be read
+    /// (the log still says what it can).
+    pub(crate) fn calls_table(&self) -> Option<Arc<PlanStatus>> {
+        let url = self.postgres.as_deref()?;
+        let mut cached = self
+            .calls_table
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*cached {
+            Some((asked, status)) if asked.elapsed() < CALLS_TABLE_AGE => status.clone(),
+            _ => {
+                let status = agent_worker::plan_status(url).ok().map(Arc::new);
+                *cached = Some((Instant::now(), status.clone()));
+                status
+            }
+        }
     }
 }
 
@@ -105,6 +138,8 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
         name: store.name().to_owned(),
         postgres: agent_store::is_postgres_url(&args.context).then(|| args.context.clone()),
         port,
+        answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
+        calls_table: Mutex::new(None),
     });
     let url = format!("http://127.0.0.1:{port}/");
     // The URL first, and at once: whoever started us reads it to connect.
@@ -196,28 +231,25 @@ fn allowed_host(host: &str, port: u16) -> bool {
 }
 
 /// Refuses a request addressed to another host (a page elsewhere that
-/// rebinds its own name to 127.0.0.1 sends its own name), and sets the
-/// headers every response carries.
+/// rebinds its own name to 127.0.0.1 sends its own name), a request a page
+/// of another site sent (its browser says so), and any method but `GET`;
+/// sets the headers every response carries.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned());
-    let mut response = match host {
-        Some(host) if allowed_host(&host, shared.port) => next.run(request).await,
-        host => {
-            let shown = host.map_or_else(|| "none".to_owned(), |h| agent_core::quoted(&h));
-            let port = shared.port;
-            (
-                StatusCode::FORBIDDEN,
-                format!(
-                    "refused: the Host header is {shown}, not this server's address \
-                     (127.0.0.1:{port}, localhost:{port} or [::1]:{port}); agentctx inspect \
-                     answers only requests addressed to it, so a web page elsewhere cannot \
-                     read the context through DNS rebinding\n"
-                ),
+    let mut response = match refusal(&request, shared.port) {
+        None => next.run(request).await,
+        Some((status, text)) => {
+            let mut refused = (
+                status,
+                [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+                format!("{{\"error\":{}}}\n", agent_core::quoted(&text)),
             )
-                .into_response()
+                .into_response();
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                refused
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET"));
+            }
+            refused
         }
     };
     let headers = response.headers_mut();
@@ -236,6 +268,62 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// Why `request` is refused, if it is: its status and the text of its
+/// `{"error": …}` body.
+fn refusal(request: &Request, port: u16) -> Option<(StatusCode, String)> {
+    let headers = request.headers();
+    let text = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+    };
+    let host = text(header::HOST);
+    if !host.as_deref().is_some_and(|h| allowed_host(h, port)) {
+        let shown = host.map_or_else(|| "none".to_owned(), |h| agent_core::quoted(&h));
+        return Some((
+            StatusCode::FORBIDDEN,
+            format!(
+                "refused: the Host header is {shown}, not this server's address \
+                 (127.0.0.1:{port}, localhost:{port} or [::1]:{port}); agentctx inspect \
+                 answers only requests addressed to it, so a web page elsewhere cannot \
+                 read the context through DNS rebinding"
+            ),
+        ));
+    }
+    // A browser names the site a request comes from: only this server's
+    // own pages (or the address typed in) may make it work.
+    let site = text(header::HeaderName::from_static("sec-fetch-site"));
+    let origin = text(header::ORIGIN);
+    let foreign_origin = origin.as_deref().is_some_and(|o| {
+        !o.strip_prefix("http://")
+            .is_some_and(|h| allowed_host(h, port))
+    });
+    if site
+        .as_deref()
+        .is_some_and(|s| s != "same-origin" && s != "none")
+        || foreign_origin
+    {
+        let from = origin.unwrap_or_else(|| "another site".to_owned());
+        return Some((
+            StatusCode::FORBIDDEN,
+            format!(
+                "refused: the request comes from {from}, not from this server's own page; \
+                 agentctx inspect does no work for other sites"
+            ),
+        ));
+    }
+    if request.method() != axum::http::Method::GET {
+        return Some((
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "{} is not answered: agentctx inspect only reads, and answers GET only",
+                request.method()
+            ),
+        ));
+    }
+    None
 }
 
 /// Opens `url` in the desktop's browser; failing to is a warning only.

@@ -1,29 +1,27 @@
 //! `GET /api/plan`: the newest plan of the context at a point, each call
 //! in the standing `agentctx status` uses (decision D78).
 //!
-//! What the log says is enough for most of it: a worker's result carries
-//! the call it answers (`_call`), a loop plan marks what it still owes
-//! (`_pending`), and the readiness rule every runner shares
-//! ([`agent_plan::standings`]) says of the rest whether it is ready or
-//! blocked, and on what. Who holds a call, its attempts and its last error
-//! live only in the calls table of a PostgreSQL context, so they are shown
-//! at the latest point only, and only when that table's newest plan is the
-//! one the log shows.
+//! A worker plan of a PostgreSQL context, at the latest point, is shown
+//! as `status` shows it: from the calls table (who holds a call, its
+//! attempts, its last error, which tools live workers have). Otherwise the
+//! log says it: a worker's result carries the call it answers (`_call`),
+//! a loop plan marks what it still owes (`_pending`), and the readiness
+//! rule every runner shares ([`agent_plan::standings`]) judges the rest.
+//! A loop plan's calls are also held or rejected at approval gates as the
+//! loop would hold or reject them (R39c).
 
 use agent_core::json;
 use agent_core::json::Value;
+use agent_core::{Reference, Segment};
 use agent_data::{Context, Message, PlanSort};
 use agent_plan::{Known, Plan, Standing};
 use agent_worker::PlanStatus;
-use std::collections::HashSet;
-
-/// The references under which a person approves a call (spec R39c).
-const GATES: &str = "state.approvals";
+use std::collections::HashMap;
 
 /// The newest plan among the messages of `context` (the context as it was
 /// at the point asked), with each call's standing; `null` without one.
-/// `stored` is the calls table's view of the newest worker plan, when
-/// there is one to ask.
+/// `stored` is the calls table's view of the newest worker plan, asked
+/// only at the latest point.
 pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
     let Some((number, sort, fields)) = newest_plan(context) else {
         return Value::Null;
@@ -32,78 +30,213 @@ pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
         PlanSort::Loop => ("plan", "loop"),
         _ => ("calls", "worker"),
     };
+    let refused = |raw: Option<&Value>, reason: String| json!({"number": number, "sort": sort_name, "calls": raw, "error": reason});
     let calls = match fields.get(key) {
         Some(Value::Array(calls)) => calls.clone(),
-        _ => Vec::new(),
+        Some(other) => {
+            let reason = format!(
+                "\"{key}\" must be an array of calls, found {}",
+                agent_core::json_type(other)
+            );
+            return refused(Some(other), reason);
+        }
+        None => return refused(None, format!("it has no \"{key}\": an array of calls")),
     };
     let plan = match Plan::new(calls.clone()) {
         Ok(plan) => plan,
-        Err(e) => {
-            return json!({"number": number, "sort": sort_name, "calls": calls,
-                          "error": e.to_string()});
-        }
+        Err(e) => return refused(Some(&Value::Array(calls)), e.to_string()),
     };
-    let pending = pending(&fields);
-    let answered = answered(context, number);
-    let stored = stored.filter(|s| {
-        sort == PlanSort::Worker
-            && s.plan.calls().len() == plan.calls().len()
+    let same_calls = |s: &&PlanStatus| {
+        s.plan.calls().len() == plan.calls().len()
             && s.plan
                 .calls()
                 .iter()
                 .zip(plan.calls())
                 .all(|(a, b)| a.as_value() == b.as_value())
-    });
-    let known: Vec<Known> = (0..plan.calls().len())
-        .map(|index| {
-            if let Some(Some(row)) = stored.map(|s| s.standings.get(index)) {
-                return match row {
-                    Standing::Done => Known::Done,
-                    Standing::Failed => Known::Failed,
-                    Standing::Running => Known::Running,
-                    Standing::Ready | Standing::Blocked { .. } => Known::Open,
-                };
-            }
-            match &pending {
-                Some(owed) if !owed.contains(&index) => Known::Done,
-                _ if answered.contains(&text(plan.calls()[index].as_value())) => Known::Done,
-                _ => Known::Open,
-            }
-        })
-        .collect();
-    let standings = agent_plan::standings(&plan, &plan.writes_after(), &known, context, &|_| true);
-    let held = stored.map(PlanStatus::calls);
-    let entries: Vec<Value> = standings
-        .iter()
+    };
+    let entries = match stored
+        .filter(|_| sort == PlanSort::Worker)
+        .filter(same_calls)
+    {
+        Some(stored) => from_the_table(&plan, stored),
+        None => from_the_log(context, &plan, number, sort, &fields),
+    };
+    json!({"number": number, "sort": sort_name, "calls": entries})
+}
+
+/// One call's entry: what `status --calls` says of it, and the call.
+struct Entry {
+    state: &'static str,
+    reason: Option<String>,
+    worker: Option<String>,
+    attempts: Option<u32>,
+    error: Option<String>,
+}
+
+fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
+    states
+        .into_iter()
         .enumerate()
-        .map(|(index, standing)| {
+        .map(|(index, entry)| {
             let call = &plan.calls()[index];
-            let mut state = standing.name();
-            let mut reason = match standing {
-                Standing::Blocked { reason, .. } => Some(reason.clone()),
-                _ => None,
-            };
-            if reason.as_deref().is_some_and(waits_for_approval) {
-                state = "held";
-                reason = reason.map(|r| format!("held at an approval gate: {r}"));
-            }
-            let row = held.as_ref().and_then(|h| h.get(index));
-            let row = row.and_then(|r| r.held.as_ref());
             json!({
                 "index": index,
                 "tool": call.tool(),
                 "instance": call.instance().map(|i| i.as_str()),
-                "state": state,
-                "reason": reason,
+                "state": entry.state,
+                "reason": entry.reason,
                 "dependsOn": plan.dependencies().get(index),
-                "worker": row.and_then(|r| r.worker.as_deref()),
-                "attempts": row.map(|r| r.attempts),
-                "error": row.and_then(|r| r.error.as_deref()),
+                "worker": entry.worker,
+                "attempts": entry.attempts,
+                "error": entry.error,
                 "call": call.as_value(),
             })
         })
+        .collect()
+}
+
+/// The calls as `status` shows them, from the calls table.
+fn from_the_table(plan: &Plan, stored: &PlanStatus) -> Vec<Value> {
+    let states = stored
+        .calls()
+        .into_iter()
+        .map(|call| {
+            let held = call.held;
+            Entry {
+                state: call.state,
+                reason: call.reason,
+                worker: held.as_ref().and_then(|h| h.worker.clone()),
+                attempts: held.as_ref().map(|h| h.attempts),
+                error: held.and_then(|h| h.error),
+            }
+        })
         .collect();
-    json!({"number": number, "sort": sort_name, "calls": entries})
+    entries(plan, states)
+}
+
+/// The calls as the log says they stand.
+fn from_the_log(
+    context: &Context,
+    plan: &Plan,
+    number: usize,
+    sort: PlanSort,
+    fields: &json::Map,
+) -> Vec<Value> {
+    let pending = pending(fields);
+    // Each result answers one call: two equal calls need two results.
+    let mut answers = answers(context, number);
+    let known: Vec<Known> = (0..plan.calls().len())
+        .map(|index| match &pending {
+            Some(owed) if !owed.contains(&index) => Known::Done,
+            _ => match answers.get_mut(&text(plan.calls()[index].as_value())) {
+                Some(left) if *left > 0 => {
+                    *left -= 1;
+                    Known::Done
+                }
+                _ => Known::Open,
+            },
+        })
+        .collect();
+    let standings = agent_plan::standings(plan, &plan.writes_after(), &known, context, &|_| true);
+    let mut states: Vec<Entry> = standings
+        .iter()
+        .map(|standing| Entry {
+            state: standing.name(),
+            reason: match standing {
+                Standing::Blocked { reason, .. } => Some(reason.clone()),
+                _ => None,
+            },
+            worker: None,
+            attempts: None,
+            error: None,
+        })
+        .collect();
+    if sort == PlanSort::Loop {
+        gates(context, plan, &mut states);
+    }
+    entries(plan, states)
+}
+
+/// Holds and rejects a loop plan's calls at their approval gates (R39c):
+/// held when every reference it misses is a gate, or when a call it
+/// depends on is held; rejected when a gate it reads holds `false`, or a
+/// call it depends on was rejected; failed when a gate holds anything but
+/// `true`, `false` or nothing.
+fn gates(context: &Context, plan: &Plan, states: &mut [Entry]) {
+    for call in plan.write_order() {
+        if states[call].state == "done" {
+            continue;
+        }
+        let before = plan.dependencies().get(call).cloned().unwrap_or_default();
+        let after = |name: &str| before.iter().copied().find(|&d| states[d].state == name);
+        let verdict = if let Some(held) = after("held") {
+            Some((
+                "held",
+                format!("held: it depends on call {held}, held at an approval gate"),
+            ))
+        } else if let Some(rejected) = after("rejected") {
+            Some((
+                "rejected",
+                format!("rejected: it depends on call {rejected}, rejected"),
+            ))
+        } else {
+            gate_verdict(context, &plan.calls()[call], states[call].state)
+        };
+        if let Some((state, reason)) = verdict {
+            states[call].state = state;
+            states[call].reason = Some(reason);
+        }
+    }
+}
+
+/// What the gates one call reads say of it, standing as `state` otherwise.
+fn gate_verdict(
+    context: &Context,
+    call: &agent_output::Call,
+    state: &str,
+) -> Option<(&'static str, String)> {
+    let reads = agent_vars::call_reads(call.as_value()).ok()?;
+    let read = |r: &Reference| context.read(r, call.instance());
+    if state == "blocked" {
+        let missing: Vec<&Reference> = reads
+            .references
+            .iter()
+            .filter(|r| read(r).is_none())
+            .collect();
+        if !missing.is_empty() && missing.iter().all(|r| is_gate(r)) {
+            let names: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
+            return Some((
+                "held",
+                format!("held at an approval gate: missing {}", names.join(", ")),
+            ));
+        }
+        return None;
+    }
+    for gate in reads.references.iter().filter(|r| is_gate(r)) {
+        match read(gate) {
+            None | Some(Value::Null | Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => {
+                return Some(("rejected", format!("rejected at the approval gate {gate}")));
+            }
+            Some(other) => {
+                return Some((
+                    "failed",
+                    format!(
+                        "not run: the approval gate {gate} holds {}; a gate is true (run the \
+                         calls it holds) or false (reject them)",
+                        agent_core::json_type(other)
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// True when `reference` is at or under `†state.approvals` (R39c).
+fn is_gate(reference: &Reference) -> bool {
+    reference.kind.as_str() == "state"
+        && matches!(reference.path.segments().first(), Some(Segment::Key(k)) if k == "approvals")
 }
 
 /// The newest plan message: its number, its sort and its fields.
@@ -138,18 +271,25 @@ fn pending(fields: &json::Map) -> Option<Vec<usize>> {
     }
 }
 
-/// The calls the messages after the plan's answer (their `_call`), as
-/// JSON text: one pass over the log, however many calls the plan has.
-fn answered(context: &Context, plan: usize) -> HashSet<String> {
-    (plan + 1..context.len())
-        // Only a message whose text names `_call` is parsed.
-        .filter(|&index| {
-            context
-                .message_json(index)
-                .is_some_and(|line| line.contains("\"_call\""))
-        })
-        .filter_map(|index| context.message(index)?.fields().get("_call").map(text))
-        .collect()
+/// How many messages after the plan's answer each call (their `_call`,
+/// as JSON text): one pass over the log, however many calls the plan has.
+fn answers(context: &Context, plan: usize) -> HashMap<String, usize> {
+    let mut answers = HashMap::new();
+    for index in plan + 1..context.len() {
+        // Only a message whose text names `_call` is parsed; of a result
+        // fanned out to several messages, only the first carries `_call`.
+        let names = context
+            .message_json(index)
+            .is_some_and(|line| line.contains("\"_call\""));
+        let call = names
+            .then(|| context.message(index))
+            .flatten()
+            .and_then(|m| m.fields().get("_call").map(text));
+        if let Some(call) = call {
+            *answers.entry(call).or_insert(0) += 1;
+        }
+    }
+    answers
 }
 
 /// A value's compact JSON text.
@@ -157,9 +297,4 @@ fn text(value: &Value) -> String {
     let mut out = String::new();
     json::write_into(&mut out, value, false);
     out
-}
-
-/// True when a blocked call's reason is a missing approval.
-fn waits_for_approval(reason: &str) -> bool {
-    reason.contains(&format!("†{GATES}"))
 }
