@@ -10,8 +10,10 @@ use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
 use agent_core::json::Value;
 use agent_core::{Instance, Kind};
+use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// Layers compacted at once by [`Context::compact`]: what compaction holds
@@ -200,6 +202,30 @@ impl Context {
         Ok(())
     }
 
+    /// [`Context::push_unchecked`] for a message whose compact JSON is
+    /// `text` when given (a line read that was exactly that): the text is
+    /// stored as it is instead of writing the message again. `text` must be
+    /// the compact text of `message`'s fields, read within [`MAX_DEPTH`].
+    ///
+    /// [`MAX_DEPTH`]: agent_core::MAX_DEPTH
+    pub(crate) fn push_text(
+        &mut self,
+        message: Message,
+        schema: Option<Arc<Compiled>>,
+        text: Option<&str>,
+    ) -> Result<(), MessageFault> {
+        let Some(text) = text else {
+            return self.push_unchecked(message, schema);
+        };
+        debug_assert_eq!(
+            agent_core::json::to_string(&Value::Object(message.fields().clone())),
+            text
+        );
+        let written = self.log.write_text(text);
+        self.push_written(Cow::Owned(message), schema, written);
+        Ok(())
+    }
+
     /// [`Context::push_unchecked`] for a message already written to the log.
     pub(crate) fn push_written(
         &mut self,
@@ -317,9 +343,10 @@ impl Context {
 
     /// The index of a layer, created empty if it is new.
     fn layer_index(&mut self, kind: &Kind, instance: Option<&Instance>) -> usize {
-        match self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
+        let (hash, found) = self.find_layer(kind, instance);
+        match found {
             Some(at) => at,
-            None => self.insert_layer(kind, instance, Layer::default()).0,
+            None => self.add_layer(kind, instance, Layer::default(), hash),
         }
     }
 
@@ -334,9 +361,34 @@ impl Context {
         instance: Option<&Instance>,
         layer: Layer,
     ) -> (usize, bool) {
-        if let Some(at) = self.layers.get_index_of(&IdentityRef::new(kind, instance)) {
-            return (at, false);
+        match self.find_layer(kind, instance) {
+            (_, Some(at)) => (at, false),
+            (hash, None) => (self.add_layer(kind, instance, layer, hash), true),
         }
+    }
+
+    /// The hash of `(kind, instance)` in the layer map and its layer's
+    /// index, if it has one: hashed once for the lookup and the insertion
+    /// after it.
+    fn find_layer(&self, kind: &Kind, instance: Option<&Instance>) -> (u64, Option<usize>) {
+        let probe = IdentityRef::new(kind, instance);
+        let hash = self.layers.hasher().hash_one(&probe);
+        let found = self
+            .layers
+            .raw_entry_v1()
+            .index_from_hash(hash, |id| probe.equivalent_to(id));
+        (hash, found)
+    }
+
+    /// [`Context::insert_layer`] for a layer known to be new, `hash` being
+    /// its identity's.
+    fn add_layer(
+        &mut self,
+        kind: &Kind,
+        instance: Option<&Instance>,
+        layer: Layer,
+        hash: u64,
+    ) -> usize {
         let kind = match self.kinds.get(kind.as_str()) {
             Some(known) => known.clone(),
             None => {
@@ -344,17 +396,30 @@ impl Context {
                 kind.clone()
             }
         };
-        let known = instance.and_then(|x| self.instances.find(&self.layers, x.as_str()));
+        let known = instance.and_then(|x| self.instances.find(&self.layers, &kind, x.as_str()));
         let first = instance.is_some() && known.is_none();
         let identity = Identity {
             kind,
             instance: known.or(instance).cloned(),
         };
-        let at = self.layers.insert_full(identity, layer).0;
+        let probe = IdentityRef::new(&identity.kind, identity.instance.as_ref());
+        let at = match self
+            .layers
+            .raw_entry_mut_v1()
+            .from_hash(hash, |id| probe.equivalent_to(id))
+        {
+            RawEntryMut::Vacant(vacant) => {
+                let at = vacant.index();
+                vacant.insert_hashed_nocheck(hash, identity, layer);
+                at
+            }
+            // Not reached: the caller found no layer.
+            RawEntryMut::Occupied(occupied) => occupied.index(),
+        };
         if first {
             self.instances.insert(&self.layers, at);
         }
-        (at, true)
+        at
     }
 
     /// Compiles the message's own schema, if it has one (R25).

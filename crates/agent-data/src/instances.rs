@@ -4,7 +4,7 @@
 //! layer map and in the list.
 
 use crate::layer::Layer;
-use agent_core::Instance;
+use agent_core::{Instance, Kind};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
@@ -18,16 +18,32 @@ pub(crate) struct Instances {
     /// layer map. `u32` as in the log: four billion layers are out of reach
     /// of memory.
     first: Vec<u32>,
-    /// The same positions, found by the instance id.
-    table: HashTable<u32>,
+    /// The same positions, found by the instance id; built only once
+    /// instance layers of a second kind appear. Until then the layer map
+    /// answers alone: an id without a layer of the one kind that has
+    /// instance layers has no layer at all.
+    table: Option<HashTable<u32>>,
+    /// The kind of every instance layer while `table` is not built.
+    kind: Option<Kind>,
     hasher: crate::identity::Hasher,
 }
 
 impl Instances {
-    /// The instance `id` as a layer key holds it, if a layer has it.
-    pub(crate) fn find<'a>(&self, layers: &'a Layers, id: &str) -> Option<&'a Instance> {
+    /// The instance `id` as a layer key of a kind other than `kind` holds
+    /// it, if one has it; the caller knows `(kind, id)` has no layer.
+    pub(crate) fn find<'a>(
+        &mut self,
+        layers: &'a Layers,
+        kind: &Kind,
+        id: &str,
+    ) -> Option<&'a Instance> {
+        let table = match &mut self.table {
+            Some(table) => table,
+            None if self.kind.as_ref().is_none_or(|only| only == kind) => return None,
+            None => self.table.insert(build(&self.first, layers, &self.hasher)),
+        };
         let hash = self.hasher.hash_one(id);
-        self.table
+        table
             .find(hash, |&at| {
                 instance(layers, at).is_some_and(|x| x.as_str() == id)
             })
@@ -37,14 +53,29 @@ impl Instances {
     /// Records the instance of the layer at `position`, the first layer
     /// to have it (the caller knows it is new).
     pub(crate) fn insert(&mut self, layers: &Layers, position: usize) {
-        let Some(id) = instance(layers, code(position)) else {
+        let Some((identity, _)) = layers.get_index(position) else {
             return;
+        };
+        let Some(id) = &identity.instance else {
+            return;
+        };
+        self.first.push(code(position));
+        let table = match &mut self.table {
+            Some(table) => table,
+            None => {
+                match &self.kind {
+                    None => self.kind = Some(identity.kind.clone()),
+                    Some(only) if *only != identity.kind => {
+                        self.table = Some(build(&self.first, layers, &self.hasher));
+                    }
+                    Some(_) => {}
+                }
+                return;
+            }
         };
         let hasher = &self.hasher;
         let rehash = |&at: &u32| instance(layers, at).map_or(0, |x| hasher.hash_one(x.as_str()));
-        self.table
-            .insert_unique(hasher.hash_one(id.as_str()), code(position), rehash);
-        self.first.push(code(position));
+        table.insert_unique(hasher.hash_one(id.as_str()), code(position), rehash);
     }
 
     /// The instances in order.
@@ -54,6 +85,16 @@ impl Instances {
             layers,
         }
     }
+}
+
+/// The table of the instances at `first`.
+fn build(first: &[u32], layers: &Layers, hasher: &crate::identity::Hasher) -> HashTable<u32> {
+    let rehash = |&at: &u32| instance(layers, at).map_or(0, |x| hasher.hash_one(x.as_str()));
+    let mut table = HashTable::with_capacity(first.len());
+    for &at in first {
+        table.insert_unique(rehash(&at), at, rehash);
+    }
+    table
 }
 
 /// A layer position as stored here.

@@ -184,10 +184,39 @@ impl Context {
             .map_err(|fault| Error::Message { index, line, fault })
     }
 
-    fn push_value(&mut self, value: Value, index: usize, line: Option<usize>) -> Result<()> {
-        let mut checked = Vec::with_capacity(1);
-        self.check_value(value, index, line, &mut checked)?;
-        self.push_checked(checked)
+    /// Normalises `value` (R1) and adds its messages, compiling every
+    /// schema first. `text` is the value's compact text when its line was
+    /// exactly that ([`from_str_compact_within`]): a message holding the
+    /// input's fields unchanged is stored as that text, not written again.
+    /// `scratch` is reused from value to value.
+    ///
+    /// [`from_str_compact_within`]: agent_core::json::from_str_compact_within
+    fn push_value(
+        &mut self,
+        value: Value,
+        at: (usize, Option<usize>),
+        text: Option<&str>,
+        scratch: &mut Vec<Message>,
+    ) -> Result<()> {
+        let (index, line) = at;
+        let at = |fault| Error::Message { index, line, fault };
+        scratch.clear();
+        let verbatim = normalise(value, scratch).map_err(at)?;
+        if let ([message], true) = (scratch.as_slice(), verbatim) {
+            let schema = self.compile_schema(message).map_err(at)?;
+            return match scratch.pop() {
+                Some(message) => self.push_text(message, schema, text).map_err(at),
+                None => Ok(()),
+            };
+        }
+        let schemas = scratch
+            .iter()
+            .map(|message| self.compile_schema(message).map_err(at))
+            .collect::<Result<Vec<_>>>()?;
+        scratch
+            .drain(..)
+            .zip(schemas)
+            .try_for_each(|(message, schema)| self.push_unchecked(message, schema).map_err(at))
     }
 
     /// Normalises one input value (R1) and compiles each resulting
@@ -203,7 +232,7 @@ impl Context {
     ) -> Result<()> {
         let at = |fault| Error::Message { index, line, fault };
         let mut normalised = Vec::with_capacity(1);
-        normalise(value, &mut normalised).map_err(at)?;
+        let _verbatim = normalise(value, &mut normalised).map_err(at)?;
         for message in normalised {
             let schema = self.compile_schema(&message).map_err(at)?;
             out.push((message, schema, index, line));
@@ -281,8 +310,9 @@ fn whole_array_fault(bytes: &[u8]) -> Error {
 fn load_json(bytes: &[u8]) -> Result<Loaded> {
     let mut context = Context::new();
     let mut compacted = 0;
+    let mut scratch = Vec::with_capacity(1);
     let count = parse_array(bytes, &mut |item, index| {
-        context.push_value(item, index, None)?;
+        context.push_value(item, (index, None), None, &mut scratch)?;
         context.compact_behind(&mut compacted);
         Ok(())
     })?;
@@ -305,8 +335,9 @@ pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
     let mut context = Context::new();
     let start = Position::default();
     let mut compacted = 0;
-    let read = read_jsonl(reader, source, start, &mut |value, index, line| {
-        context.push_value(value, index, Some(line))?;
+    let mut scratch = Vec::with_capacity(1);
+    let read = read_jsonl(reader, source, start, &mut |value, index, line, text| {
+        context.push_value(value, (index, Some(line)), text, &mut scratch)?;
         context.compact_behind(&mut compacted);
         Ok(())
     })?;
@@ -392,7 +423,7 @@ impl Context {
     pub fn extend_jsonl(&mut self, tail: &[u8], at: Position) -> Result<Extended> {
         let mut checked = Vec::new();
         let base = self.len();
-        let read = read_jsonl(tail, "<tail>", at, &mut |value, index, line| {
+        let read = read_jsonl(tail, "<tail>", at, &mut |value, index, line, _text| {
             self.check_value(value, base + index, Some(line), &mut checked)
         })?;
         self.push_checked(checked)?;
@@ -404,13 +435,17 @@ impl Context {
 /// rather than kept for the next line.
 const KEPT_LINE_BUFFER: usize = 1 << 20;
 
-/// Reads JSONL lines, handing each parsed value with its message index
-/// (from 0) and 1-based file line to `sink`.
+/// What [`read_jsonl`] hands each line to: the parsed value, its message
+/// index (from 0), its 1-based file line and, when the line is exactly the
+/// value's compact text, that text.
+type LineSink<'s> = dyn FnMut(Value, usize, usize, Option<&str>) -> Result<()> + 's;
+
+/// Reads JSONL lines, handing each to `sink`.
 fn read_jsonl(
     mut reader: impl BufRead,
     source: &str,
     at: Position,
-    sink: &mut dyn FnMut(Value, usize, usize) -> Result<()>,
+    sink: &mut LineSink<'_>,
 ) -> Result<Extended> {
     let mut warnings = Vec::new();
     let (mut index, mut offset, mut line) = (0, at.offset, at.line);
@@ -432,11 +467,8 @@ fn read_jsonl(
         let start = offset;
         offset += read;
         let terminated = buffer.last() == Some(&b'\n');
-        let raw = if terminated {
-            &buffer[..read - 1]
-        } else {
-            &buffer[..]
-        };
+        let raw_len = if terminated { read - 1 } else { read };
+        let raw = &buffer[..raw_len];
         if raw.iter().all(u8::is_ascii_whitespace) {
             // Blank, even without its newline: read past it; the next
             // append starts on a new line.
@@ -448,7 +480,7 @@ fn read_jsonl(
         // too deep: the pre-scan, which places the fault, runs only on
         // failure, and a too-deep line is reported as such whatever else
         // is wrong with it.
-        let parsed = match parse(raw, line - 1, MAX_DEPTH) {
+        let parsed = match parse_compact(raw, line - 1, MAX_DEPTH) {
             Err(error) => match too_deep(raw, MAX_DEPTH) {
                 Some(at) => Err(Error::TooDeep {
                     depth: TooDeep { limit: MAX_DEPTH },
@@ -459,14 +491,18 @@ fn read_jsonl(
             },
             parsed => parsed,
         };
-        if buffer.capacity() > KEPT_LINE_BUFFER {
+        let huge = buffer.capacity() > KEPT_LINE_BUFFER;
+        if huge {
             // A huge line's text is not needed once parsed: freed before
             // the message is written into the log, not held beside it.
             buffer = Vec::new();
         }
         match parsed {
-            Ok(value) => {
-                sink(value, index, line)?;
+            Ok((value, compact)) => {
+                // Parsed, so UTF-8; a huge line's text is gone.
+                let text = buffer.get(..raw_len).filter(|_| compact && !huge);
+                let text = text.and_then(|text| std::str::from_utf8(text).ok());
+                sink(value, index, line, text)?;
                 end = Position { line, offset };
                 unterminated = !terminated;
             }
@@ -493,8 +529,13 @@ fn read_jsonl(
 /// Parses one JSON document at most `limit` deep (on failure `too_deep`
 /// places a depth fault); errors report lines shifted by `first_line`.
 fn parse(bytes: &[u8], first_line: usize, limit: usize) -> Result<Value> {
+    parse_compact(bytes, first_line, limit).map(|(value, _)| value)
+}
+
+/// [`parse`], and whether `bytes` are the value's compact text.
+fn parse_compact(bytes: &[u8], first_line: usize, limit: usize) -> Result<(Value, bool)> {
     let text = std::str::from_utf8(bytes).map_err(|e| not_utf8(bytes, e, first_line))?;
-    agent_core::json::from_str_within(text, limit).map_err(|e| Error::Json {
+    agent_core::json::from_str_compact_within(text, limit).map_err(|e| Error::Json {
         line: e.line() + first_line,
         column: e.column(),
         reason: e.to_string(),

@@ -128,12 +128,18 @@ impl Log {
         Ok(Written { start })
     }
 
-    /// [`Log::write`] for a message serialised beforehand by [`serialise`].
-    pub(crate) fn write_serialised(&mut self, line: &Line) -> Written {
+    /// [`Log::write`] for a message whose compact JSON is `text`, read
+    /// within [`MAX_DEPTH`] (so not too deep to write).
+    pub(crate) fn write_text(&mut self, text: &str) -> Written {
         let start = self.jsonl.len();
-        self.jsonl.push_str(&line.0);
+        self.jsonl.push_str(text);
         self.jsonl.push('\n');
         Written { start }
+    }
+
+    /// [`Log::write`] for a message serialised beforehand by [`serialise`].
+    pub(crate) fn write_serialised(&mut self, line: &Line) -> Written {
+        self.write_text(&line.0)
     }
 
     /// Makes the written message the next one; `layer` is its layer's

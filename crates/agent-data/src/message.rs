@@ -220,14 +220,15 @@ impl DataMessage {
 
     /// Validates the fields of a normalised data message (R2, R9, R10, R10b).
     pub(crate) fn from_fields(fields: Map) -> Result<Self, MessageFault> {
-        let kind = match fields.get("kind") {
+        let known = Known::of(&fields);
+        let kind = match known.kind {
             None => Kind::data(),
             Some(Value::String(k)) => Kind::new(k.as_str()).map_err(|_| {
                 MessageFault::InvalidKind(agent_core::InvalidKind { kind: k.clone() })
             })?,
             Some(_) => return Err(field_type("kind", "a string")),
         };
-        let instance = match fields.get("_instance") {
+        let instance = match known.instance {
             None => None,
             Some(Value::String(id)) => Some(
                 id.parse::<Instance>()
@@ -235,16 +236,16 @@ impl DataMessage {
             ),
             Some(_) => return Err(field_type("_instance", "a string")),
         };
-        if fields.get("description").is_some_and(|d| !d.is_string()) {
+        if known.description.is_some_and(|d| !d.is_string()) {
             return Err(field_type("description", "a string"));
         }
-        if fields
-            .get("schema")
+        if known
+            .schema
             .is_some_and(|s| !s.is_object() && !s.is_boolean())
         {
             return Err(field_type("schema", "a JSON Schema (object or boolean)"));
         }
-        let explicit_method = match fields.get("_outputMethod") {
+        let explicit_method = match known.method {
             None => None,
             Some(Value::String(name)) => Some(
                 name.parse::<Method>()
@@ -252,7 +253,7 @@ impl DataMessage {
             ),
             Some(_) => return Err(field_type("_outputMethod", "a string")),
         };
-        let output = output_destination(&fields, &kind)?;
+        let output = output_destination(&known, &kind)?;
         let is_output = output.is_some();
         let destination = output.unwrap_or_default();
         let method = explicit_method.unwrap_or(if is_output {
@@ -260,7 +261,7 @@ impl DataMessage {
         } else {
             Method::Merge
         });
-        let data = fields.get("data").ok_or(MessageFault::DataWithoutData)?;
+        let data = known.data.ok_or(MessageFault::DataWithoutData)?;
         match destination.get(data) {
             None => {
                 return Err(MessageFault::ValueAbsent {
@@ -375,8 +376,43 @@ fn field_type(field: &'static str, expected: &'static str) -> MessageFault {
 
 /// The destination path from `_outputPath`, or from a one-reference
 /// `_call._outputPath` when there is no own `_outputPath` (R9).
-fn output_destination(fields: &Map, kind: &Kind) -> Result<Option<Path>, MessageFault> {
-    match fields.get("_outputPath") {
+/// The fields a data message is read by, found in one pass over its
+/// members rather than a search for each.
+#[derive(Default)]
+struct Known<'a> {
+    kind: Option<&'a Value>,
+    instance: Option<&'a Value>,
+    description: Option<&'a Value>,
+    schema: Option<&'a Value>,
+    method: Option<&'a Value>,
+    output_path: Option<&'a Value>,
+    call: Option<&'a Value>,
+    data: Option<&'a Value>,
+}
+
+impl<'a> Known<'a> {
+    fn of(fields: &'a Map) -> Known<'a> {
+        let mut known = Known::default();
+        for (key, value) in fields {
+            let slot = match key {
+                "kind" => &mut known.kind,
+                "_instance" => &mut known.instance,
+                "description" => &mut known.description,
+                "schema" => &mut known.schema,
+                "_outputMethod" => &mut known.method,
+                "_outputPath" => &mut known.output_path,
+                "_call" => &mut known.call,
+                "data" => &mut known.data,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        known
+    }
+}
+
+fn output_destination(known: &Known<'_>, kind: &Kind) -> Result<Option<Path>, MessageFault> {
+    match known.output_path {
         Some(Value::String(text)) => {
             let reference =
                 Reference::parse(text.trim()).map_err(|e| MessageFault::BadOutputPath {
@@ -393,8 +429,8 @@ fn output_destination(fields: &Map, kind: &Kind) -> Result<Option<Path>, Message
             Ok(Some(reference.path))
         }
         Some(_) => Err(field_type("_outputPath", "a string")),
-        None => Ok(fields
-            .get("_call")
+        None => Ok(known
+            .call
             .and_then(|call| call.get("_outputPath"))
             .and_then(Value::as_str)
             .and_then(|text| Reference::parse(text.trim()).ok())

@@ -33,14 +33,16 @@ impl Message {
             return Err(MessageFault::TooDeep(TooDeep { limit: MAX_DEPTH }));
         }
         let mut out = Vec::with_capacity(1);
-        normalise(value, &mut out)?;
+        let _verbatim = normalise(value, &mut out)?;
         Ok(out)
     }
 }
 
 /// Normalises one input message; a chat wrapper with a content array may
-/// yield several.
-pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+/// yield several. True when it yielded one message holding the input's
+/// fields as they were (a `text`, `data` or opaque message, a native one):
+/// then the input's compact text is the message's.
+pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<bool, MessageFault> {
     let Value::Object(mut fields) = value else {
         return Err(MessageFault::NotObject {
             found: json_type(&value),
@@ -48,9 +50,13 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
     };
     match fields.get("type") {
         Some(Value::String(t)) => {
+            // Copied, though a borrow would do: without this copy, glibc
+            // left the heap of loading 200,000 `state` shorthands 30 MB
+            // larger (where each instance id landed; D79).
             let t = t.clone();
-            out.push(typed(&t, fields)?);
-            Ok(())
+            let (message, verbatim) = typed(Typed::of(&t), fields)?;
+            out.push(message);
+            Ok(verbatim)
         }
         Some(_) => Err(MessageFault::TypeNotString),
         None if fields.contains_key("data") => {
@@ -58,7 +64,7 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
             normalised.insert("type".into(), "data".into());
             normalised.append(&mut fields);
             out.push(Message::Data(DataMessage::from_fields(normalised)?));
-            Ok(())
+            Ok(false)
         }
         None if fields.contains_key("role") && fields.contains_key("content") => {
             wrapper(fields, out)
@@ -72,9 +78,33 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<(), Mess
     }
 }
 
-fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
+/// What a message's `type` makes of it, told apart without copying it.
+#[derive(Clone, Copy)]
+enum Typed {
+    Text,
+    Data,
+    /// `input` or `state`: the shorthand of a data message of that kind.
+    Shorthand(&'static str),
+    Opaque,
+}
+
+impl Typed {
+    fn of(t: &str) -> Typed {
+        match t {
+            "text" => Typed::Text,
+            "data" => Typed::Data,
+            "input" => Typed::Shorthand("input"),
+            "state" => Typed::Shorthand("state"),
+            _ => Typed::Opaque,
+        }
+    }
+}
+
+/// The message of a `type`d input, and whether it holds the input's fields
+/// unchanged.
+fn typed(t: Typed, mut fields: Map) -> Result<(Message, bool), MessageFault> {
     match t {
-        "text" => {
+        Typed::Text => {
             if !fields.get("text").is_some_and(Value::is_string) {
                 return Err(MessageFault::TextWithoutText);
             }
@@ -84,10 +114,10 @@ fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
                     expected: "a string",
                 });
             }
-            Ok(Message::Text(TextMessage::from_checked(fields)))
+            Ok((Message::Text(TextMessage::from_checked(fields)), true))
         }
-        "data" => Ok(Message::Data(DataMessage::from_fields(fields)?)),
-        "input" | "state" => {
+        Typed::Data => Ok((Message::Data(DataMessage::from_fields(fields)?), true)),
+        Typed::Shorthand(t) => {
             let data = if t == "input" && fields.contains_key("input") {
                 if fields.contains_key("data") {
                     return Err(MessageFault::InputAndData);
@@ -113,9 +143,10 @@ fn typed(t: &str, mut fields: Map) -> Result<Message, MessageFault> {
             normalised.insert("kind".into(), t.into());
             normalised.insert("data".into(), data);
             normalised.append(&mut fields);
-            Ok(Message::Data(DataMessage::from_fields(normalised)?))
+            let message = Message::Data(DataMessage::from_fields(normalised)?);
+            Ok((message, false))
         }
-        _ => Ok(Message::Opaque(OpaqueMessage::from_checked(fields))),
+        Typed::Opaque => Ok((Message::Opaque(OpaqueMessage::from_checked(fields)), true)),
     }
 }
 
@@ -123,8 +154,9 @@ fn is_meta_field(key: &str) -> bool {
     matches!(key, "type" | "kind" | "schema" | "description") || key.starts_with('_')
 }
 
-/// `{"role":R,"content":S|M|[…]}`.
-fn wrapper(mut fields: Map, out: &mut Vec<Message>) -> Result<(), MessageFault> {
+/// `{"role":R,"content":S|M|[…]}`; true for a native message, kept as it
+/// came.
+fn wrapper(mut fields: Map, out: &mut Vec<Message>) -> Result<bool, MessageFault> {
     let role = match fields.get("role") {
         Some(Value::String(role)) => role.clone(),
         _ => {
@@ -136,7 +168,7 @@ fn wrapper(mut fields: Map, out: &mut Vec<Message>) -> Result<(), MessageFault> 
     };
     if is_native(&fields)? {
         out.push(Message::Native(NativeMessage::from_checked(fields)));
-        return Ok(());
+        return Ok(true);
     }
     let content = fields.shift_remove("content").unwrap_or(Value::Null);
     match content {
@@ -146,6 +178,7 @@ fn wrapper(mut fields: Map, out: &mut Vec<Message>) -> Result<(), MessageFault> 
         item @ (Value::String(_) | Value::Object(_)) => content_item(&role, item, out),
         _ => Err(MessageFault::BadContent),
     }
+    .map(|()| false)
 }
 
 /// True for a provider's own message with tool calls or results (kept
@@ -194,7 +227,8 @@ fn content_item(role: &str, item: Value, out: &mut Vec<Message>) -> Result<(), M
         }
         Value::Object(_) => {
             let start = out.len();
-            normalise(item, out)?;
+            // A wrapped message is never its input's own text.
+            let _verbatim = normalise(item, out)?;
             for message in &mut out[start..] {
                 if let Message::Text(text) = message {
                     text.set_role(role);

@@ -107,3 +107,46 @@ fn r34e_a_digest_reads_back_from_its_hex_and_bad_hex_is_refused_by_name() {
     );
     assert!("g".repeat(64).parse::<Digest>().is_err());
 }
+
+#[test]
+fn r34e_a_line_is_hashed_as_its_messages_compact_json_however_it_is_spelled() {
+    let lines = [
+        // Compact already: stored as read.
+        r#"{"type":"data","kind":"k","data":{"a":1}}"#,
+        r#"{"type": "data", "kind":"k","data":{"a":1}}"#,
+        r#"{"type":"data","kind":"k","data":{"a":"\u0041\/"}}"#,
+        r#"{"type":"data","kind":"k","data":{"a":1E5,"b":2e5,"c":3e+5}}"#,
+        r#"{"type":"data","kind":"k","data":{"a":1,"a":2}}"#,
+        // Escapes as the writer writes them: compact.
+        r#"{"type":"data","kind":"k","data":{"a":"x\n\u001f\"\\"}}"#,
+        r#"{"type":"data","kind":"k","data":{"a":"\u001F"}}"#,
+        r#"{"type":"note","x":[1, 2]}"#,
+        "{\"type\":\"text\",\"text\":\"hi\"} ",
+        "\t{\"type\":\"text\",\"text\":\"hi\"}\r",
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let context = Context::load(text.as_bytes(), Format::Jsonl)
+        .unwrap()
+        .context;
+    let compact: Vec<String> = lines
+        .iter()
+        .map(|l| json::to_string(&json::from_str(l).unwrap()))
+        .collect();
+    assert_eq!(context.len(), lines.len());
+    for (i, expected) in compact.iter().enumerate() {
+        assert_eq!(context.message_json(i), Some(expected.as_str()), "line {i}");
+    }
+    assert_eq!(
+        context.message_json(3),
+        Some(r#"{"type":"data","kind":"k","data":{"a":1e+5,"b":2e+5,"c":3e+5}}"#)
+    );
+    assert_eq!(
+        context.message_json(4),
+        Some(r#"{"type":"data","kind":"k","data":{"a":2}}"#)
+    );
+    assert_eq!(
+        context.head(),
+        Digest::of(compact.iter().map(String::as_bytes))
+    );
+    assert_eq!(context.head(), recomputed(&context));
+}

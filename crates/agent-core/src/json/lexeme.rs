@@ -75,7 +75,11 @@ impl<'a> Parser<'a> {
             None => return Err(self.error(Code::EofWhileParsingString)),
             Some(b'"') => '"',
             Some(b'\\') => '\\',
-            Some(b'/') => '/',
+            Some(b'/') => {
+                // The writer leaves `/` as it is.
+                self.compact = false;
+                '/'
+            }
             Some(b'b') => '\x08',
             Some(b'f') => '\x0c',
             Some(b'n') => '\n',
@@ -93,6 +97,13 @@ impl<'a> Parser<'a> {
         let first = self.hex4()?;
         if (0xDC00..=0xDFFF).contains(&first) {
             return Err(self.error(Code::LoneLeadingSurrogateInHexEscape));
+        }
+        let digits = self
+            .bytes
+            .get(self.index.saturating_sub(4)..self.index)
+            .unwrap_or_default();
+        if !written_as_escape(first, digits) {
+            self.compact = false;
         }
         let code = if (0xD800..=0xDBFF).contains(&first) {
             for expected in [b'\\', b'u'] {
@@ -185,6 +196,10 @@ impl<'a> Parser<'a> {
         Ok(match exponent_at {
             // The kept form: `e`, its sign always written.
             Some(at) => {
+                let spelled = text.as_bytes().get(at - start..at - start + 2);
+                if !matches!(spelled, Some([b'e', b'+' | b'-'])) {
+                    self.compact = false;
+                }
                 let (mantissa, exponent) = text.split_at(at - start);
                 let exponent = &exponent[1..];
                 let (sign, digits) = match exponent.as_bytes().first() {
@@ -203,4 +218,21 @@ impl<'a> Parser<'a> {
             self.index += 1;
         }
     }
+}
+
+/// True when the compact writer writes the character of `\u` escape
+/// `code` as that escape with these four `hex` digits: a control character
+/// without a short escape, in lowercase hex.
+fn written_as_escape(code: u16, hex: &[u8]) -> bool {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let short = matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+    code < 0x20
+        && !short
+        && hex
+            == [
+                b'0',
+                b'0',
+                HEX[usize::from(code >> 4)],
+                HEX[usize::from(code & 0xf)],
+            ]
 }

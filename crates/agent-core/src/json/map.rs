@@ -187,11 +187,16 @@ impl Map {
     }
 
     /// [`Map::insert`] for a key the reader already holds as a [`Key`].
-    pub(crate) fn insert_key(&mut self, key: Key, value: Value) {
+    /// True when the key was there (its value is replaced).
+    pub(crate) fn insert_key(&mut self, key: Key, value: Value) -> bool {
         match self.0.position(&key) {
-            Some(i) => self.0.entries[i].1 = value,
+            Some(i) => {
+                self.0.entries[i].1 = value;
+                true
+            }
             None => {
                 self.0.push(key, value);
+                false
             }
         }
     }

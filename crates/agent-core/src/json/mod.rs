@@ -11,7 +11,9 @@
 //!
 //! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node.
 //! - [`from_str`], [`from_str_within`]: reading, with the depth limit
-//!   (R33) as the reader's own check, without recursion.
+//!   (R33) as the reader's own check, without recursion;
+//!   [`from_str_compact_within`] also says whether the text read is the
+//!   value's compact text, so a caller keeping that text need not write it.
 //! - [`to_string`], [`to_string_pretty`]: writing, without recursion.
 //! - [`drop_deep`]: dropping a value of any depth without recursion.
 //!   Dropping, cloning and comparing a value otherwise recurse, as
@@ -48,7 +50,7 @@ mod write;
 pub use de::from_value;
 pub use map::{Entry, IntoIter, Iter, IterMut, Map};
 pub use number::Number;
-pub use parse::{ParseError, from_str, from_str_within};
+pub use parse::{ParseError, from_str, from_str_compact_within, from_str_within};
 #[doc(hidden)]
 pub use ser::__to_value;
 pub use ser::to_value;

@@ -113,16 +113,39 @@ pub fn from_str(text: &str) -> Result<Value, ParseError> {
 /// # Errors
 /// [`ParseError`] for text that is not one JSON value, or nests deeper.
 pub fn from_str_within(text: &str, limit: usize) -> Result<Value, ParseError> {
+    from_str_compact_within(text, limit).map(|(value, _)| value)
+}
+
+/// [`from_str_within`], also telling whether `text` is, byte for byte,
+/// the compact text [`to_string`](super::to_string) writes for the value
+/// read: no whitespace, every escape and number as the writer spells it,
+/// no key twice in an object. When it is, `text` can stand for the
+/// value's compact text without writing it again.
+///
+/// ```
+/// use agent_core::json;
+/// assert!(json::from_str_compact_within(r#"{"a":[1,"x\n"]}"#, 128)?.1);
+/// assert!(!json::from_str_compact_within(r#"{"a": 1}"#, 128)?.1);
+/// assert!(!json::from_str_compact_within(r#""\u0041""#, 128)?.1);
+/// assert!(!json::from_str_compact_within(r#"1E5"#, 128)?.1);
+/// assert!(!json::from_str_compact_within(r#"{"a":1,"a":2}"#, 128)?.1);
+/// # Ok::<(), json::ParseError>(())
+/// ```
+///
+/// # Errors
+/// [`ParseError`] for text that is not one JSON value, or nests deeper.
+pub fn from_str_compact_within(text: &str, limit: usize) -> Result<(Value, bool), ParseError> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
         text,
         index: 0,
         limit,
+        compact: true,
     };
     let value = parser.value()?;
     match parser.whitespace() {
         Some(_) => Err(parser.peek_error(Code::TrailingCharacters)),
-        None => Ok(value),
+        None => Ok((value, parser.compact)),
     }
 }
 
@@ -134,6 +157,7 @@ pub(super) fn number_only(text: &str) -> Result<super::Number, ParseError> {
         text,
         index: 0,
         limit: 0,
+        compact: true,
     };
     match parser.peek() {
         Some(b'-' | b'0'..=b'9') => {}
@@ -157,6 +181,9 @@ pub(super) struct Parser<'a> {
     pub(super) text: &'a str,
     pub(super) index: usize,
     limit: usize,
+    /// Nothing read so far differs from what the compact writer would
+    /// write for it.
+    pub(super) compact: bool,
 }
 
 impl Parser<'_> {
@@ -175,6 +202,7 @@ impl Parser<'_> {
     fn whitespace(&mut self) -> Option<u8> {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.index += 1;
+            self.compact = false;
         }
         self.peek()
     }
@@ -249,7 +277,10 @@ impl Parser<'_> {
                         }
                     }
                     Some(Frame::Object(map, key)) => {
-                        map.insert_key(std::mem::take(key), done);
+                        if map.insert_key(std::mem::take(key), done) {
+                            // A repeated key: the writer writes it once.
+                            self.compact = false;
+                        }
                         if let Some(next) = self.more_members()? {
                             *key = next;
                             continue 'value;
