@@ -64,13 +64,10 @@ pub fn write_object_within(out: &mut String, map: &Map, limit: usize) -> bool {
         return true;
     }
     out.push('{');
-    write(
-        out,
-        None,
-        vec![Open::Object(map.iter(), false)],
-        None,
-        limit,
-    )
+    // Room for a message's usual nesting: the stack is not grown per level.
+    let mut stack = Vec::with_capacity(8);
+    stack.push(Open::Object(map.iter(), false));
+    write(out, None, stack, None, limit)
 }
 
 impl fmt::Display for Value {
@@ -180,7 +177,10 @@ fn push_indent(out: &mut String, level: usize) {
 fn escape(out: &mut String, s: &str) {
     out.push('"');
     let mut start = 0;
-    for (i, byte) in s.bytes().enumerate() {
+    let bytes = s.as_bytes();
+    // Most strings need no escape: skip them eight bytes at a time.
+    let clean = clean_prefix(bytes);
+    for (i, byte) in bytes.iter().copied().enumerate().skip(clean) {
         let escaped = match byte {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -205,4 +205,28 @@ fn escape(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// How many bytes at the start of `bytes`, a multiple of eight, hold no
+/// byte that [`escape`] escapes (a control, `"` or `\`).
+fn clean_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Nonzero exactly when some byte of `word` is zero.
+    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    let mut clean = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Below 0x20: some byte with none of its top three bits set.
+        let control = zero(word & (0xe0 * ONES));
+        if control | zero(word ^ (u64::from(b'"') * ONES)) | zero(word ^ (u64::from(b'\\') * ONES))
+            != 0
+        {
+            break;
+        }
+        clean += 8;
+    }
+    clean
 }
