@@ -127,9 +127,9 @@ fn d46_compact_text_escapes_wherever_the_escape_stands() {
         ("é", "é"),
         (" ", " "),
     ];
-    for at in 0..20 {
+    for (len, at) in (1..=20).flat_map(|len| (0..len).map(move |at| (len, at))) {
         for (raw, written) in escapes {
-            let (before, after) = ("a".repeat(at), "b".repeat(19 - at));
+            let (before, after) = ("a".repeat(at), "b".repeat(len - 1 - at));
             let value = json::Value::String(format!("{before}{raw}{after}"));
             assert_eq!(
                 json::to_string(&value),
