@@ -192,11 +192,33 @@ fn check_method(current: Option<&Value>, method: Method, value: &Value) -> Resul
 /// # Ok::<(), agent_core::Error>(())
 /// ```
 pub fn write(view: &mut Option<Value>, path: &Path, method: Method, value: Value) -> Result<()> {
+    if method != Method::Erase {
+        check_write(view.as_ref(), path, method, &value)?;
+    }
+    write_checked(view, path, method, value)
+}
+
+/// [`write`] for a write that [`check_write`] has accepted against this
+/// same `view`: the check is not made again, so the path is walked once. A
+/// caller that validates before writing (an append) pays for one check,
+/// not two.
+///
+/// # Errors
+///
+/// [`Error::Type`](crate::Error::Type) for a step into a scalar or an
+/// index past an array's end — but, unchecked, after creating the missing
+/// parents before it; and a `concat` whose operands do not fit replaces
+/// instead of failing. Neither happens to a write `check_write` accepted.
+pub fn write_checked(
+    view: &mut Option<Value>,
+    path: &Path,
+    method: Method,
+    value: Value,
+) -> Result<()> {
     if method == Method::Erase {
         erase(view, path);
         return Ok(());
     }
-    check_write(view.as_ref(), path, method, &value)?;
     let Some((last, parents)) = path.segments().split_last() else {
         let combined = combine(view.take(), method, value);
         *view = Some(combined);

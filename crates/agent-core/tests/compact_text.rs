@@ -112,3 +112,30 @@ fn surrounding_blanks_are_not_compact() {
     }
     assert!(json::from_str_compact_within("{\"a\":1}", 128).unwrap().1);
 }
+
+/// Each escape is found wherever it stands in a long string: before, inside
+/// and after the stretches the writer skips eight bytes at a time.
+#[test]
+fn d46_compact_text_escapes_wherever_the_escape_stands() {
+    let escapes = [
+        ("\"", "\\\""),
+        ("\\", "\\\\"),
+        ("\n", "\\n"),
+        ("\u{1}", "\\u0001"),
+        ("\u{1f}", "\\u001f"),
+        ("\u{7f}", "\u{7f}"),
+        ("é", "é"),
+        (" ", " "),
+    ];
+    for (len, at) in (1..=20).flat_map(|len| (0..len).map(move |at| (len, at))) {
+        for (raw, written) in escapes {
+            let (before, after) = ("a".repeat(at), "b".repeat(len - 1 - at));
+            let value = json::Value::String(format!("{before}{raw}{after}"));
+            assert_eq!(
+                json::to_string(&value),
+                format!("\"{before}{written}{after}\""),
+                "{raw:?} at {at}"
+            );
+        }
+    }
+}

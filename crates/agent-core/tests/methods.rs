@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use agent_core::{Error, Method, Path, UnknownMethod, check_write, write};
+use agent_core::{Error, Method, Path, UnknownMethod, check_write, write, write_checked};
 use agent_core::{json, json::Value};
 
 fn apply(
@@ -229,6 +229,31 @@ fn r11_check_write_agrees_with_write() {
         let checked = check_write(Some(&cur), &path, method, &v);
         let written = write(&mut Some(cur.clone()), &path, method, v);
         assert_eq!(checked, written);
+    }
+}
+
+#[test]
+fn r10_r11_write_checked_writes_what_write_writes_after_a_check() {
+    let cur = json!({"a": [1, {"b": 2}], "s": "x", "n": null, "o": {"k": {"z": 1}}});
+    for (path, method, v) in [
+        (".a", Method::Push, json!(3)),
+        (".a", Method::Concat, json!([4, 5])),
+        (".s", Method::Concat, json!("y")),
+        (".a[1].b", Method::Set, json!({"c": 1})),
+        (".a[2]", Method::Set, json!(6)),
+        (".n.m.q", Method::Push, json!(1)),
+        (".o", Method::Merge, json!({"k": {"y": 2}})),
+        (".o", Method::Assign, json!({"k": 0})),
+        (".o.k.z", Method::Erase, json!(null)),
+        (".new[0]", Method::Set, json!(1)),
+        ("", Method::Merge, json!({"s": "t"})),
+    ] {
+        let path = Path::parse(path).unwrap();
+        check_write(Some(&cur), &path, method, &v).unwrap();
+        let (mut written, mut checked) = (Some(cur.clone()), Some(cur.clone()));
+        write(&mut written, &path, method, v.clone()).unwrap();
+        write_checked(&mut checked, &path, method, v).unwrap();
+        assert_eq!(checked, written, "{path} {method:?}");
     }
 }
 

@@ -198,7 +198,7 @@ impl Context {
         schema: Option<Arc<Compiled>>,
     ) -> Result<(), MessageFault> {
         let written = self.log.write(message.fields())?;
-        self.push_written(Cow::Owned(message), schema, written);
+        self.push_written(Cow::Owned(message), schema, written, false);
         Ok(())
     }
 
@@ -222,16 +222,19 @@ impl Context {
             text
         );
         let written = self.log.write_text(text);
-        self.push_written(Cow::Owned(message), schema, written);
+        self.push_written(Cow::Owned(message), schema, written, false);
         Ok(())
     }
 
-    /// [`Context::push_unchecked`] for a message already written to the log.
+    /// [`Context::push_unchecked`] for a message already written to the log;
+    /// `checked` when validation accepted its write against the view it
+    /// lands on (an append), so the fold does not check it again.
     pub(crate) fn push_written(
         &mut self,
         message: Cow<'_, Message>,
         schema: Option<Arc<Compiled>>,
         written: Written,
+        checked: bool,
     ) {
         let Message::Data(data) = message.as_ref() else {
             return self.log.seal(written, None);
@@ -260,14 +263,17 @@ impl Context {
         };
         let description = data.description().map(str::to_owned);
         // The message is stored as text now: an owned one's value moves
-        // into the view.
+        // into the view; a borrowed one's path is only read.
+        let owned;
         let (destination, method, value) = match message {
-            Cow::Owned(Message::Data(data)) => data.into_write(),
-            Cow::Borrowed(Message::Data(data)) => (
-                data.destination().clone(),
-                data.method(),
-                data.value().clone(),
-            ),
+            Cow::Owned(Message::Data(data)) => {
+                let (destination, method, value) = data.into_write();
+                owned = destination;
+                (&owned, method, value)
+            }
+            Cow::Borrowed(Message::Data(data)) => {
+                (data.destination(), data.method(), data.value().clone())
+            }
             _ => return,
         };
         let write = Write {
@@ -275,6 +281,7 @@ impl Context {
             destination,
             method,
             value,
+            checked,
         };
         layer.apply(&self.log, identity, write, schema, description.as_deref());
     }

@@ -10,7 +10,7 @@ use crate::identity::Identity;
 use crate::log::Log;
 use crate::schema::Compiled;
 use agent_core::json::Value;
-use agent_core::{Method, Path, write};
+use agent_core::{Method, Path, write, write_checked};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -37,15 +37,18 @@ impl fmt::Display for Diagnostic {
 }
 
 /// One write, as a message makes it: where, how, what (R9, R10).
-pub(crate) struct Write {
+pub(crate) struct Write<'p> {
     /// The message's index in the context.
     pub(crate) index: usize,
-    /// Where in the view.
-    pub(crate) destination: Path,
+    /// Where in the view (borrowed: an appended message keeps its path).
+    pub(crate) destination: &'p Path,
     /// How it combines.
     pub(crate) method: Method,
     /// The value written.
     pub(crate) value: Value,
+    /// Validation accepted the write against the view it lands on (an
+    /// append's global write), so the fold need not check it again.
+    pub(crate) checked: bool,
 }
 
 /// All data messages of one identity (R4).
@@ -295,7 +298,7 @@ impl Layer {
         &mut self,
         log: &Log,
         identity: &Identity,
-        write_: Write,
+        write_: Write<'_>,
         schema: Option<Arc<Compiled>>,
         description: Option<&str>,
     ) {
@@ -304,6 +307,7 @@ impl Layer {
             destination,
             method,
             value,
+            checked,
         } = write_;
         if self.first == NONE
             && self.more.get().is_none()
@@ -333,12 +337,17 @@ impl Layer {
         if let Some(layered) = more.layered.get_mut() {
             // Appending to the fold is applying on top; a type error is
             // skipped here exactly as the fold skips it.
-            let _ = write(layered, &destination, method, value.clone());
+            let _ = write(layered, destination, method, value.clone());
         }
         let written = match more.own.get_mut() {
+            // A global layer's own view is the view the write was checked
+            // against; an instance layer's own write is not the one checked.
+            Some(own) if checked && identity.instance.is_none() => {
+                write_checked(own, destination, method, value)
+            }
             Some(own) => {
                 let (method, value) = own_write(identity.instance.is_some(), method, value);
-                write(own, &destination, method, value)
+                write(own, destination, method, value)
             }
             None => Ok(()),
         };

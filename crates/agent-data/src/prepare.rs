@@ -183,7 +183,7 @@ impl Context {
                 if let Some(schema) = &schema {
                     self.schemas.insert(schema);
                 }
-                self.push_written(Cow::Borrowed(message), schema, written);
+                self.push_written(Cow::Borrowed(message), schema, written, true);
                 Ok(index)
             }
             Err(error) => {
@@ -233,6 +233,6 @@ impl Context {
             self.schemas.insert(schema);
         }
         let written = self.log.write_serialised(line);
-        self.push_written(message, schema, written);
+        self.push_written(message, schema, written, false);
     }
 }

@@ -353,12 +353,24 @@ impl<'c, 'm> Scratch<'c, 'm> {
 
     /// Instance layers of `kind`: the context's and those the batch created.
     fn instance_layers(&self, kind: &Kind) -> Vec<Instance> {
-        let ids = self.context.layers.keys().chain(self.layers.keys());
-        let found: indexmap::IndexSet<&Instance> = ids
-            .filter(|id| &id.kind == kind)
-            .filter_map(|id| id.instance.as_ref())
+        let context = self.context;
+        let mut found: Vec<Instance> = context
+            .layers
+            .keys()
+            .filter_map(|id| instance_of(id, kind))
+            .cloned()
             .collect();
-        found.into_iter().cloned().collect()
+        // The batch's new layers after the context's: no set (and no hasher
+        // seeded) for a kind without instances, the common case.
+        for x in self.layers.keys().filter_map(|id| instance_of(id, kind)) {
+            if !context
+                .layers
+                .contains_key(&IdentityRef::new(kind, Some(x)))
+            {
+                found.push(x.clone());
+            }
+        }
+        found
     }
 
     /// A write of instance `x` — the context's or the batch's so far — that
@@ -444,6 +456,14 @@ impl<'c, 'm> Scratch<'c, 'm> {
                 ));
             }
         }
+    }
+}
+
+/// The instance of `id` if it is an instance layer of `kind`.
+fn instance_of<'i>(id: &'i Identity, kind: &Kind) -> Option<&'i Instance> {
+    match &id.instance {
+        Some(x) if &id.kind == kind => Some(x),
+        _ => None,
     }
 }
 

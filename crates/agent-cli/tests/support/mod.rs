@@ -1,6 +1,6 @@
 //! Running the `agentctx` binary from integration tests.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // each test file uses a part
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)] // each test file uses a part
 
 use agent_core::json::Value;
 use std::process::{Child, Command, Output, Stdio};
@@ -145,3 +145,4 @@ pub fn on_terminal(args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+pub mod inspect;

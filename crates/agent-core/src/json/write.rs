@@ -64,13 +64,10 @@ pub fn write_object_within(out: &mut String, map: &Map, limit: usize) -> bool {
         return true;
     }
     out.push('{');
-    write(
-        out,
-        None,
-        vec![Open::Object(map.iter(), false)],
-        None,
-        limit,
-    )
+    // Room for a message's usual nesting: the stack is not grown per level.
+    let mut stack = Vec::with_capacity(8);
+    stack.push(Open::Object(map.iter(), false));
+    write(out, None, stack, None, limit)
 }
 
 impl fmt::Display for Value {
@@ -178,9 +175,19 @@ fn push_indent(out: &mut String, level: usize) {
 /// five short control escapes, other controls as `\u00XX`; everything
 /// else as it is.
 fn escape(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    // Most strings need no escape: found eight bytes at a time, and copied
+    // whole.
+    let clean = clean_prefix(bytes);
+    out.reserve(bytes.len() + 2);
     out.push('"');
+    if clean == bytes.len() {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
-    for (i, byte) in s.bytes().enumerate() {
+    for (i, byte) in bytes.iter().copied().enumerate().skip(clean) {
         let escaped = match byte {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -205,4 +212,38 @@ fn escape(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// How many bytes at the start of `bytes` hold no byte that [`escape`]
+/// escapes (a control, `"` or `\`): all of them, or a multiple of eight.
+fn clean_prefix(bytes: &[u8]) -> usize {
+    let mut clean = 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in chunks.by_ref() {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if !clean_word(u64::from_le_bytes(word)) {
+            return clean;
+        }
+        clean += 8;
+    }
+    // The last few bytes, padded with blanks (which need no escape).
+    let rest = chunks.remainder();
+    let mut word = [b' '; 8];
+    word[..rest.len()].copy_from_slice(rest);
+    if clean_word(u64::from_le_bytes(word)) {
+        clean += rest.len();
+    }
+    clean
+}
+
+/// True when no byte of `word` is a control, `"` or `\`.
+fn clean_word(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Nonzero exactly when some byte of `word` is zero.
+    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    // Below 0x20: some byte with none of its top three bits set.
+    let control = zero(word & (0xe0 * ONES));
+    (control | zero(word ^ (u64::from(b'"') * ONES)) | zero(word ^ (u64::from(b'\\') * ONES))) == 0
 }
