@@ -217,10 +217,6 @@ impl Context {
         let Some(text) = text else {
             return self.push_unchecked(message, schema);
         };
-        debug_assert_eq!(
-            agent_core::json::to_string(&Value::Object(message.fields().clone())),
-            text
-        );
         let written = self.log.write_text(text);
         self.push_written(Cow::Owned(message), schema, written, false);
         Ok(())
