@@ -198,7 +198,7 @@ pub fn write(view: &mut Option<Value>, path: &Path, method: Method, value: Value
     write_checked(view, path, method, value)
 }
 
-/// [`write`] for a write that [`check_write`] has accepted against this
+/// [`write()`] for a write that [`check_write`] has accepted against this
 /// same `view`: the check is not made again, so the path is walked once. A
 /// caller that validates before writing (an append) pays for one check,
 /// not two.
