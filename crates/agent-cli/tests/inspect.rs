@@ -158,6 +158,14 @@ fn d75_inspect_pages_and_filters_the_log() {
         (&first["previous"], &first["next"]),
         (&Value::Null, &json!(1))
     );
+    let bad_point = server.get("/api/views?at=x");
+    assert_eq!(
+        (bad_point.status, bad_point.body.as_str()),
+        (
+            400,
+            "{\"error\":\"Failed to deserialize query string: at: invalid digit found in string\"}\n"
+        )
+    );
     let bad = server.get("/api/log?from=x");
     assert_eq!(bad.status, 400);
     assert_eq!(

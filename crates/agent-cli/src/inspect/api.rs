@@ -115,14 +115,18 @@ pub(super) struct LogQuery {
     kind: Option<String>,
     instance: Option<String>,
     q: Option<String>,
+}
+
+/// The point a query names (`at`; default: the latest), read from the
+/// query string beside each route's own fields.
+#[derive(serde::Deserialize)]
+pub(super) struct Point {
     at: Option<usize>,
 }
 
-/// A query that may name a point (`at`).
-trait AtPoint: Send + 'static {
-    /// The point named, if any (default: the latest).
-    fn at(&self) -> Option<usize>;
-}
+/// A route's query that has no fields of its own beside the point.
+#[derive(serde::Deserialize)]
+pub(super) struct NoFields {}
 
 /// Which context an answer reads.
 #[derive(Clone, Copy)]
@@ -139,19 +143,24 @@ enum Cut {
 /// says), the query and the point, off the threads that answer — going
 /// back refolds, and filters walk the whole log. An `Err` from `answer`
 /// is a bad query (400).
-async fn answer_at<Q: AtPoint>(
+async fn answer_at<Q: Send + 'static>(
     shared: Arc<Shared>,
-    query: Result<Query<Q>, QueryRejection>,
+    (point_asked, query): (
+        Result<Query<Point>, QueryRejection>,
+        Result<Query<Q>, QueryRejection>,
+    ),
     cut: Cut,
     answer: impl FnOnce(&Context, Q, usize) -> Result<Value, String> + Send + 'static,
 ) -> Response {
-    let Query(query) = match query {
-        Ok(query) => query,
-        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    let (Query(Point { at }), Query(query)) = match (point_asked, query) {
+        (Ok(at), Ok(query)) => (at, query),
+        (Err(rejection), _) | (_, Err(rejection)) => {
+            return error(StatusCode::BAD_REQUEST, rejection.body_text());
+        }
     };
     let context = shared.context();
     let length = context.len();
-    let at = match point(query.at(), length) {
+    let at = match point(at, length) {
         Ok(at) => at,
         Err(text) => return error(StatusCode::BAD_REQUEST, text),
     };
@@ -181,21 +190,19 @@ async fn answer_at<Q: AtPoint>(
     }
 }
 
-impl AtPoint for LogQuery {
-    fn at(&self) -> Option<usize> {
-        self.at
-    }
-}
-
 /// `GET /api/log`: a page of the messages that match, in order.
 async fn log(
     State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<LogQuery>, QueryRejection>,
 ) -> Response {
     let name = shared.name.clone();
-    answer_at(shared, query, Cut::Whole, move |context, query, end| {
-        Ok(log_page(context, &query, end, &name))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Whole,
+        move |context, query, end| Ok(log_page(context, &query, end, &name)),
+    )
     .await
 }
 
@@ -287,24 +294,13 @@ fn entry(context: &Context, index: usize) -> Value {
     })
 }
 
-/// The query of `/api/views`.
-#[derive(serde::Deserialize)]
-pub(super) struct ViewsQuery {
-    at: Option<usize>,
-}
-
-impl AtPoint for ViewsQuery {
-    fn at(&self) -> Option<usize> {
-        self.at
-    }
-}
-
 /// `GET /api/views`: each kind's view, global and per instance, at `at`.
 async fn views(
     State(shared): State<Arc<Shared>>,
-    query: Result<Query<ViewsQuery>, QueryRejection>,
+    point: Result<Query<Point>, QueryRejection>,
+    query: Result<Query<NoFields>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, query, Cut::Prefix, |context, _, _| {
+    answer_at(shared, (point, query), Cut::Prefix, |context, _, _| {
         Ok(views_of(context))
     })
     .await
@@ -344,53 +340,41 @@ fn views_of(context: &Context) -> Value {
     })
 }
 
-/// The query of `/api/plan`.
-#[derive(serde::Deserialize)]
-pub(super) struct PlanQuery {
-    at: Option<usize>,
-}
-
-impl AtPoint for PlanQuery {
-    fn at(&self) -> Option<usize> {
-        self.at
-    }
-}
-
 /// `GET /api/plan`: the newest plan at `at`, each call's standing.
 async fn plan(
     State(shared): State<Arc<Shared>>,
-    query: Result<Query<PlanQuery>, QueryRejection>,
+    point: Result<Query<Point>, QueryRejection>,
+    query: Result<Query<NoFields>, QueryRejection>,
 ) -> Response {
     let latest = Arc::clone(&shared);
-    answer_at(shared, query, Cut::Prefix, move |context, _, at| {
-        // Who holds which call is in the calls table, which has no past.
-        let stored = (at == latest.context().len())
-            .then(|| latest.calls_table())
-            .flatten();
-        Ok(json!({"plan": super::plan::plan_at(context, stored.as_deref())}))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Prefix,
+        move |context, _, at| {
+            // Who holds which call is in the calls table, which has no past.
+            let stored = (at == latest.context().len())
+                .then(|| latest.calls_table())
+                .flatten();
+            Ok(json!({"plan": super::plan::plan_at(context, stored.as_deref())}))
+        },
+    )
     .await
 }
 
 /// The query of `/api/prompt`.
 #[derive(serde::Deserialize)]
 pub(super) struct PromptQuery {
-    at: Option<usize>,
     mode: Option<String>,
-}
-
-impl AtPoint for PromptQuery {
-    fn at(&self) -> Option<usize> {
-        self.at
-    }
 }
 
 /// `GET /api/prompt`: what the model sees at `at`, in `mode`.
 async fn prompt(
     State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<PromptQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, query, Cut::Prefix, |context, query, _| {
+    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
         super::about::prompt(context, query.mode.as_deref().unwrap_or("merged"))
     })
     .await
@@ -399,24 +383,18 @@ async fn prompt(
 /// The query of `/api/provenance`.
 #[derive(serde::Deserialize)]
 pub(super) struct ProvenanceQuery {
-    at: Option<usize>,
     kind: String,
     instance: Option<String>,
     path: Option<String>,
 }
 
-impl AtPoint for ProvenanceQuery {
-    fn at(&self) -> Option<usize> {
-        self.at
-    }
-}
-
 /// `GET /api/provenance`: the messages that made a value of a view at `at`.
 async fn provenance(
     State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<ProvenanceQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, query, Cut::Prefix, |context, query, _| {
+    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
         let place = super::about::Place::parse(
             &query.kind,
             query.instance.as_deref(),
