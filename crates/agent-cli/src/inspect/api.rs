@@ -52,7 +52,7 @@ fn json_response(status: StatusCode, value: &Value) -> Response {
 }
 
 /// A refused request: `{"error": TEXT}`.
-fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
+pub(super) fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
     json_response(status, &json!({"error": text.to_string()}))
 }
 

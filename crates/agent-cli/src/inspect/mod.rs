@@ -17,7 +17,7 @@ use agent_worker::PlanStatus;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -238,12 +238,7 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     let mut response = match refusal(&request, shared.port) {
         None => next.run(request).await,
         Some((status, text)) => {
-            let mut refused = (
-                status,
-                [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-                format!("{{\"error\":{}}}\n", agent_core::quoted(&text)),
-            )
-                .into_response();
+            let mut refused = api::error(status, text);
             if status == StatusCode::METHOD_NOT_ALLOWED {
                 refused
                     .headers_mut()
