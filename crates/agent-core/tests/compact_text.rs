@@ -94,6 +94,27 @@ proptest! {
     }
 
     #[test]
+    fn compact_members_are_read_exactly_when_the_reader_reads_a_compact_object(
+        text in text(),
+        limit in 1usize..6,
+    ) {
+        let mut object = json::CompactObject::new();
+        let read = object.read(&text, limit);
+        match json::from_str_compact_within(&text, limit) {
+            Ok((json::Value::Object(map), true)) => {
+                prop_assert!(read, "{}", text);
+                let members: Vec<_> = object.members(&text).collect();
+                prop_assert_eq!(members.len(), map.len());
+                for ((key, value), (k, v)) in members.into_iter().zip(map.iter()) {
+                    prop_assert_eq!(json::to_string(&json::Value::String(k.to_string())), format!("\"{key}\""));
+                    prop_assert_eq!(value, json::to_string(v));
+                }
+            }
+            _ => prop_assert!(!read, "{}", text),
+        }
+    }
+
+    #[test]
     fn compact_is_reported_for_whatever_the_writer_writes(text in text()) {
         let written = json::to_string(&json::from_str(&text).unwrap());
         let (again, compact) = json::from_str_compact_within(&written, 128).unwrap();
@@ -135,6 +156,62 @@ fn d46_compact_text_escapes_wherever_the_escape_stands() {
                 json::to_string(&value),
                 format!("\"{before}{written}{after}\""),
                 "{raw:?} at {at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn compact_members_decline_what_is_not_a_compact_object() {
+    let mut object = json::CompactObject::new();
+    for text in [
+        "[1]",
+        "1",
+        "{\"a\":1} ",
+        "{\"a\":1,}",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":{\"b\":1,\"b\":2}}",
+        "{\"a\":1E+5}",
+        "{\"a\":1e5}",
+        "{\"a\":01}",
+        "{\"a\":\"\\u0041\"}",
+        "{\"a\":\"\\/\"}",
+        "{\"a\":\"\\u000a\"}",
+        "{\"a\":\"\\u001F\"}",
+        "{\"a\":tru}",
+        "{\"a\":[1,]}",
+        "{\"a\":[1 ]}",
+        "{\"a\":\"x",
+        "{\"a\"}",
+        "{\"a\":1}}",
+    ] {
+        assert!(!object.read(text, 128), "{text}");
+    }
+    let wide = format!(
+        "{{\"a\":{{{}}}}}",
+        (0..33)
+            .map(|i| format!("\"k{i}\":{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(!object.read(&wide, 128), "33 members are declined");
+    assert!(
+        object.read(&wide.replace(",\"k32\":32", ""), 128),
+        "32 are read"
+    );
+}
+
+#[test]
+fn compact_members_hold_the_depth_limit_as_the_reader_does() {
+    let mut object = json::CompactObject::new();
+    let nested = |depth: usize| format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+    for depth in 1..6 {
+        for limit in 0..7 {
+            let text = nested(depth);
+            assert_eq!(
+                object.read(&text, limit),
+                json::from_str_compact_within(&text, limit).is_ok(),
+                "depth {depth}, limit {limit}"
             );
         }
     }

@@ -222,6 +222,61 @@ impl Context {
         Ok(())
     }
 
+    /// Adds a JSONL line without reading its value when it is the compact
+    /// text of a data message of the shape `{"type":"data","kind":K,
+    /// "data":D,"_instance":I}` (members in any order, `kind` optional)
+    /// whose instance layer it opens: what the context does with such a
+    /// message is what [`Layer::apply`] does with a new instance layer's
+    /// first write — hold its index, fold nothing — and its line is stored
+    /// as read, so `D` need not be built. True when the line was one and is
+    /// now the newest message; false, with nothing changed, for any other
+    /// line (including a bad one), which is then read as usual.
+    pub(crate) fn push_first_instance_write(
+        &mut self,
+        line: &str,
+        object: &mut agent_core::json::CompactObject,
+    ) -> bool {
+        if !object.read(line, agent_core::MAX_DEPTH) {
+            return false;
+        }
+        let (mut data, mut typed, mut kind, mut instance) = (false, false, None, None);
+        for (key, value) in object.members(line) {
+            match key {
+                "data" => data = true,
+                "type" => typed = value == "\"data\"",
+                "kind" => kind = Some(plain_string(value)),
+                "_instance" => instance = Some(plain_string(value)),
+                _ => return false,
+            }
+        }
+        let kind = match kind {
+            None => Kind::data(),
+            Some(text) => match text.and_then(|k| self.kinds.get(k).cloned()) {
+                Some(known) => known,
+                None => match text.map(Kind::new) {
+                    Some(Ok(kind)) => kind,
+                    _ => return false,
+                },
+            },
+        };
+        let Some(Some(Ok(instance))) = instance.map(|x| x.map(str::parse::<Instance>)) else {
+            return false;
+        };
+        if !(data && typed) {
+            return false;
+        }
+        let (hash, found) = self.find_layer(&kind, Some(&instance));
+        if found.is_some() {
+            return false;
+        }
+        let mut layer = Layer::default();
+        layer.hold(self.log.len(), None, None);
+        let written = self.log.write_text(line);
+        let at = self.add_layer(&kind, Some(&instance), layer, hash);
+        self.log.seal(written, Some(at));
+        true
+    }
+
     /// [`Context::push_unchecked`] for a message already written to the log;
     /// `checked` when validation accepted its write against the view it
     /// lands on (an append), so the fold does not check it again.
@@ -321,9 +376,13 @@ impl Context {
             return;
         };
         let log = &self.log;
+        // A bare layer (a new instance's one write) has nothing to compact:
+        // skipped, as most of a wide context's layers are.
         let copies: Vec<_> = batch
             .values_mut()
-            .map(|layer| {
+            .enumerate()
+            .filter(|(_, layer)| !layer.is_bare())
+            .map(|(at, layer)| {
                 // A view made by one write is laid out as it was parsed,
                 // together: a copy would gain nothing and, for a message
                 // of millions of items, double what loading holds. A view
@@ -332,15 +391,19 @@ impl Context {
                 // text, and holding it twice costs more than scattered
                 // memory slows reads of it.
                 let refolds = layer.refolds(log);
-                if !refolds && (layer.len() == 1 || layer.written_beyond(log, COPY_LIMIT)) {
-                    layer.copies_layered()
-                } else {
-                    layer.copies(refolds)
-                }
+                let copy =
+                    if !refolds && (layer.len() == 1 || layer.written_beyond(log, COPY_LIMIT)) {
+                        layer.copies_layered()
+                    } else {
+                        layer.copies(refolds)
+                    };
+                (at, copy)
             })
             .collect();
-        for (layer, copy) in batch.values_mut().zip(copies) {
-            layer.compact(copy);
+        for (at, copy) in copies {
+            if let Some((_, layer)) = batch.get_index_mut(at) {
+                layer.compact(copy);
+            }
         }
     }
 
@@ -481,4 +544,12 @@ impl Context {
         // The log is UTF-8 JSONL already.
         String::from_utf8_lossy(self.log.jsonl()).into_owned()
     }
+}
+
+/// The contents of a JSON string's compact text when it holds no escape
+/// (then they are the string itself); `None` for anything else.
+fn plain_string(text: &str) -> Option<&str> {
+    text.strip_prefix('"')?
+        .strip_suffix('"')
+        .filter(|inner| !inner.contains('\\'))
 }

@@ -60,8 +60,10 @@ impl IdentityRef<'_> {
 
 impl Equivalent<Identity> for IdentityRef<'_> {
     fn equivalent(&self, key: &Identity) -> bool {
-        self.kind == key.kind.as_str()
-            && self.instance == key.instance.as_ref().map(Instance::as_str)
+        // The instance first: among many instances of few kinds, it is
+        // what tells two identities apart.
+        self.instance == key.instance.as_ref().map(Instance::as_str)
+            && self.kind == key.kind.as_str()
     }
 }
 

@@ -221,6 +221,12 @@ impl Layer {
         Some(more)
     }
 
+    /// True when the layer keeps nothing but its first message's index
+    /// (no view, nothing else): compacting it does nothing.
+    pub(crate) fn is_bare(&self) -> bool {
+        self.more.get().is_none()
+    }
+
     /// Context indexes of the layer's held messages, in order: all of them
     /// unless the context was opened from a snapshot.
     pub(crate) fn messages(&self) -> &[usize] {

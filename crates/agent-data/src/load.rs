@@ -126,7 +126,7 @@ impl Context {
     pub fn load(bytes: &[u8], format: Format) -> Result<Loaded> {
         match format {
             Format::Json => load_json(bytes),
-            Format::Jsonl => load_jsonl(bytes, "<input>"),
+            Format::Jsonl => load_jsonl_sized(bytes, "<input>", bytes.len()),
         }
     }
 
@@ -332,16 +332,31 @@ fn load_json(bytes: &[u8]) -> Result<Loaded> {
 /// JSONL, read line by line: memory holds one line at a time besides the
 /// context being built (R34's torn last line is recognised at the end).
 pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
+    load_jsonl_sized(reader, source, 0)
+}
+
+/// [`load_jsonl`] of input about `bytes` long: room for the layers of
+/// that many bytes of one-write instances is made at once, instead of the
+/// layer map growing (and rehashing) a doubling at a time. What is not
+/// used is given back.
+fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<Loaded> {
     let mut context = Context::new();
+    context.layers.reserve(bytes / SHORTEST_INSTANCE_LINE);
     let start = Position::default();
-    let mut compacted = 0;
-    let mut scratch = Vec::with_capacity(1);
-    let read = read_jsonl(reader, source, start, &mut |value, index, line, text| {
-        context.push_value(value, (index, Some(line)), text, &mut scratch)?;
-        context.compact_behind(&mut compacted);
-        Ok(())
-    })?;
+    let mut loading = Loading {
+        context,
+        compacted: 0,
+        scratch: Vec::with_capacity(1),
+        object: agent_core::json::CompactObject::new(),
+    };
+    let read = read_jsonl(reader, source, start, &mut loading)?;
+    let mut context = loading.context;
     context.compact();
+    if context.layers.len() < context.layers.capacity() / 4 {
+        // Few layers for the input's size (a long log of few kinds): the
+        // room made for many is given back.
+        context.layers.shrink_to_fit();
+    }
     Ok(Loaded {
         context,
         warnings: read.warnings,
@@ -423,29 +438,106 @@ impl Context {
     pub fn extend_jsonl(&mut self, tail: &[u8], at: Position) -> Result<Extended> {
         let mut checked = Vec::new();
         let base = self.len();
-        let read = read_jsonl(tail, "<tail>", at, &mut |value, index, line, _text| {
-            self.check_value(value, base + index, Some(line), &mut checked)
-        })?;
+        let mut extending = Extending {
+            context: self,
+            base,
+            checked: &mut checked,
+        };
+        let read = read_jsonl(tail, "<tail>", at, &mut extending)?;
         self.push_checked(checked)?;
         Ok(read)
     }
 }
 
+/// The length of a short JSONL line of a one-write instance, with its
+/// newline (`{"type":"data","kind":"item","data":{"n":1},"_instance":"i1"}`
+/// is 62): loading `n` bytes makes room for `n` / this many layers at once.
+const SHORTEST_INSTANCE_LINE: usize = 64;
+
 /// A line buffer larger than this is freed after its line is parsed
 /// rather than kept for the next line.
 const KEPT_LINE_BUFFER: usize = 1 << 20;
 
-/// What [`read_jsonl`] hands each line to: the parsed value, its message
-/// index (from 0), its 1-based file line and, when the line is exactly the
-/// value's compact text, that text.
-type LineSink<'s> = dyn FnMut(Value, usize, usize, Option<&str>) -> Result<()> + 's;
+/// Where [`read_jsonl`] hands each line.
+trait Lines {
+    /// A line's text, before it is parsed: true when this took it as it
+    /// is (adding the message without the line being read here). None is
+    /// taken unless a loader says so.
+    fn take(&mut self, _text: &str) -> bool {
+        false
+    }
 
-/// Reads JSONL lines, handing each to `sink`.
+    /// A line parsed: the value, its message index (from 0), its 1-based
+    /// file line and, when the line is exactly the value's compact text,
+    /// that text.
+    fn parsed(&mut self, value: Value, index: usize, line: usize, text: Option<&str>)
+    -> Result<()>;
+}
+
+/// A whole JSONL context being loaded.
+struct Loading {
+    context: Context,
+    /// Layers compacted so far ([`Context::compact_behind`]).
+    compacted: usize,
+    /// Reused from line to line for normalising.
+    scratch: Vec<Message>,
+    /// Reused from line to line for scanning.
+    object: agent_core::json::CompactObject,
+}
+
+impl Lines for Loading {
+    fn take(&mut self, text: &str) -> bool {
+        let taken = self
+            .context
+            .push_first_instance_write(text, &mut self.object);
+        if taken {
+            self.context.compact_behind(&mut self.compacted);
+        }
+        taken
+    }
+
+    fn parsed(
+        &mut self,
+        value: Value,
+        index: usize,
+        line: usize,
+        text: Option<&str>,
+    ) -> Result<()> {
+        self.context
+            .push_value(value, (index, Some(line)), text, &mut self.scratch)?;
+        self.context.compact_behind(&mut self.compacted);
+        Ok(())
+    }
+}
+
+/// A tail being checked before it joins a context, all or nothing.
+struct Extending<'c> {
+    context: &'c mut Context,
+    /// Messages in the context before the tail.
+    base: usize,
+    checked: &'c mut Vec<Checked>,
+}
+
+impl Lines for Extending<'_> {
+    fn parsed(
+        &mut self,
+        value: Value,
+        index: usize,
+        line: usize,
+        _text: Option<&str>,
+    ) -> Result<()> {
+        self.context
+            .check_value(value, self.base + index, Some(line), self.checked)
+    }
+}
+
+/// Reads JSONL lines, offering each to `lines` as text first and handing
+/// it over parsed when not taken.
 fn read_jsonl(
     mut reader: impl BufRead,
     source: &str,
     at: Position,
-    sink: &mut LineSink<'_>,
+    lines: &mut dyn Lines,
 ) -> Result<Extended> {
     let mut warnings = Vec::new();
     let (mut index, mut offset, mut line) = (0, at.offset, at.line);
@@ -476,6 +568,14 @@ fn read_jsonl(
             unterminated = !terminated;
             continue;
         }
+        if let Ok(text) = std::str::from_utf8(raw)
+            && lines.take(text)
+        {
+            end = Position { line, offset };
+            unterminated = !terminated;
+            index += 1;
+            continue;
+        }
         // The reader holds the same limit, so a line that parses is never
         // too deep: the pre-scan, which places the fault, runs only on
         // failure, and a too-deep line is reported as such whatever else
@@ -502,7 +602,7 @@ fn read_jsonl(
                 // Parsed, so UTF-8; a huge line's text is gone.
                 let text = buffer.get(..raw_len).filter(|_| compact && !huge);
                 let text = text.and_then(|text| std::str::from_utf8(text).ok());
-                sink(value, index, line, text)?;
+                lines.parsed(value, index, line, text)?;
                 end = Position { line, offset };
                 unterminated = !terminated;
             }

@@ -14,6 +14,9 @@
 //!   (R33) as the reader's own check, without recursion;
 //!   [`from_str_compact_within`] also says whether the text read is the
 //!   value's compact text, so a caller keeping that text need not write it.
+//! - [`CompactObject`]: an object's members found in its compact text
+//!   without building their values, for a caller deciding what a text is
+//!   before reading all of it.
 //! - [`to_string`], [`to_string_pretty`]: writing, without recursion.
 //! - [`drop_deep`]: dropping a value of any depth without recursion.
 //!   Dropping, cloning and comparing a value otherwise recurse, as
@@ -42,6 +45,7 @@ mod macros;
 mod map;
 mod number;
 mod parse;
+mod scan;
 mod ser;
 mod serde_impl;
 mod value;
@@ -51,6 +55,7 @@ pub use de::from_value;
 pub use map::{Entry, IntoIter, Iter, IterMut, Map};
 pub use number::Number;
 pub use parse::{ParseError, from_str, from_str_compact_within, from_str_within};
+pub use scan::CompactObject;
 #[doc(hidden)]
 pub use ser::__to_value;
 pub use ser::to_value;

@@ -1,0 +1,136 @@
+//! Loading JSONL adds a line that opens an instance layer with one data
+//! message without reading its value (D81). These tests hold it to the
+//! rule that makes that safe: the context is exactly what reading every
+//! line gives — the same log, chain, layers, instances, views and
+//! diagnostics, and the same errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
+
+mod support;
+
+use agent_data::{Context, Format, Identity};
+use proptest::prelude::*;
+use support::*;
+
+/// Everything a read of the context can tell.
+fn state(ctx: &Context) -> impl PartialEq + std::fmt::Debug {
+    let identities: Vec<Identity> = ctx.identities().cloned().collect();
+    let layer_views: Vec<_> = ctx
+        .identities()
+        .map(|id| {
+            (
+                ctx.layer_view(id).cloned(),
+                ctx.view(&id.kind, id.instance.as_ref()).cloned(),
+                ctx.layer_messages(id).to_vec(),
+            )
+        })
+        .collect();
+    (
+        ctx.to_jsonl(),
+        ctx.head(),
+        identities,
+        ctx.instances().cloned().collect::<Vec<_>>(),
+        views(ctx),
+        layer_views,
+        ctx.diagnostics(),
+        (0..ctx.len())
+            .map(|i| ctx.message_layer(i))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn load(jsonl: &str) -> agent_data::Result<Context> {
+    Context::load(jsonl.as_bytes(), Format::Jsonl).map(|loaded| loaded.context)
+}
+
+/// The same lines, each with a blank before it: no line is its compact
+/// text, so every one is read and written again.
+fn every_line_read(jsonl: &str) -> String {
+    jsonl.lines().map(|line| format!(" {line}\n")).collect()
+}
+
+/// JSONL lines of many shapes over a few instances of two kinds: first
+/// writes of an instance (the shape taken unread, members in several
+/// orders, `kind` left out), its later writes, global writes, output
+/// writes, erases, shorthands, text, and lines with escapes.
+fn line() -> impl Strategy<Value = String> {
+    let instance = (0..6u8).prop_map(|i| format!("i{i}"));
+    let kind = prop::sample::select(vec!["item", "other"]);
+    let data = prop::sample::select(vec![
+        r#"{"n":1}"#,
+        r#"{"n":2,"s":"a\nb"}"#,
+        r#"{"n":{"deep":[1,2,{"x":null}]}}"#,
+        r#"5"#,
+        r#"[1,2]"#,
+        r#"{"n":"\u0001"}"#,
+        r#"{"n":1.50}"#,
+    ]);
+    (instance, kind, data, 0..9u8).prop_map(|(x, k, d, shape)| match shape {
+        0 | 1 => format!(r#"{{"type":"data","kind":"{k}","data":{d},"_instance":"{x}"}}"#),
+        2 => format!(r#"{{"_instance":"{x}","data":{d},"type":"data","kind":"{k}"}}"#),
+        3 => format!(r#"{{"type":"data","data":{d},"_instance":"{x}"}}"#),
+        4 => format!(r#"{{"type":"data","kind":"{k}","data":{d}}}"#),
+        5 => format!(
+            r#"{{"type":"data","kind":"{k}","data":{{"n":{d}}},"_outputPath":"†{k}.n","_instance":"{x}"}}"#
+        ),
+        6 => format!(
+            r#"{{"type":"data","kind":"{k}","data":null,"_outputMethod":"erase","_instance":"{x}"}}"#
+        ),
+        7 => format!(r#"{{"type":"state","n":{d},"_instance":"{x}"}}"#),
+        _ => r#"{"type":"text","text":"go on\n"}"#.to_owned(),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn d81_first_instance_writes_load_unread_as_when_read(lines in prop::collection::vec(line(), 0..40)) {
+        let jsonl: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        let unread = load(&jsonl).unwrap();
+        let read = load(&every_line_read(&jsonl)).unwrap();
+        prop_assert_eq!(state(&unread), state(&read));
+    }
+
+    #[test]
+    fn d81_generated_logs_load_unread_as_when_read(messages in log(40)) {
+        let jsonl = to_context(messages).to_jsonl();
+        let unread = load(&jsonl).unwrap();
+        let read = load(&every_line_read(&jsonl)).unwrap();
+        prop_assert_eq!(state(&unread), state(&read));
+    }
+}
+
+#[test]
+fn d81_a_bad_first_write_fails_as_when_read() {
+    for bad in [
+        r#"{"type":"data","kind":"no spaces","data":{},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"item","data":{},"_instance":""}"#,
+        r#"{"type":"data","kind":7,"data":{},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"item","_instance":"i1"}"#,
+    ] {
+        let jsonl = format!("{{\"type\":\"text\",\"text\":\"hi\"}}\n{bad}\n");
+        let unread = load(&jsonl).unwrap_err().to_string();
+        let read = load(&every_line_read(&jsonl)).unwrap_err().to_string();
+        assert_eq!(unread, read, "{bad}");
+        assert!(unread.contains("line 2"), "{unread}");
+    }
+}
+
+#[test]
+fn d81_a_first_write_is_read_again_when_its_view_is_asked_for() {
+    let jsonl = concat!(
+        r#"{"type":"data","kind":"item","data":{"n":0,"label":"default"}}"#,
+        "\n",
+        r#"{"type":"data","kind":"item","data":{"n":5},"_instance":"i5"}"#,
+        "\n",
+    );
+    let ctx = load(jsonl).unwrap();
+    let item = agent_core::Kind::new("item").unwrap();
+    let i5 = agent_core::Instance::new("i5").unwrap();
+    assert_eq!(
+        ctx.view(&item, Some(&i5)),
+        Some(&agent_core::json!({"n": 5, "label": "default"}))
+    );
+    assert_eq!(ctx.instances().count(), 1);
+}
