@@ -4,6 +4,7 @@ use std::hash::BuildHasher;
 
 use ecow::EcoString;
 use hashbrown::HashTable;
+use thin_vec::ThinVec;
 
 use super::Value;
 
@@ -21,8 +22,10 @@ const INDEXED_FROM: usize = 9;
 /// once (a repeated key keeps its first position and its last value, as
 /// serde_json's ordered map did).
 ///
-/// The members are one vector behind one pointer, each key of up to 15
-/// bytes held inline in its member; an object of more than eight also
+/// The members are one allocation behind one pointer, which holds their
+/// count and capacity too (a `ThinVec`: an object costs one allocation,
+/// and an empty one none), each key of up to 15 bytes held inline in its
+/// member; an object of more than eight also
 /// keeps a hash index of them (4 bytes a slot), seeded per process
 /// (foldhash), so keys chosen by an adversary cannot be made to collide
 /// ahead of time.
@@ -35,11 +38,11 @@ const INDEXED_FROM: usize = 9;
 /// assert_eq!(map.keys().collect::<Vec<_>>(), ["b", "a"]);
 /// ```
 #[derive(Clone, Default)]
-pub struct Map(Box<Members>);
+pub struct Map(Members);
 
 #[derive(Clone, Default)]
 struct Members {
-    entries: Vec<(Key, Value)>,
+    entries: ThinVec<(Key, Value)>,
     /// Only past [`INDEXED_FROM`] members (and below `u32::MAX`).
     index: Option<Box<Index>>,
 }
@@ -432,7 +435,7 @@ impl IntoIterator for Map {
 
 /// The members of a [`Map`] in order, owned.
 #[derive(Debug)]
-pub struct IntoIter(std::vec::IntoIter<(Key, Value)>);
+pub struct IntoIter(thin_vec::IntoIter<(Key, Value)>);
 
 impl Iterator for IntoIter {
     type Item = (String, Value);
