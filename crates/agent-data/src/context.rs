@@ -16,6 +16,11 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+/// Finds `"_instance":` in a line (built once: a searcher costs more to
+/// build than a short line takes to search).
+static INSTANCE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_instance\":"));
+
 /// Layers compacted at once by [`Context::compact`]: what compaction holds
 /// twice.
 const COMPACT_BATCH: usize = 1024;
@@ -236,7 +241,10 @@ impl Context {
         line: &str,
         object: &mut agent_core::json::CompactObject,
     ) -> bool {
-        if !object.read(line, agent_core::MAX_DEPTH) {
+        // Most other lines have no instance: told apart before scanning.
+        if INSTANCE_KEY.find(line.as_bytes()).is_none()
+            || !object.read(line, agent_core::MAX_DEPTH)
+        {
             return false;
         }
         let (mut data, mut typed, mut kind, mut instance) = (false, false, None, None);
