@@ -242,8 +242,7 @@ impl Context {
         object: &mut agent_core::json::CompactObject,
     ) -> bool {
         // Most other lines have no instance: told apart before scanning.
-        if INSTANCE_KEY.find(line.as_bytes()).is_none()
-            || !object.read(line, agent_core::MAX_DEPTH)
+        if INSTANCE_KEY.find(line.as_bytes()).is_none() || !object.read(line, agent_core::MAX_DEPTH)
         {
             return false;
         }

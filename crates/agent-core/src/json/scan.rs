@@ -69,10 +69,7 @@ impl CompactObject {
             let Some(key) = scan.key() else {
                 return false;
             };
-            let repeated = self
-                .members
-                .iter()
-                .any(|(k, _)| text.get(k.clone()) == text.get(key.clone()));
+            let repeated = self.members.iter().any(|(k, _)| same_key(text, k, &key));
             if repeated || self.members.len() == MAX_MEMBERS {
                 return false;
             }
@@ -163,16 +160,21 @@ impl CompactObject {
             _ => return false,
         };
         let siblings = self.keys.get(from..).unwrap_or_default();
-        if siblings.len() == MAX_MEMBERS
-            || siblings
-                .iter()
-                .any(|k| text.get(k.clone()) == text.get(key.clone()))
-        {
+        if siblings.len() == MAX_MEMBERS || siblings.iter().any(|k| same_key(text, k, &key)) {
             return false;
         }
         self.keys.push(key);
         true
     }
+}
+
+/// True when the keys at `a` and `b` in `text` are the same text (their
+/// lengths and first bytes compared first: most keys differ in one).
+fn same_key(text: &str, a: &Range<usize>, b: &Range<usize>) -> bool {
+    let bytes = text.as_bytes();
+    a.len() == b.len()
+        && bytes.get(a.start) == bytes.get(b.start)
+        && bytes.get(a.clone()) == bytes.get(b.clone())
 }
 
 /// A position in the text being scanned.
