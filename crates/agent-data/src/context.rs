@@ -256,22 +256,14 @@ impl Context {
                 _ => return false,
             }
         }
-        let kind = match kind {
-            None => Kind::data(),
-            Some(text) => match text.and_then(|k| self.kinds.get(k).cloned()) {
-                Some(known) => known,
-                None => match text.map(Kind::new) {
-                    Some(Ok(kind)) => kind,
-                    _ => return false,
-                },
-            },
-        };
-        let Some(Some(Ok(instance))) = instance.map(|x| x.map(str::parse::<Instance>)) else {
+        let (Some(kind), Some(Some(Ok(instance))), true) = (
+            kind.unwrap_or(Some("data"))
+                .and_then(|k| self.kind_named(k)),
+            instance.map(|x| x.map(str::parse::<Instance>)),
+            data && typed,
+        ) else {
             return false;
         };
-        if !(data && typed) {
-            return false;
-        }
         let (hash, found) = self.find_layer(&kind, Some(&instance));
         if found.is_some() {
             return false;
@@ -282,6 +274,15 @@ impl Context {
         let at = self.add_layer(&kind, Some(&instance), layer, hash);
         self.log.seal(written, Some(at));
         true
+    }
+
+    /// The kind named `name`, shared with the layers' when one has it;
+    /// `None` when R2 refuses the name.
+    pub(crate) fn kind_named(&self, name: &str) -> Option<Kind> {
+        match self.kinds.get(name) {
+            Some(known) => Some(known.clone()),
+            None => Kind::new(name).ok(),
+        }
     }
 
     /// [`Context::push_unchecked`] for a message already written to the log;
@@ -555,7 +556,7 @@ impl Context {
 
 /// The contents of a JSON string's compact text when it holds no escape
 /// (then they are the string itself); `None` for anything else.
-fn plain_string(text: &str) -> Option<&str> {
+pub(crate) fn plain_string(text: &str) -> Option<&str> {
     text.strip_prefix('"')?
         .strip_suffix('"')
         .filter(|inner| !inner.contains('\\'))

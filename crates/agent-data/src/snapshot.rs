@@ -360,29 +360,42 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
     let mut context = Context::new();
     let mut globals = header.globals.into_iter().peekable();
     let mut positions = Vec::with_capacity(lines);
+    let mut object = agent_core::json::CompactObject::new();
     let mut start = 0;
     for &index in &indexes {
         let end = memchr::memchr(b'\n', &held[start..]).map_or(held.len(), |at| start + at);
         let line = held.get(start..end).unwrap_or_default();
         start = end + 1;
         let at = |reason: String| invalid(format!("held message {index}: {reason}"));
-        let fields = read_held(line).map_err(at)?;
-        let kind = match fields.kind {
-            Some(kind) => Kind::new(kind.into_owned()).map_err(|e| at(e.to_string()))?,
-            None => Kind::data(),
+        let (kind, instance, schema, description) = match held_identity(line, &mut object, &context)
+        {
+            Some((kind, instance)) => (kind, instance, None, None),
+            None => {
+                let fields = read_held(line).map_err(at)?;
+                let kind = match fields.kind {
+                    Some(kind) => Kind::new(kind.into_owned()).map_err(|e| at(e.to_string()))?,
+                    None => Kind::data(),
+                };
+                let instance = Instance::new(
+                    fields
+                        .instance
+                        .ok_or_else(|| at("not an instance layer's".to_owned()))?
+                        .into_owned(),
+                )
+                .map_err(|e| at(e.to_string()))?;
+                let schema = fields
+                    .schema
+                    .map(|s| context.schemas.get(&s))
+                    .transpose()
+                    .map_err(|e| at(e.to_string()))?;
+                (
+                    kind,
+                    instance,
+                    schema,
+                    fields.description.map(Cow::into_owned),
+                )
+            }
         };
-        let instance = Instance::new(
-            fields
-                .instance
-                .ok_or_else(|| at("not an instance layer's".to_owned()))?
-                .into_owned(),
-        )
-        .map_err(|e| at(e.to_string()))?;
-        let schema = fields
-            .schema
-            .map(|s| context.schemas.get(&s))
-            .transpose()
-            .map_err(|e| at(e.to_string()))?;
         let position = match context
             .layers
             .get_index_of(&IdentityRef::new(&kind, Some(&instance)))
@@ -400,7 +413,7 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
             }
         };
         if let Some((_, layer)) = context.layers.get_index_mut(position) {
-            layer.hold(index, schema, fields.description.map(Cow::into_owned));
+            layer.hold(index, schema, description);
         }
         positions.push(position);
     }
@@ -426,6 +439,33 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
     context.log = Log::restored(length, header.head, held, indexes, &positions)
         .ok_or_else(|| invalid("its held messages are not JSONL text".to_owned()))?;
     Ok((context, header.anchor))
+}
+
+/// The identity of a held message whose line is the compact text of a
+/// data message without a schema or description, found without reading
+/// its values (as loading finds a first instance write's, D81); `None`
+/// for any other line, which [`read_held`] reads (and reports on).
+fn held_identity(
+    line: &[u8],
+    object: &mut agent_core::json::CompactObject,
+    context: &Context,
+) -> Option<(Kind, Instance)> {
+    let text = std::str::from_utf8(line).ok()?;
+    if !object.read(text, MAX_DEPTH) {
+        return None;
+    }
+    let (mut typed, mut kind, mut instance) = (false, "data", None);
+    for (key, value) in object.members(text) {
+        match key {
+            "type" => typed = value == "\"data\"",
+            "kind" => kind = crate::context::plain_string(value)?,
+            "_instance" => instance = Some(crate::context::plain_string(value)?),
+            "schema" | "description" => return None,
+            _ => {}
+        }
+    }
+    let instance = instance?.parse().ok()?;
+    Some((context.kind_named(kind).filter(|_| typed)?, instance))
 }
 
 /// The identity, schema and description of a held message's line.
