@@ -571,6 +571,10 @@ fn read_jsonl(
         if let Ok(text) = std::str::from_utf8(raw)
             && lines.take(text)
         {
+            if buffer.capacity() > KEPT_LINE_BUFFER {
+                // As for a huge line read below: not kept for the next.
+                buffer = Vec::new();
+            }
             end = Position { line, offset };
             unterminated = !terminated;
             index += 1;
