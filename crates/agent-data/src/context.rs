@@ -229,8 +229,8 @@ impl Context {
 
     /// Adds a JSONL line without reading its value when it is the compact
     /// text of a data message of the shape `{"type":"data","kind":K,
-    /// "data":D,"_instance":I}` (members in any order, `kind` optional)
-    /// whose instance layer it opens: what the context does with such a
+    /// "data":D,"_instance":I}` (`type` first, the others in any order,
+    /// `kind` optional) whose instance layer it opens: what the context does with such a
     /// message is what [`Layer::apply`] does with a new instance layer's
     /// first write — hold its index, fold nothing — and its line is stored
     /// as read, so `D` need not be built. True when the line was one and is
@@ -241,8 +241,13 @@ impl Context {
         line: &str,
         object: &mut agent_core::json::CompactObject,
     ) -> bool {
-        // Most other lines have no instance: told apart before scanning.
-        if INSTANCE_KEY.find(line.as_bytes()).is_none() || !object.read(line, agent_core::MAX_DEPTH)
+        // Most other lines are told apart before scanning: they are of
+        // another type (a shorthand, text) or have no instance. A data
+        // message written by this library starts with its type; one whose
+        // members come in another order is read as any other line.
+        if !line.starts_with(r#"{"type":"data","#)
+            || INSTANCE_KEY.find(line.as_bytes()).is_none()
+            || !object.read(line, agent_core::MAX_DEPTH)
         {
             return false;
         }
