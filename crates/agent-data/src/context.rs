@@ -449,7 +449,11 @@ impl Context {
     /// The hash of `(kind, instance)` in the layer map and its layer's
     /// index, if it has one: hashed once for the lookup and the insertion
     /// after it.
-    fn find_layer(&self, kind: &Kind, instance: Option<&Instance>) -> (u64, Option<usize>) {
+    pub(crate) fn find_layer(
+        &self,
+        kind: &Kind,
+        instance: Option<&Instance>,
+    ) -> (u64, Option<usize>) {
         let probe = IdentityRef::new(kind, instance);
         let hash = self.layers.hasher().hash_one(&probe);
         let found = self
@@ -461,7 +465,7 @@ impl Context {
 
     /// [`Context::insert_layer`] for a layer known to be new, `hash` being
     /// its identity's.
-    fn add_layer(
+    pub(crate) fn add_layer(
         &mut self,
         kind: &Kind,
         instance: Option<&Instance>,

@@ -24,7 +24,7 @@
 //! *anchor*, its own record of where in the log the snapshot was taken,
 //! kept here verbatim.
 
-use crate::identity::{Identity, IdentityRef};
+use crate::identity::Identity;
 use crate::layer::Layer;
 use crate::load::too_deep;
 use crate::log::Log;
@@ -358,6 +358,13 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
         )));
     }
     let mut context = Context::new();
+    // Room for the layers the header counts, made once; no more than the
+    // held lines and global layers can make, whatever the header says.
+    context.layers.reserve(
+        header
+            .layers
+            .min(lines.saturating_add(header.globals.len())),
+    );
     let mut globals = header.globals.into_iter().peekable();
     let mut positions = Vec::with_capacity(lines);
     let mut object = agent_core::json::CompactObject::new();
@@ -396,20 +403,15 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
                 )
             }
         };
-        let position = match context
-            .layers
-            .get_index_of(&IdentityRef::new(&kind, Some(&instance)))
-        {
-            Some(position) => position,
-            None => {
+        let position = match context.find_layer(&kind, Some(&instance)) {
+            (_, Some(position)) => position,
+            (hash, None) => {
                 while globals.peek().is_some_and(|g| g.at == context.layers.len()) {
                     if let Some(global) = globals.next() {
                         insert_global(&mut context, global)?;
                     }
                 }
-                context
-                    .insert_layer(&kind, Some(&instance), Layer::default())
-                    .0
+                context.add_layer(&kind, Some(&instance), Layer::default(), hash)
             }
         };
         if let Some((_, layer)) = context.layers.get_index_mut(position) {
