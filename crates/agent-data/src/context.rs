@@ -16,11 +16,6 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-/// Finds `"_instance":` in a line (built once: a searcher costs more to
-/// build than a short line takes to search).
-static INSTANCE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_instance\":"));
-
 /// Layers compacted at once by [`Context::compact`]: what compaction holds
 /// twice.
 const COMPACT_BATCH: usize = 1024;
@@ -225,60 +220,6 @@ impl Context {
         let written = self.log.write_text(text);
         self.push_written(Cow::Owned(message), schema, written, false);
         Ok(())
-    }
-
-    /// Adds a JSONL line without reading its value when it is the compact
-    /// text of a data message of the shape `{"type":"data","kind":K,
-    /// "data":D,"_instance":I}` (`type` first, the others in any order,
-    /// `kind` optional) whose instance layer it opens: what the context does with such a
-    /// message is what [`Layer::apply`] does with a new instance layer's
-    /// first write — hold its index, fold nothing — and its line is stored
-    /// as read, so `D` need not be built. True when the line was one and is
-    /// now the newest message; false, with nothing changed, for any other
-    /// line (including a bad one), which is then read as usual.
-    pub(crate) fn push_first_instance_write(
-        &mut self,
-        line: &str,
-        object: &mut agent_core::json::CompactObject,
-    ) -> bool {
-        // Most other lines are told apart before scanning: they are of
-        // another type (a shorthand, text) or have no instance. A data
-        // message written by this library starts with its type; one whose
-        // members come in another order is read as any other line.
-        if !line.starts_with(r#"{"type":"data","#)
-            || INSTANCE_KEY.find(line.as_bytes()).is_none()
-            || !object.read(line, agent_core::MAX_DEPTH)
-        {
-            return false;
-        }
-        let (mut data, mut typed, mut kind, mut instance) = (false, false, None, None);
-        for (key, value) in object.members(line) {
-            match key {
-                "data" => data = true,
-                "type" => typed = value == "\"data\"",
-                "kind" => kind = Some(plain_string(value)),
-                "_instance" => instance = Some(plain_string(value)),
-                _ => return false,
-            }
-        }
-        let (Some(kind), Some(Some(Ok(instance))), true) = (
-            kind.unwrap_or(Some("data"))
-                .and_then(|k| self.kind_named(k)),
-            instance.map(|x| x.map(str::parse::<Instance>)),
-            data && typed,
-        ) else {
-            return false;
-        };
-        let (hash, found) = self.find_layer(&kind, Some(&instance));
-        if found.is_some() {
-            return false;
-        }
-        let mut layer = Layer::default();
-        layer.hold(self.log.len(), None, None);
-        let written = self.log.write_text(line);
-        let at = self.add_layer(&kind, Some(&instance), layer, hash);
-        self.log.seal(written, Some(at));
-        true
     }
 
     /// The kind named `name`, shared with the layers' when one has it;
@@ -561,12 +502,4 @@ impl Context {
         // The log is UTF-8 JSONL already.
         String::from_utf8_lossy(self.log.jsonl()).into_owned()
     }
-}
-
-/// The contents of a JSON string's compact text when it holds no escape
-/// (then they are the string itself); `None` for anything else.
-pub(crate) fn plain_string(text: &str) -> Option<&str> {
-    text.strip_prefix('"')?
-        .strip_suffix('"')
-        .filter(|inner| !inner.contains('\\'))
 }

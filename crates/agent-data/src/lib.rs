@@ -67,6 +67,7 @@ mod stage;
 #[cfg(feature = "proptest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "proptest")))]
 pub mod testing;
+mod unread;
 mod verbatim;
 
 pub use agent_core::{Instance, Kind, Method, Path, Reference, json};

@@ -347,7 +347,7 @@ fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<
         context,
         compacted: 0,
         scratch: Vec::with_capacity(1),
-        object: agent_core::json::CompactObject::new(),
+        unread: crate::unread::Unread::default(),
     };
     let read = read_jsonl(reader, source, start, &mut loading)?;
     let mut context = loading.context;
@@ -481,15 +481,13 @@ struct Loading {
     compacted: usize,
     /// Reused from line to line for normalising.
     scratch: Vec<Message>,
-    /// Reused from line to line for scanning.
-    object: agent_core::json::CompactObject,
+    /// Reused from line to line for lines taken unread.
+    unread: crate::unread::Unread,
 }
 
 impl Lines for Loading {
     fn take(&mut self, text: &str) -> bool {
-        let taken = self
-            .context
-            .push_first_instance_write(text, &mut self.object);
+        let taken = self.context.push_unread(text, &mut self.unread);
         if taken {
             self.context.compact_behind(&mut self.compacted);
         }

@@ -460,8 +460,8 @@ fn held_identity(
     for (key, value) in object.members(text) {
         match key {
             "type" => typed = value == "\"data\"",
-            "kind" => kind = crate::context::plain_string(value)?,
-            "_instance" => instance = Some(crate::context::plain_string(value)?),
+            "kind" => kind = crate::unread::plain_string(value)?,
+            "_instance" => instance = Some(crate::unread::plain_string(value)?),
             "schema" | "description" => return None,
             _ => {}
         }
