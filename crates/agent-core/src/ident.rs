@@ -146,7 +146,8 @@ fn refusal(id: &str) -> Option<&'static str> {
     let separator = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if id.is_empty() {
         Some("it is empty")
-    } else if id.chars().count() > MAX_INSTANCE_CHARS {
+    } else if id.len() > MAX_INSTANCE_CHARS && id.chars().count() > MAX_INSTANCE_CHARS {
+        // (No more characters than bytes: a short id is not counted.)
         Some("it is longer than 128 characters")
     } else if id.chars().any(separator) {
         Some("it contains a control character or a line or paragraph separator")

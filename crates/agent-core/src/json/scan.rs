@@ -89,7 +89,10 @@ impl CompactObject {
     /// The members found by the last successful [`CompactObject::read`] of
     /// `text`, in order: each key (as written, without its quotes) and the
     /// text of its value.
-    pub fn members<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (&'t str, &'t str)> + 't {
+    pub fn members<'t>(
+        &self,
+        text: &'t str,
+    ) -> impl Iterator<Item = (&'t str, &'t str)> + use<'_, 't> {
         self.members.iter().map(move |(key, value)| {
             (
                 text.get(key.clone()).unwrap_or_default(),
