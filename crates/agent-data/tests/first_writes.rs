@@ -221,3 +221,49 @@ fn d81_r33_first_writes_at_the_depth_limit_load_as_when_read() {
 fn digitless(text: &str) -> String {
     text.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
+
+#[test]
+fn d81_a_planted_held_line_is_read_as_when_spelled_otherwise() {
+    // A snapshot is a file anyone may have written: each held line, changed,
+    // must give what the same line read whole gives (a blank after its `{`
+    // keeps it from the quick reading), error or context.
+    let jsonl = concat!(
+        r#"{"type":"data","kind":"item","data":{"n":0}}"#,
+        "\n",
+        r#"{"type":"data","kind":"item","data":{"n":1},"_instance":"i1"}"#,
+        "\n",
+    );
+    let bytes = load(jsonl)
+        .unwrap()
+        .snapshot(&agent_core::json!(null))
+        .unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let held = r#"{"type":"data","kind":"item","data":{"n":1},"_instance":"i1"}"#;
+    assert!(text.contains(held), "{text}");
+    for planted in [
+        r#"{"type":"text","kind":"item","data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":null,"data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":1,"data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"no such","data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"it\u0065m","data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"item","data":{"n":1},"_instance":""}"#,
+        r#"{"type":"data","kind":"item","data":{"n":1},"_instance":7}"#,
+        r#"{"type":"data","kind":"item","data":{"n":1}}"#,
+        r#"{"type":"data","kind":"item","data":{"n":1},"_instance":"i1","description":null}"#,
+        r#"{"type":"data","kind":"item","data":{"n":1},"_instance":"i1","description":"d"}"#,
+        r#"{"type":"data","kind":"item","kind":"item","data":{"n":1},"_instance":"i1"}"#,
+        r#"{"type":"data","kind":"other","data":{"n":1},"_instance":"i2"}"#,
+    ] {
+        let quick = Context::from_snapshot(text.replace(held, planted).as_bytes());
+        let spelled = planted.replacen('{', "{ ", 1);
+        let whole = Context::from_snapshot(text.replace(held, &spelled).as_bytes());
+        match (&quick, &whole) {
+            (Ok((a, _)), Ok((b, _))) => {
+                assert_eq!(restored_state(a), restored_state(b), "{planted}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{planted}"),
+            _ => panic!("{planted}: {:?} against {:?}", quick.is_ok(), whole.is_ok()),
+        }
+    }
+}
