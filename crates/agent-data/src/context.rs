@@ -222,13 +222,14 @@ impl Context {
         Ok(())
     }
 
-    /// The kind named `name`, shared with the layers' when one has it;
-    /// `None` when R2 refuses the name.
-    pub(crate) fn kind_named(&self, name: &str) -> Option<Kind> {
-        match self.kinds.get(name) {
-            Some(known) => Some(known.clone()),
-            None => Kind::new(name).ok(),
-        }
+    /// The kind named `kind` (shared with the layers' when one has it) and
+    /// the instance `id`; `None` when R2 refuses either.
+    pub(crate) fn identity_named(&self, kind: &str, id: &str) -> Option<(Kind, Instance)> {
+        let kind = match self.kinds.get(kind) {
+            Some(known) => known.clone(),
+            None => Kind::new(kind).ok()?,
+        };
+        Some((kind, id.parse().ok()?))
     }
 
     /// [`Context::push_unchecked`] for a message already written to the log;

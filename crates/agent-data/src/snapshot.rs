@@ -456,18 +456,9 @@ fn held_identity(
     if !object.read(text, MAX_DEPTH) {
         return None;
     }
-    let (mut typed, mut kind, mut instance) = (false, "data", None);
-    for (key, value) in object.members(text) {
-        match key {
-            "type" => typed = value == "\"data\"",
-            "kind" => kind = crate::unread::plain_string(value)?,
-            "_instance" => instance = Some(crate::unread::plain_string(value)?),
-            "schema" | "description" => return None,
-            _ => {}
-        }
-    }
-    let instance = instance?.parse().ok()?;
-    Some((context.kind_named(kind).filter(|_| typed)?, instance))
+    let (kind, instance) =
+        crate::unread::data_identity(text, object, |key| !matches!(key, "schema" | "description"))?;
+    context.identity_named(kind, instance)
 }
 
 /// The identity, schema and description of a held message's line.

@@ -11,8 +11,8 @@
 
 use crate::Context;
 use crate::layer::Layer;
+use agent_core::MAX_DEPTH;
 use agent_core::json::CompactObject;
-use agent_core::{Instance, MAX_DEPTH};
 
 /// Finds `"_instance":` in a line (built once: a searcher costs more to
 /// build than a short line takes to search).
@@ -73,8 +73,7 @@ impl Context {
         let Some((kind, instance)) = identity else {
             return false;
         };
-        let (Some(kind), Ok(instance)) = (self.kind_named(kind), instance.parse::<Instance>())
-        else {
+        let Some((kind, instance)) = self.identity_named(kind, instance) else {
             return false;
         };
         let (hash, found) = self.find_layer(&kind, Some(&instance));
@@ -96,18 +95,35 @@ impl Context {
 
 /// The kind and instance id of a data message of the shape
 /// [`Context::push_unread`] takes; `None` for any other.
-fn data_message<'t>(line: &'t str, object: &'t CompactObject) -> Option<(&'t str, &'t str)> {
-    let (mut data, mut typed, mut kind, mut instance) = (false, false, "data", None);
+fn data_message<'t>(line: &'t str, object: &CompactObject) -> Option<(&'t str, &'t str)> {
+    let mut data = false;
+    let identity = data_identity(line, object, |key| {
+        data |= key == "data";
+        key == "data"
+    });
+    identity.filter(|_| data)
+}
+
+/// The kind's name and instance id of the data message whose members
+/// `object` read from `line`: its `type` is `"data"`, its `kind` (`data`
+/// when absent) and `_instance` are strings without escapes, and `other`
+/// accepts the key of every other member; `None` otherwise.
+pub(crate) fn data_identity<'t>(
+    line: &'t str,
+    object: &CompactObject,
+    mut other: impl FnMut(&str) -> bool,
+) -> Option<(&'t str, &'t str)> {
+    let (mut typed, mut kind, mut instance) = (false, "data", None);
     for (key, value) in object.members(line) {
         match key {
-            "data" => data = true,
             "type" => typed = value == "\"data\"",
             "kind" => kind = plain_string(value)?,
             "_instance" => instance = Some(plain_string(value)?),
+            _ if other(key) => {}
             _ => return None,
         }
     }
-    (data && typed).then_some((kind, instance?))
+    typed.then_some((kind, instance?))
 }
 
 /// The kind and instance id of a shorthand of the shape
