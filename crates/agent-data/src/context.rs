@@ -10,10 +10,8 @@ use crate::schema::{Compiled, SchemaCache};
 use crate::{Message, MessageFault};
 use agent_core::json::Value;
 use agent_core::{Instance, Kind};
-use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// Layers compacted at once by [`Context::compact`]: what compaction holds
@@ -56,7 +54,7 @@ const COPY_LIMIT: usize = 1 << 20;
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub(crate) log: Log,
-    pub(crate) layers: crate::identity::LayerMap<Layer>,
+    pub(crate) layers: crate::layer_map::LayerMap<Layer>,
     /// Instance ids in order of first appearance, found through the layers.
     pub(crate) instances: Instances,
     /// Every kind of a layer: layer keys share these, so a context of many
@@ -327,14 +325,13 @@ impl Context {
     /// together instead of filling the holes the old ones leave.
     fn compact_layers(&mut self, start: usize) {
         let end = (start + COMPACT_BATCH).min(self.layers.len());
-        let Some(batch) = self.layers.get_range_mut(start..end) else {
+        let Some(batch) = self.layers.values_in_mut(start..end) else {
             return;
         };
         let log = &self.log;
         // A bare layer (a new instance's one write) has nothing to compact:
         // skipped, as most of a wide context's layers are.
         let copies: Vec<_> = batch
-            .values_mut()
             .enumerate()
             .filter(|(_, layer)| !layer.is_bare())
             .map(|(at, layer)| {
@@ -356,7 +353,7 @@ impl Context {
             })
             .collect();
         for (at, copy) in copies {
-            if let Some((_, layer)) = batch.get_index_mut(at) {
+            if let Some((_, layer)) = self.layers.get_index_mut(start + at) {
                 layer.compact(copy);
             }
         }
@@ -397,11 +394,8 @@ impl Context {
         instance: Option<&Instance>,
     ) -> (u64, Option<usize>) {
         let probe = IdentityRef::new(kind, instance);
-        let hash = self.layers.hasher().hash_one(&probe);
-        let found = self
-            .layers
-            .raw_entry_v1()
-            .index_from_hash(hash, |id| probe.equivalent_to(id));
+        let hash = self.layers.hash(&probe);
+        let found = self.layers.find(hash, &probe);
         (hash, found)
     }
 
@@ -427,20 +421,7 @@ impl Context {
             kind,
             instance: known.or(instance).cloned(),
         };
-        let probe = IdentityRef::new(&identity.kind, identity.instance.as_ref());
-        let at = match self
-            .layers
-            .raw_entry_mut_v1()
-            .from_hash(hash, |id| probe.equivalent_to(id))
-        {
-            RawEntryMut::Vacant(vacant) => {
-                let at = vacant.index();
-                vacant.insert_hashed_nocheck(hash, identity, layer);
-                at
-            }
-            // Not reached: the caller found no layer.
-            RawEntryMut::Occupied(occupied) => occupied.index(),
-        };
+        let at = self.layers.push(hash, identity, layer);
         if first {
             self.instances.insert(&self.layers, at);
         }

@@ -4,7 +4,6 @@
 //! depending on the context that owns them.
 
 use agent_core::{Instance, Kind};
-use indexmap::{Equivalent, IndexMap};
 use std::fmt;
 use std::hash::Hash;
 
@@ -36,13 +35,18 @@ impl Hash for Identity {
 }
 
 /// A borrowed [`Identity`], for looking layers up without allocating.
-#[derive(Hash)]
+#[derive(Hash, Clone, Copy)]
 pub(crate) struct IdentityRef<'a> {
     kind: &'a str,
     instance: Option<&'a str>,
 }
 
 impl<'a> IdentityRef<'a> {
+    /// `identity`, borrowed.
+    pub(crate) fn of(identity: &'a Identity) -> Self {
+        IdentityRef::new(&identity.kind, identity.instance.as_ref())
+    }
+
     pub(crate) fn new(kind: &'a Kind, instance: Option<&'a Instance>) -> Self {
         IdentityRef {
             kind: kind.as_str(),
@@ -51,15 +55,15 @@ impl<'a> IdentityRef<'a> {
     }
 }
 
-impl IdentityRef<'_> {
-    /// True when this names `identity`.
-    pub(crate) fn equivalent_to(&self, identity: &Identity) -> bool {
-        self.equivalent(identity)
+impl<'a> From<&'a Identity> for IdentityRef<'a> {
+    fn from(identity: &'a Identity) -> Self {
+        IdentityRef::of(identity)
     }
 }
 
-impl Equivalent<Identity> for IdentityRef<'_> {
-    fn equivalent(&self, key: &Identity) -> bool {
+impl IdentityRef<'_> {
+    /// True when this names `identity`.
+    pub(crate) fn equivalent_to(&self, key: &Identity) -> bool {
         // The instance first: among many instances of few kinds, it is
         // what tells two identities apart.
         self.instance == key.instance.as_ref().map(Instance::as_str)
@@ -83,25 +87,3 @@ impl fmt::Display for Identity {
 /// was a tenth of that time; foldhash keeps a random seed, so keys chosen
 /// by an input still cannot be aimed at one bucket ahead of time.
 pub(crate) type Hasher = foldhash::fast::RandomState;
-
-/// A map keyed by layer identity, in order of insertion.
-pub(crate) type LayerMap<T> = IndexMap<Identity, T, Hasher>;
-
-/// The index of `(kind, instance)` in `map`, inserted with a default value
-/// if it is new; the identity is cloned only then.
-pub(crate) fn index_or_insert<T: Default>(
-    map: &mut LayerMap<T>,
-    kind: &Kind,
-    instance: Option<&Instance>,
-) -> usize {
-    match map.get_index_of(&IdentityRef::new(kind, instance)) {
-        Some(at) => at,
-        None => {
-            let identity = Identity {
-                kind: kind.clone(),
-                instance: instance.cloned(),
-            };
-            map.insert_full(identity, T::default()).0
-        }
-    }
-}

@@ -53,6 +53,7 @@ mod error;
 mod identity;
 mod instances;
 mod layer;
+mod layer_map;
 mod load;
 mod log;
 mod message;

@@ -41,14 +41,14 @@ impl Context {
     }
 
     pub(crate) fn layer(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Layer> {
-        self.layers.get(&IdentityRef::new(kind, instance))
+        self.layers.get(IdentityRef::new(kind, instance))
     }
 
     /// The view of `kind` as read for `instance` (R5): the global view, with
     /// the instance layer folded on top. `None` when absent.
     pub fn view(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Value> {
         let global = self.layer(kind, None).and_then(|l| l.view(&self.log));
-        let layer = instance.and_then(|x| self.layers.get_full(&IdentityRef::new(kind, Some(x))));
+        let layer = instance.and_then(|x| self.layers.get_full(IdentityRef::new(kind, Some(x))));
         match layer {
             None => global,
             Some((at, _, layer)) => layer.layered(|| {

@@ -7,7 +7,7 @@
 //! per layer, at the batch's last write to it (decision D39), so a batch
 //! costs time linear in its size, not in its size times its views.
 
-use crate::identity::{IdentityRef, index_or_insert};
+use crate::identity::IdentityRef;
 use crate::layer::Layer;
 use crate::log::{Line, serialise};
 use crate::schema::Compiled;
@@ -100,7 +100,7 @@ pub(crate) struct Pending {
 /// Validation state for one batch (or, when staging, one instance's items).
 pub(crate) struct Scratch<'c, 'm> {
     context: &'c Context,
-    pub(crate) layers: crate::identity::LayerMap<Pending>,
+    pub(crate) layers: crate::layer_map::LayerMap<Pending>,
     pub(crate) entries: Vec<Entry<'m>>,
     /// Staging: layers of the context read, with their lengths then.
     pub(crate) reads: Option<Vec<(Identity, usize)>>,
@@ -264,8 +264,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     }
 
     fn pending_mut(&mut self, kind: &Kind, instance: Option<&Instance>) -> &mut Pending {
-        let at = index_or_insert(&mut self.layers, kind, instance);
-        &mut self.layers[at]
+        self.layers.value_or_default(kind, instance)
     }
 
     fn pending(&self, kind: &Kind, instance: Option<&Instance>) -> Option<&Pending> {
@@ -273,7 +272,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
             // The common case, a batch of one: no hashing.
             return None;
         }
-        self.layers.get(&IdentityRef::new(kind, instance))
+        self.layers.get(IdentityRef::new(kind, instance))
     }
 
     /// True when the batch wrote to the layer.
@@ -363,10 +362,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
         // The batch's new layers after the context's: no set (and no hasher
         // seeded) for a kind without instances, the common case.
         for x in self.layers.keys().filter_map(|id| instance_of(id, kind)) {
-            if !context
-                .layers
-                .contains_key(&IdentityRef::new(kind, Some(x)))
-            {
+            if !context.layers.contains_key(IdentityRef::new(kind, Some(x))) {
                 found.push(x.clone());
             }
         }
