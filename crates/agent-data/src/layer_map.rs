@@ -60,11 +60,17 @@ impl<T> LayerMap<T> {
         self.entries.capacity().min(self.table.capacity())
     }
 
-    /// Makes room for `more` entries.
+    /// Makes room for `more` entries, if memory allows: a hint, so a
+    /// refusal leaves the map as it was, to grow as it is filled.
     pub(crate) fn reserve(&mut self, more: usize) {
-        self.entries.reserve(more);
+        if self.entries.try_reserve(more).is_err() {
+            return;
+        }
         let (entries, hasher) = (&self.entries, &self.hasher);
-        self.table.reserve(more, |&at| rehash(hasher, entries, at));
+        // A refused table is left to grow as entries arrive.
+        let _ = self
+            .table
+            .try_reserve(more, |&at| rehash(hasher, entries, at));
     }
 
     /// Gives back the room not used.

@@ -52,6 +52,7 @@ mod elements;
 mod error;
 mod identity;
 mod instances;
+mod jsonl;
 mod layer;
 mod layer_map;
 mod load;

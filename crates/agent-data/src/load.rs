@@ -1,5 +1,6 @@
 //! Loading contexts from JSON arrays and JSONL (R1, R33, R34).
 
+use crate::jsonl::{Extending, Loading, read_jsonl};
 use crate::normalise::normalise;
 use crate::{Context, Error, Message, Result, json_type};
 use agent_core::json::Value;
@@ -191,7 +192,7 @@ impl Context {
     /// `scratch` is reused from value to value.
     ///
     /// [`from_str_compact_within`]: agent_core::json::from_str_compact_within
-    fn push_value(
+    pub(crate) fn push_value(
         &mut self,
         value: Value,
         at: (usize, Option<usize>),
@@ -223,7 +224,7 @@ impl Context {
     /// message's schema (R25) into `out`, adding nothing yet. Extending a
     /// context checks a whole tail this way first, so a bad message leaves
     /// the context unchanged.
-    fn check_value(
+    pub(crate) fn check_value(
         &mut self,
         value: Value,
         index: usize,
@@ -253,7 +254,7 @@ impl Context {
 
 /// A message normalised and its schema compiled, with where it came from
 /// (message index, file line) for errors.
-type Checked = (
+pub(crate) type Checked = (
     Message,
     Option<std::sync::Arc<crate::schema::Compiled>>,
     usize,
@@ -403,6 +404,22 @@ impl Context {
         load_jsonl(reader, source)
     }
 
+    /// [`Context::load_jsonl_reader`] of input about `size_hint` bytes
+    /// long (a file's length): room for the layers of that much input is
+    /// made at once, instead of the layer map growing a doubling at a time
+    /// while it loads; what is not used is given back. A wrong hint costs
+    /// time or room, never a different context.
+    ///
+    /// # Errors
+    /// As [`Context::load_jsonl_reader`].
+    pub fn load_jsonl_reader_sized(
+        reader: impl BufRead,
+        source: &str,
+        size_hint: usize,
+    ) -> Result<Loaded> {
+        load_jsonl_sized(reader, source, size_hint)
+    }
+
     /// Loads the elements of a JSON array context after the first `skip`
     /// onto the end of this context — what a store does when other writers
     /// appended to a JSON array file. All or nothing, like
@@ -454,180 +471,6 @@ impl Context {
 /// is 62): loading `n` bytes makes room for `n` / this many layers at once.
 const SHORTEST_INSTANCE_LINE: usize = 64;
 
-/// A line buffer larger than this is freed after its line is parsed
-/// rather than kept for the next line.
-const KEPT_LINE_BUFFER: usize = 1 << 20;
-
-/// Where [`read_jsonl`] hands each line.
-trait Lines {
-    /// A line's text, before it is parsed: true when this took it as it
-    /// is (adding the message without the line being read here). None is
-    /// taken unless a loader says so.
-    fn take(&mut self, _text: &str) -> bool {
-        false
-    }
-
-    /// A line parsed: the value, its message index (from 0), its 1-based
-    /// file line and, when the line is exactly the value's compact text,
-    /// that text.
-    fn parsed(&mut self, value: Value, index: usize, line: usize, text: Option<&str>)
-    -> Result<()>;
-}
-
-/// A whole JSONL context being loaded.
-struct Loading {
-    context: Context,
-    /// Layers compacted so far ([`Context::compact_behind`]).
-    compacted: usize,
-    /// Reused from line to line for normalising.
-    scratch: Vec<Message>,
-    /// Reused from line to line for lines taken unread.
-    unread: crate::unread::Unread,
-}
-
-impl Lines for Loading {
-    fn take(&mut self, text: &str) -> bool {
-        let taken = self.context.push_unread(text, &mut self.unread);
-        if taken {
-            self.context.compact_behind(&mut self.compacted);
-        }
-        taken
-    }
-
-    fn parsed(
-        &mut self,
-        value: Value,
-        index: usize,
-        line: usize,
-        text: Option<&str>,
-    ) -> Result<()> {
-        self.context
-            .push_value(value, (index, Some(line)), text, &mut self.scratch)?;
-        self.context.compact_behind(&mut self.compacted);
-        Ok(())
-    }
-}
-
-/// A tail being checked before it joins a context, all or nothing.
-struct Extending<'c> {
-    context: &'c mut Context,
-    /// Messages in the context before the tail.
-    base: usize,
-    checked: &'c mut Vec<Checked>,
-}
-
-impl Lines for Extending<'_> {
-    fn parsed(
-        &mut self,
-        value: Value,
-        index: usize,
-        line: usize,
-        _text: Option<&str>,
-    ) -> Result<()> {
-        self.context
-            .check_value(value, self.base + index, Some(line), self.checked)
-    }
-}
-
-/// Reads JSONL lines, offering each to `lines` as text first and handing
-/// it over parsed when not taken.
-fn read_jsonl(
-    mut reader: impl BufRead,
-    source: &str,
-    at: Position,
-    lines: &mut dyn Lines,
-) -> Result<Extended> {
-    let mut warnings = Vec::new();
-    let (mut index, mut offset, mut line) = (0, at.offset, at.line);
-    let mut end = at;
-    let (mut unterminated, mut torn) = (false, false);
-    let mut buffer = Vec::new();
-    loop {
-        buffer.clear();
-        let read = reader
-            .read_until(b'\n', &mut buffer)
-            .map_err(|source_error| Error::Io {
-                path: source.to_owned(),
-                source: source_error,
-            })?;
-        if read == 0 {
-            break;
-        }
-        line += 1;
-        let start = offset;
-        offset += read;
-        let terminated = buffer.last() == Some(&b'\n');
-        let raw_len = if terminated { read - 1 } else { read };
-        let raw = &buffer[..raw_len];
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            // Blank, even without its newline: read past it; the next
-            // append starts on a new line.
-            end = Position { line, offset };
-            unterminated = !terminated;
-            continue;
-        }
-        if let Ok(text) = std::str::from_utf8(raw)
-            && lines.take(text)
-        {
-            if buffer.capacity() > KEPT_LINE_BUFFER {
-                // As for a huge line read below: not kept for the next.
-                buffer = Vec::new();
-            }
-            end = Position { line, offset };
-            unterminated = !terminated;
-            index += 1;
-            continue;
-        }
-        // The reader holds the same limit, so a line that parses is never
-        // too deep: the pre-scan, which places the fault, runs only on
-        // failure, and a too-deep line is reported as such whatever else
-        // is wrong with it.
-        let parsed = match parse_compact(raw, line - 1, MAX_DEPTH) {
-            Err(error) => match too_deep(raw, MAX_DEPTH) {
-                Some(at) => Err(Error::TooDeep {
-                    depth: TooDeep { limit: MAX_DEPTH },
-                    offset: start + at,
-                    line: Some(line),
-                }),
-                None => Err(error),
-            },
-            parsed => parsed,
-        };
-        let huge = buffer.capacity() > KEPT_LINE_BUFFER;
-        if huge {
-            // A huge line's text is not needed once parsed: freed before
-            // the message is written into the log, not held beside it.
-            buffer = Vec::new();
-        }
-        match parsed {
-            Ok((value, compact)) => {
-                // Parsed, so UTF-8; a huge line's text is gone.
-                let text = buffer.get(..raw_len).filter(|_| compact && !huge);
-                let text = text.and_then(|text| std::str::from_utf8(text).ok());
-                lines.parsed(value, index, line, text)?;
-                end = Position { line, offset };
-                unterminated = !terminated;
-            }
-            // Only the last line can lack its newline.
-            Err(Error::Json { .. }) if !terminated => {
-                torn = true;
-                warnings.push(Warning::TornLastLine {
-                    line,
-                    offset: start,
-                });
-            }
-            Err(error) => return Err(error),
-        }
-        index += 1;
-    }
-    Ok(Extended {
-        end,
-        warnings,
-        unterminated,
-        items: index - usize::from(torn),
-    })
-}
-
 /// Parses one JSON document at most `limit` deep (on failure `too_deep`
 /// places a depth fault); errors report lines shifted by `first_line`.
 fn parse(bytes: &[u8], first_line: usize, limit: usize) -> Result<Value> {
@@ -635,7 +478,11 @@ fn parse(bytes: &[u8], first_line: usize, limit: usize) -> Result<Value> {
 }
 
 /// [`parse`], and whether `bytes` are the value's compact text.
-fn parse_compact(bytes: &[u8], first_line: usize, limit: usize) -> Result<(Value, bool)> {
+pub(crate) fn parse_compact(
+    bytes: &[u8],
+    first_line: usize,
+    limit: usize,
+) -> Result<(Value, bool)> {
     let text = std::str::from_utf8(bytes).map_err(|e| not_utf8(bytes, e, first_line))?;
     agent_core::json::from_str_compact_within(text, limit).map_err(|e| Error::Json {
         line: e.line() + first_line,

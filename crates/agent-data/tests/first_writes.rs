@@ -105,6 +105,19 @@ proptest! {
         let read = load(&every_line_read(&jsonl)).unwrap();
         prop_assert_eq!(state(&unread), state(&read));
     }
+
+    #[test]
+    fn d83_a_size_hint_never_changes_the_loaded_context(
+        lines in prop::collection::vec(line(), 0..40),
+        hint in prop_oneof![Just(0usize), 0..4096usize, Just(usize::MAX / 2), Just(usize::MAX)],
+    ) {
+        let jsonl: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        let plain = load(&jsonl).unwrap();
+        let hinted = Context::load_jsonl_reader_sized(jsonl.as_bytes(), "hinted", hint)
+            .unwrap()
+            .context;
+        prop_assert_eq!(state(&hinted), state(&plain));
+    }
 }
 
 #[test]

@@ -497,8 +497,10 @@ impl Store for FileStore {
             let mut json = Vec::new();
             let loaded = match format {
                 Format::Jsonl => {
+                    let size = file.len().map_err(store.io("read"))?;
                     let reader = file.reader_from(0).map_err(store.io("read"))?;
-                    Context::load_jsonl_reader(reader, &store.name)
+                    let size = usize::try_from(size).unwrap_or(usize::MAX);
+                    Context::load_jsonl_reader_sized(reader, &store.name, size)
                 }
                 Format::Json => {
                     json = file.read_from(0).map_err(store.io("read"))?;
