@@ -64,6 +64,41 @@ proptest! {
     }
 }
 
+proptest! {
+    #[test]
+    fn r34e_a_digest_is_sha256_of_the_previous_digest_and_the_json_at_every_length(
+        previous in any::<[u8; 32]>(),
+        json in prop::collection::vec(any::<u8>(), 0..300),
+    ) {
+        use sha2::Digest as _;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(previous);
+        hasher.update(&json);
+        let expected: [u8; 32] = hasher.finalize().into();
+        prop_assert_eq!(Digest::from_bytes(previous).next(&json), Digest::from_bytes(expected));
+    }
+}
+
+#[test]
+fn r34e_a_digest_is_right_at_each_length_that_meets_a_block_boundary() {
+    use sha2::Digest as _;
+    // 32 bytes of digest, then the JSON: the padding changes at 55/56 bytes
+    // in a block and a block ends every 64.
+    for len in 0..=200 {
+        let json: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+        let previous = Digest::from_bytes([7; 32]);
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(previous.as_bytes());
+        hasher.update(&json);
+        let expected: [u8; 32] = hasher.finalize().into();
+        assert_eq!(
+            previous.next(&json),
+            Digest::from_bytes(expected),
+            "length {len}"
+        );
+    }
+}
+
 #[test]
 fn r34e_an_empty_log_has_the_zero_digest() {
     assert_eq!(Context::new().head(), Digest::GENESIS);
