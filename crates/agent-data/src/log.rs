@@ -170,16 +170,13 @@ impl Log {
         }
     }
 
-    /// The compact JSON bytes of message `index`, without its newline.
-    fn bytes(&self, index: usize) -> Option<&[u8]> {
+    /// The compact JSON text of message `index`: a slice of the log's
+    /// text between newlines, so already UTF-8 (slicing only checks that
+    /// its ends fall between characters).
+    pub(crate) fn json(&self, index: usize) -> Option<&str> {
         let position = self.position(index)?;
         let end = *self.ends.get(position)?;
-        self.jsonl.as_bytes().get(self.start(position)..end - 1)
-    }
-
-    /// The compact JSON text of message `index`.
-    pub(crate) fn json(&self, index: usize) -> Option<&str> {
-        std::str::from_utf8(self.bytes(index)?).ok()
+        self.jsonl.get(self.start(position)..end.checked_sub(1)?)
     }
 
     /// The layer index of message `index`, if it is a data message.
@@ -191,7 +188,7 @@ impl Log {
     /// Message `index` as a JSON value.
     pub(crate) fn value(&self, index: usize) -> Option<Value> {
         // Stored messages were depth-checked before they were stored.
-        let text = std::str::from_utf8(self.bytes(index)?).ok()?;
+        let text = self.json(index)?;
         agent_core::json::from_str_within(text, MAX_DEPTH).ok()
     }
 
