@@ -55,9 +55,10 @@ impl<T> LayerMap<T> {
         self.entries.is_empty()
     }
 
-    /// Room for this many entries without growing.
+    /// Room reserved, in entries: the larger of the entries' and the
+    /// table's, so that room either holds unused is seen and given back.
     pub(crate) fn capacity(&self) -> usize {
-        self.entries.capacity().min(self.table.capacity())
+        self.entries.capacity().max(self.table.capacity())
     }
 
     /// Makes room for `more` entries, if memory allows: a hint, so a

@@ -497,9 +497,10 @@ impl Store for FileStore {
             let mut json = Vec::new();
             let loaded = match format {
                 Format::Jsonl => {
-                    let size = file.len().map_err(store.io("read"))?;
+                    // Only a hint: without a length the load just grows.
+                    let size = file.len().ok().and_then(|n| usize::try_from(n).ok());
                     let reader = file.reader_from(0).map_err(store.io("read"))?;
-                    let size = usize::try_from(size).unwrap_or(usize::MAX);
+                    let size = size.unwrap_or(0);
                     Context::load_jsonl_reader_sized(reader, &store.name, size)
                 }
                 Format::Json => {
