@@ -36,21 +36,17 @@ impl Digest {
         let mut first = [0u8; 64];
         let (head, rest) = first.split_at_mut(32);
         head.copy_from_slice(&self.0);
-        let tail = match message_json.split_at_checked(32) {
-            Some((start, more)) => {
-                rest.copy_from_slice(start);
-                compress256(&mut state, &[first]);
-                let (blocks, tail) = more.as_chunks::<64>();
-                compress256(&mut state, blocks);
-                tail
-            }
-            None => {
-                let (start, _) = rest.split_at_mut(message_json.len());
-                start.copy_from_slice(message_json);
-                let (tail, _) = first.split_at(32 + message_json.len());
-                return Digest(finish(state, tail, total));
-            }
+        let Some((start, more)) = message_json.split_at_checked(32) else {
+            // Digest and message together are shorter than a block.
+            let (start, _) = rest.split_at_mut(message_json.len());
+            start.copy_from_slice(message_json);
+            let (tail, _) = first.split_at(32 + message_json.len());
+            return Digest(finish(state, tail, total));
         };
+        rest.copy_from_slice(start);
+        compress256(&mut state, &[first]);
+        let (blocks, tail) = more.as_chunks::<64>();
+        compress256(&mut state, blocks);
         Digest(finish(state, tail, total))
     }
 

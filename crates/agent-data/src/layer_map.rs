@@ -38,9 +38,7 @@ impl<T> Default for LayerMap<T> {
 
 impl<T: fmt::Debug> fmt::Debug for LayerMap<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.entries.iter().map(|(k, v)| (k, v)))
-            .finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -171,7 +169,7 @@ impl<T> LayerMap<T> {
 
     /// The entries, in order.
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&Identity, &T)> {
-        self.entries.iter().map(|(id, value)| (id, value))
+        self.into_iter()
     }
 }
 
