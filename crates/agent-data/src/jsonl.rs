@@ -2,6 +2,7 @@
 //! first (a loader may take it unread, D81), then parsed and handed over;
 //! a torn last line is told apart from a bad one.
 
+use crate::chained::{CHAINED_APART_FROM, ChainThread};
 use crate::load::{Checked, Extended, Position, Warning, parse_compact, too_deep};
 use crate::{Context, Error, Message, Result};
 use agent_core::json::Value;
@@ -37,6 +38,55 @@ pub(crate) struct Loading {
     pub(crate) scratch: Vec<Message>,
     /// Reused from line to line for lines taken unread.
     pub(crate) unread: crate::unread::Unread,
+    /// The thread chaining the log's lines, for a large load.
+    pub(crate) chain: Option<ChainThread>,
+    /// Where the log's lines not yet given to `chain` start.
+    pub(crate) chained_to: usize,
+}
+
+impl Loading {
+    /// A load of `context`, its chain on a thread of its own when the
+    /// input is `size_hint` bytes or more.
+    pub(crate) fn new(mut context: Context, size_hint: usize) -> Loading {
+        let mut chained_to = 0;
+        let chain = if size_hint >= CHAINED_APART_FROM {
+            ChainThread::start(context.log.head()).inspect(|_| {
+                chained_to = context.log.chain_apart();
+            })
+        } else {
+            None
+        };
+        Loading {
+            context,
+            compacted: 0,
+            scratch: Vec::with_capacity(1),
+            unread: crate::unread::Unread::default(),
+            chain,
+            chained_to,
+        }
+    }
+
+    /// The loaded context, its chain joined again.
+    pub(crate) fn finish(self) -> Context {
+        let mut context = self.context;
+        let head = self.chain.and_then(ChainThread::finish);
+        context.log.rejoin_chain(head);
+        context
+    }
+
+    /// Gives the lines sealed since the last call to the chain's thread;
+    /// if it is gone, the log is chained when the load finishes.
+    fn feed_chain(&mut self) {
+        let Some(chain) = &mut self.chain else {
+            return;
+        };
+        let lines = self.context.log.jsonl();
+        let fresh = lines.get(self.chained_to..).unwrap_or_default();
+        if !fresh.is_empty() && !chain.push(fresh) {
+            self.chain = None;
+        }
+        self.chained_to = lines.len();
+    }
 }
 
 impl Lines for Loading {
@@ -44,6 +94,7 @@ impl Lines for Loading {
         let taken = self.context.push_unread(text, &mut self.unread);
         if taken {
             self.context.compact_behind(&mut self.compacted);
+            self.feed_chain();
         }
         taken
     }
@@ -58,6 +109,7 @@ impl Lines for Loading {
         self.context
             .push_value(value, (index, Some(line)), text, &mut self.scratch)?;
         self.context.compact_behind(&mut self.compacted);
+        self.feed_chain();
         Ok(())
     }
 }

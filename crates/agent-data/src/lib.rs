@@ -46,6 +46,7 @@
 
 mod builder;
 mod chain;
+mod chained;
 mod check;
 mod context;
 mod elements;

@@ -344,14 +344,9 @@ fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<
     let mut context = Context::new();
     context.layers.reserve(bytes / SHORTEST_INSTANCE_LINE);
     let start = Position::default();
-    let mut loading = Loading {
-        context,
-        compacted: 0,
-        scratch: Vec::with_capacity(1),
-        unread: crate::unread::Unread::default(),
-    };
+    let mut loading = Loading::new(context, bytes);
     let read = read_jsonl(reader, source, start, &mut loading)?;
-    let mut context = loading.context;
+    let mut context = loading.finish();
     context.compact();
     if context.layers.len() < context.layers.capacity() / 4 {
         // Few layers for the input's size (a long log of few kinds): the

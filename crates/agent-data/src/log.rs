@@ -37,6 +37,10 @@ pub(crate) struct Log {
     /// The chain's digest after the last message (per-message digests are
     /// not kept).
     head: Digest,
+    /// While a load chains its lines on a thread of its own
+    /// ([`Log::chain_apart`]): where in `jsonl` that began, and the head
+    /// there. `head` is not advanced meanwhile.
+    apart_from: Option<(usize, Digest)>,
 }
 
 const NO_LAYER: u32 = u32::MAX;
@@ -49,6 +53,7 @@ impl Log {
 
     /// The chain's digest after the last message.
     pub(crate) fn head(&self) -> Digest {
+        debug_assert!(self.apart_from.is_none(), "the chain is still apart");
         self.head
     }
 
@@ -84,6 +89,7 @@ impl Log {
             kept,
             base,
             head,
+            apart_from: None,
         })
     }
 
@@ -148,6 +154,10 @@ impl Log {
         debug_assert_eq!(written.start, self.start(self.ends.len()));
         // The line without its newline: the message's compact JSON.
         let end = self.jsonl.len().saturating_sub(1);
+        if self.apart_from.is_some() {
+            self.push_entry(layer);
+            return;
+        }
         self.head = self.head.next(
             self.jsonl
                 .as_bytes()
@@ -155,6 +165,27 @@ impl Log {
                 .unwrap_or_default(),
         );
         self.push_entry(layer);
+    }
+
+    /// Stops advancing the chain as messages are sealed: the caller chains
+    /// the lines from here ([`crate::chained`]) and hands the head back
+    /// with [`Log::rejoin_chain`]. Returns where the lines to chain start.
+    pub(crate) fn chain_apart(&mut self) -> usize {
+        let from = self.jsonl.len();
+        self.apart_from = Some((from, self.head));
+        from
+    }
+
+    /// Ends [`Log::chain_apart`]: `head` is the digest after the last
+    /// message; `None` (the other thread failed) chains the lines here.
+    pub(crate) fn rejoin_chain(&mut self, head: Option<Digest>) {
+        let Some((from, before)) = self.apart_from.take() else {
+            return;
+        };
+        self.head = head.unwrap_or_else(|| {
+            let lines = self.jsonl.as_bytes().get(from..).unwrap_or_default();
+            crate::chained::chain_lines(before, lines)
+        });
     }
 
     /// Forgets a written message that will not be sealed.

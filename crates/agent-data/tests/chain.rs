@@ -185,3 +185,64 @@ fn r34e_a_line_is_hashed_as_its_messages_compact_json_however_it_is_spelled() {
     );
     assert_eq!(context.head(), recomputed(&context));
 }
+
+/// A load of a megabyte or more chains its lines on a second thread;
+/// this hint is past that size whatever the input's own.
+const LARGE: usize = 1 << 20;
+
+proptest! {
+    #[test]
+    fn r34e_a_large_load_chained_on_a_second_thread_has_the_same_head(
+        messages in prop::collection::vec(message(), 0..20),
+    ) {
+        let text = jsonl(&messages);
+        let plain = Context::load(text.as_bytes(), Format::Jsonl).unwrap().context;
+        let large = Context::load_jsonl_reader_sized(text.as_bytes(), "large", LARGE)
+            .unwrap()
+            .context;
+        prop_assert_eq!(large.head(), plain.head());
+        prop_assert_eq!(large.head(), recomputed(&large));
+    }
+}
+
+/// About 1.3 MB of lines, many batches for the chaining thread: shorthands
+/// taken unread, text messages, output writes, writes to one layer.
+fn many_lines() -> String {
+    (0..24_000)
+        .map(|i| match i % 4 {
+            0 => format!("{{\"type\":\"state\",\"v\":{i},\"_instance\":\"i{i}\"}}\n"),
+            1 => format!("{{\"type\":\"text\",\"role\":\"user\",\"text\":\"line {i}\"}}\n"),
+            2 => format!(
+                "{{\"type\":\"data\",\"kind\":\"state\",\"data\":{{\"n\":{i}}},\"_outputPath\":\"†state.n\"}}\n"
+            ),
+            _ => format!("{{\"type\":\"state\",\"k{}\":{i}}}\n", i % 50),
+        })
+        .collect()
+}
+
+#[test]
+fn r34e_a_load_of_many_batches_chained_on_a_second_thread_has_the_head_of_its_messages() {
+    let text = many_lines();
+    assert!(text.len() > LARGE, "{}", text.len());
+    let loaded = Context::load_jsonl_reader_sized(text.as_bytes(), "large", text.len())
+        .unwrap()
+        .context;
+    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "plain", 0)
+        .unwrap()
+        .context;
+    assert_eq!(loaded.len(), 24_000);
+    assert_eq!(loaded.to_jsonl(), plain.to_jsonl());
+    assert_eq!(loaded.head(), recomputed(&loaded));
+    assert_eq!(loaded.head(), plain.head());
+}
+
+#[test]
+fn r34e_a_large_load_that_fails_part_way_fails_as_a_small_one() {
+    let mut text = many_lines();
+    text.push_str("{\"type\":\"text\",\"text\":\n");
+    text.push_str("{\"type\":\"text\",\"role\":\"user\",\"text\":\"after\"}\n");
+    let large = Context::load_jsonl_reader_sized(text.as_bytes(), "f", text.len()).unwrap_err();
+    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "f", 0).unwrap_err();
+    assert_eq!(large.to_string(), plain.to_string());
+    assert!(large.to_string().contains("line 24001"), "{large}");
+}
