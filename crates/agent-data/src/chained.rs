@@ -19,6 +19,10 @@ pub(crate) const CHAINED_APART_FROM: usize = 1 << 20;
 /// Lines are sent in batches of about this many bytes.
 const BATCH: usize = 64 << 10;
 
+/// Lines given at once past this size are chained where they are, not
+/// copied ([`ChainThread::give`]): the copies held stay about a megabyte.
+const COPIED_AT_MOST: usize = 1 << 20;
+
 /// Batches waiting for the thread, at most: the copies held at once are
 /// bounded, whichever side is faster.
 const QUEUED: usize = 4;
@@ -52,15 +56,25 @@ impl ChainThread {
     }
 
     /// Adds `lines` (whole lines, each ending in `\n`) after those given
-    /// before. False when the thread is gone (it cannot be, short of a
-    /// panic): the caller then chains the log itself.
-    pub(crate) fn push(&mut self, lines: &[u8]) -> bool {
+    /// before; `None` when the thread is gone (it cannot be, short of a
+    /// panic) and the caller must chain the log itself.
+    ///
+    /// Lines of more than [`COPIED_AT_MOST`] bytes together are not
+    /// copied: the thread is joined, they are chained here, and a new
+    /// thread goes on from their digest. So a log of a few huge lines
+    /// costs no copy of them.
+    pub(crate) fn give(mut self, lines: &[u8]) -> Option<ChainThread> {
+        if lines.len() > COPIED_AT_MOST {
+            let head = chain_lines(self.finish()?, lines);
+            return ChainThread::start(head);
+        }
         self.batch.extend_from_slice(lines);
         if self.batch.len() < BATCH {
-            return true;
+            return Some(self);
         }
         let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH * 2));
-        self.sender.send(full).is_ok()
+        self.sender.send(full).ok()?;
+        Some(self)
     }
 
     /// The digest after the last line given; `None` if the thread failed.
@@ -125,14 +139,14 @@ mod tests {
         let text: String = LINES.iter().map(|line| format!("{line}\n")).collect();
         for cut in 0..=LINES.len() {
             let at = text.match_indices('\n').nth(cut).map_or(0, |(i, _)| i + 1);
-            let Some(mut thread) = ChainThread::start(Digest::GENESIS) else {
+            let Some(thread) = ChainThread::start(Digest::GENESIS) else {
                 // One core: loads chain as they go, and no thread starts.
                 let cores = std::thread::available_parallelism().unwrap();
                 assert_eq!(cores.get(), 1);
                 return;
             };
-            assert!(thread.push(&text.as_bytes()[..at]));
-            assert!(thread.push(&text.as_bytes()[at..]));
+            let thread = thread.give(&text.as_bytes()[..at]).unwrap();
+            let thread = thread.give(&text.as_bytes()[at..]).unwrap();
             assert_eq!(thread.finish(), Some(expected()), "cut after {cut} lines");
         }
     }

@@ -77,15 +77,17 @@ impl Loading {
     /// Gives the lines sealed since the last call to the chain's thread;
     /// if it is gone, the log is chained when the load finishes.
     fn feed_chain(&mut self) {
-        let Some(chain) = &mut self.chain else {
+        let Some(chain) = self.chain.take() else {
             return;
         };
         let lines = self.context.log.jsonl();
         let fresh = lines.get(self.chained_to..).unwrap_or_default();
-        if !fresh.is_empty() && !chain.push(fresh) {
-            self.chain = None;
-        }
         self.chained_to = lines.len();
+        self.chain = if fresh.is_empty() {
+            Some(chain)
+        } else {
+            chain.give(fresh)
+        };
     }
 }
 

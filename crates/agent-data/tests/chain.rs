@@ -246,3 +246,25 @@ fn r34e_a_large_load_that_fails_part_way_fails_as_a_small_one() {
     assert_eq!(large.to_string(), plain.to_string());
     assert!(large.to_string().contains("line 24001"), "{large}");
 }
+
+#[test]
+fn r34e_a_line_too_large_to_copy_is_chained_in_its_place_between_the_threads_lines() {
+    let huge = "x".repeat(LARGE + 10);
+    let mut text = many_lines();
+    text.push_str(&format!(
+        "{{\"type\":\"text\",\"role\":\"user\",\"text\":\"{huge}\"}}\n"
+    ));
+    for line in many_lines().lines().take(2_000) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let loaded = Context::load_jsonl_reader_sized(text.as_bytes(), "large", text.len())
+        .unwrap()
+        .context;
+    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "plain", 0)
+        .unwrap()
+        .context;
+    assert_eq!(loaded.len(), 26_001);
+    assert_eq!(loaded.head(), recomputed(&loaded));
+    assert_eq!(loaded.head(), plain.head());
+}
