@@ -20,7 +20,8 @@ pub(crate) const CHAINED_APART_FROM: usize = 1 << 20;
 const BATCH: usize = 64 << 10;
 
 /// Lines given at once past this size are chained where they are, not
-/// copied ([`ChainThread::give`]): the copies held stay about a megabyte.
+/// copied ([`ChainThread::give`]): a batch is at most this much over
+/// [`BATCH`], and six batches at most are held at once.
 const COPIED_AT_MOST: usize = 1 << 20;
 
 /// Batches waiting for the thread, at most: the copies held at once are
@@ -141,8 +142,8 @@ mod tests {
             let at = text.match_indices('\n').nth(cut).map_or(0, |(i, _)| i + 1);
             let Some(thread) = ChainThread::start(Digest::GENESIS) else {
                 // One core: loads chain as they go, and no thread starts.
-                let cores = std::thread::available_parallelism().unwrap();
-                assert_eq!(cores.get(), 1);
+                let cores = std::thread::available_parallelism().map_or(1, usize::from);
+                assert_eq!(cores, 1);
                 return;
             };
             let thread = thread.give(&text.as_bytes()[..at]).unwrap();

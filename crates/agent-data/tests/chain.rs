@@ -17,7 +17,7 @@ fn message() -> impl Strategy<Value = Value> {
             m
         }),
         "[a-z ]{0,6}".prop_map(|text| json!({"type": "text", "role": "user", "text": text})),
-        // One line that normalises to two messages (R1).
+        // An output write (a data message with `_outputPath`).
         (0i64..3).prop_map(
             |n| json!({"type": "data", "kind": "state", "data": {"n": n},
             "_outputPath": "†state.n"})
