@@ -220,16 +220,19 @@ fn many_lines() -> String {
         .collect()
 }
 
+/// `text` loaded as a large input (its chain on a second thread) and as
+/// one with no size hint (chained as it is read).
+fn loaded_large_and_plain(text: &str) -> (Context, Context) {
+    let large = Context::load_jsonl_reader_sized(text.as_bytes(), "large", text.len());
+    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "plain", 0);
+    (large.unwrap().context, plain.unwrap().context)
+}
+
 #[test]
 fn r34e_a_load_of_many_batches_chained_on_a_second_thread_has_the_head_of_its_messages() {
     let text = many_lines();
     assert!(text.len() > LARGE, "{}", text.len());
-    let loaded = Context::load_jsonl_reader_sized(text.as_bytes(), "large", text.len())
-        .unwrap()
-        .context;
-    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "plain", 0)
-        .unwrap()
-        .context;
+    let (loaded, plain) = loaded_large_and_plain(&text);
     assert_eq!(loaded.len(), 24_000);
     assert_eq!(loaded.to_jsonl(), plain.to_jsonl());
     assert_eq!(loaded.head(), recomputed(&loaded));
@@ -258,12 +261,7 @@ fn r34e_a_line_too_large_to_copy_is_chained_in_its_place_between_the_threads_lin
         text.push_str(line);
         text.push('\n');
     }
-    let loaded = Context::load_jsonl_reader_sized(text.as_bytes(), "large", text.len())
-        .unwrap()
-        .context;
-    let plain = Context::load_jsonl_reader_sized(text.as_bytes(), "plain", 0)
-        .unwrap()
-        .context;
+    let (loaded, plain) = loaded_large_and_plain(&text);
     assert_eq!(loaded.len(), 26_001);
     assert_eq!(loaded.head(), recomputed(&loaded));
     assert_eq!(loaded.head(), plain.head());
