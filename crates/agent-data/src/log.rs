@@ -152,18 +152,13 @@ impl Log {
     /// index, for a data message.
     pub(crate) fn seal(&mut self, written: Written, layer: Option<usize>) {
         debug_assert_eq!(written.start, self.start(self.ends.len()));
-        // The line without its newline: the message's compact JSON.
-        let end = self.jsonl.len().saturating_sub(1);
-        if self.apart_from.is_some() {
-            self.push_entry(layer);
-            return;
+        // While the chain is apart, another thread chains this line.
+        if self.apart_from.is_none() {
+            // The line without its newline: the message's compact JSON.
+            let end = self.jsonl.len().saturating_sub(1);
+            let json = self.jsonl.as_bytes().get(written.start..end);
+            self.head = self.head.next(json.unwrap_or_default());
         }
-        self.head = self.head.next(
-            self.jsonl
-                .as_bytes()
-                .get(written.start..end)
-                .unwrap_or_default(),
-        );
         self.push_entry(layer);
     }
 
