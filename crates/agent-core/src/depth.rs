@@ -41,10 +41,17 @@ pub fn within_depth(value: &Value, limit: usize) -> bool {
         let (value, depth) = current;
         let children: &mut dyn Iterator<Item = &Value> = match value {
             Value::Array(items) => &mut items.iter(),
+            // A held object knows its depth: it is not read for it (D85).
+            Value::Object(map) if map.held_depth().is_some() => &mut std::iter::empty(),
             Value::Object(map) => &mut map.values(),
             _ => &mut std::iter::empty(),
         };
-        if is_container(value) && depth >= limit {
+        let below = match value {
+            Value::Object(map) => map.held_depth().unwrap_or(1),
+            Value::Array(_) => 1,
+            _ => 0,
+        };
+        if below > 0 && depth + below > limit {
             return false;
         }
         stack.extend(children.filter(|v| is_container(v)).map(|v| (v, depth + 1)));

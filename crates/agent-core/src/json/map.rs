@@ -7,6 +7,7 @@ use hashbrown::HashTable;
 use thin_vec::ThinVec;
 
 use super::Value;
+use super::held::Held;
 
 /// A member's key: up to 15 bytes held inside the member itself, longer
 /// ones on the heap. A million short keys would otherwise be a million
@@ -37,14 +38,28 @@ const INDEXED_FROM: usize = 9;
 /// map.insert("a".into(), Value::from(2));
 /// assert_eq!(map.keys().collect::<Vec<_>>(), ["b", "a"]);
 /// ```
+///
+/// An object the reader found nested 16 or more containers deep is kept
+/// as its text until something asks for its members (D85): the methods
+/// below read it then, once, and behave exactly as for any other object.
 #[derive(Clone, Default)]
 pub struct Map(Members);
 
+/// An object's members, or (`entries` empty) the text of a held one.
 #[derive(Clone, Default)]
-struct Members {
+pub(crate) struct Members {
     entries: ThinVec<(Key, Value)>,
-    /// Only past [`INDEXED_FROM`] members (and below `u32::MAX`).
-    index: Option<Box<Index>>,
+    /// `None` for up to [`INDEXED_FROM`] members.
+    extra: Option<Box<Extra>>,
+}
+
+/// What an object keeps beside its members, when anything.
+#[derive(Clone)]
+enum Extra {
+    /// Past [`INDEXED_FROM`] members (and below `u32::MAX`).
+    Index(Index),
+    /// Members not read yet ([`Held`]); `entries` is empty.
+    Held(Held),
 }
 
 /// Positions in `entries`, hashed by key: `u32`, half the table a
@@ -56,42 +71,48 @@ struct Index {
 }
 
 impl Members {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     fn position(&self, key: &str) -> Option<usize> {
-        match &self.index {
-            Some(index) => {
+        match self.extra.as_deref() {
+            Some(Extra::Index(index)) => {
                 let entries = &self.entries;
                 let hash = index.hasher.hash_one(key);
                 let found = index.table.find(hash, |&i| entries[i as usize].0 == key);
                 found.map(|&i| i as usize)
             }
-            None => self.entries.iter().position(|(k, _)| k == key),
+            _ => self.entries.iter().position(|(k, _)| k == key),
         }
     }
 
     fn reindex(&mut self) {
+        self.extra = None;
         if self.entries.len() < INDEXED_FROM || u32::try_from(self.entries.len()).is_err() {
-            self.index = None;
             return;
         }
-        let mut index = Box::new(Index {
+        let mut index = Index {
             table: HashTable::with_capacity(self.entries.len()),
             hasher: foldhash::fast::RandomState::default(),
-        });
+        };
         for at in 0..self.entries.len() {
             if !index.add(&self.entries, at) {
-                self.index = None;
                 return;
             }
         }
-        self.index = Some(index);
+        self.extra = Some(Box::new(Extra::Index(index)));
     }
 
     fn push(&mut self, key: Key, value: Value) -> usize {
         let at = self.entries.len();
         self.entries.push((key, value));
-        let indexed = match &mut self.index {
-            Some(index) => index.add(&self.entries, at),
-            None if self.entries.len() >= INDEXED_FROM => {
+        let entries = &self.entries;
+        let indexed = match self.extra.as_deref_mut() {
+            Some(Extra::Index(index)) => index.add(entries, at),
+            // Members are pushed only once read (`Map::members_mut`).
+            Some(Extra::Held(_)) => true,
+            None if entries.len() >= INDEXED_FROM => {
                 self.reindex();
                 true
             }
@@ -99,7 +120,7 @@ impl Members {
         };
         if !indexed {
             // Past `u32::MAX` members: searched in order from here.
-            self.index = None;
+            self.extra = None;
         }
         at
     }
@@ -151,39 +172,115 @@ impl Map {
         map
     }
 
+    /// An object held as its text `{…}`, which the reader has just read as
+    /// a nonempty object `depth` containers deep, `compact` or not (D85).
+    pub(crate) fn held(text: &str, compact: bool, depth: usize) -> Map {
+        Map(Members {
+            entries: ThinVec::new(),
+            extra: Some(Box::new(Extra::Held(Held::new(text, compact, depth)))),
+        })
+    }
+
+    /// How deep a held object nests, itself the first; `None` for any
+    /// other object.
+    pub(crate) fn held_depth(&self) -> Option<usize> {
+        self.held_part().map(Held::depth)
+    }
+
+    /// A held object's compact text and depth, while it is unread.
+    pub(crate) fn compact_text(&self) -> Option<(&str, usize)> {
+        self.held_part().and_then(Held::compact_text)
+    }
+
+    pub(crate) fn from_members(members: Members) -> Map {
+        Map(members)
+    }
+
+    /// The members, a held object's read first.
+    pub(crate) fn into_members(mut self) -> Members {
+        match self.0.extra.take().map(|extra| *extra) {
+            Some(Extra::Held(held)) => held.into_members(),
+            extra => {
+                self.0.extra = extra.map(Box::new);
+                self.0
+            }
+        }
+    }
+
+    fn held_part(&self) -> Option<&Held> {
+        match self.0.extra.as_deref() {
+            Some(Extra::Held(held)) => Some(held),
+            _ => None,
+        }
+    }
+
+    /// A held object's members read into an object of their own, when
+    /// they have not been read in place: for a writer that drops them
+    /// once written (D85). `None` for any other object.
+    pub(crate) fn read_apart(&self) -> Option<Map> {
+        self.held_part().and_then(Held::read_apart)
+    }
+
+    /// True for a held object whose members have not been read.
+    pub(crate) fn is_unread(&self) -> bool {
+        self.held_part().is_some_and(|held| held.is_unread())
+    }
+
+    /// The members, a held object's read first (and kept).
+    fn members(&self) -> &Members {
+        match self.held_part() {
+            Some(held) => held.members(),
+            None => &self.0,
+        }
+    }
+
+    /// The members to change: a held object becomes an ordinary one.
+    fn members_mut(&mut self) -> &mut Members {
+        if self.held_part().is_some() {
+            self.0 = std::mem::take(self).into_members();
+        }
+        &mut self.0
+    }
+
     /// How many members.
     pub fn len(&self) -> usize {
-        self.0.entries.len()
+        self.members().entries.len()
     }
 
     /// True when there are no members.
     pub fn is_empty(&self) -> bool {
-        self.0.entries.is_empty()
+        match self.held_part() {
+            Some(held) => held.is_empty(),
+            None => self.0.entries.is_empty(),
+        }
     }
 
     /// The value at `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.position(key).map(|i| &self.0.entries[i].1)
+        let members = self.members();
+        members.position(key).map(|i| &members.entries[i].1)
     }
 
     /// The value at `key`, mutably.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        let i = self.0.position(key)?;
-        Some(&mut self.0.entries[i].1)
+        let members = self.members_mut();
+        let i = members.position(key)?;
+        Some(&mut members.entries[i].1)
     }
 
     /// True when `key` is a member.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.0.position(key).is_some()
+        self.members().position(key).is_some()
     }
 
     /// Sets `key` to `value`: a new key goes last, an existing one keeps
     /// its place. Returns the value it replaced.
     pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
-        match self.0.position(&key) {
-            Some(i) => Some(std::mem::replace(&mut self.0.entries[i].1, value)),
+        let members = self.members_mut();
+        match members.position(&key) {
+            Some(i) => Some(std::mem::replace(&mut members.entries[i].1, value)),
             None => {
-                self.0.push(Key::from(key), value);
+                members.push(Key::from(key), value);
                 None
             }
         }
@@ -192,13 +289,14 @@ impl Map {
     /// [`Map::insert`] for a key the reader already holds as a [`Key`].
     /// True when the key was there (its value is replaced).
     pub(crate) fn insert_key(&mut self, key: Key, value: Value) -> bool {
-        match self.0.position(&key) {
+        let members = self.members_mut();
+        match members.position(&key) {
             Some(i) => {
-                self.0.entries[i].1 = value;
+                members.entries[i].1 = value;
                 true
             }
             None => {
-                self.0.push(key, value);
+                members.push(key, value);
                 false
             }
         }
@@ -213,18 +311,19 @@ impl Map {
 
     /// Removes `key`; the last member moves into its place. Constant time.
     pub fn swap_remove(&mut self, key: &str) -> Option<Value> {
-        let i = self.0.position(key)?;
-        let last = self.0.entries.len() - 1;
-        if let Some(index) = &mut self.0.index {
-            index.forget(&self.0.entries, i);
+        let members = self.members_mut();
+        let i = members.position(key)?;
+        let last = members.entries.len() - 1;
+        if let Some(Extra::Index(index)) = members.extra.as_deref_mut() {
+            index.forget(&members.entries, i);
             // An index exists only below `u32::MAX` members.
             if let (true, Ok(to)) = (i != last, u32::try_from(i)) {
-                index.relocate(&self.0.entries, last, to);
+                index.relocate(&members.entries, last, to);
             }
         }
-        let (_, value) = self.0.entries.swap_remove(i);
-        if self.0.entries.len() < INDEXED_FROM {
-            self.0.index = None;
+        let (_, value) = members.entries.swap_remove(i);
+        if members.entries.len() < INDEXED_FROM {
+            members.extra = None;
         }
         Some(value)
     }
@@ -232,18 +331,19 @@ impl Map {
     /// Removes `key`, keeping the order of the others (linear in the
     /// members after it).
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
-        let i = self.0.position(key)?;
-        if let Some(index) = &mut self.0.index {
-            index.forget(&self.0.entries, i);
+        let members = self.members_mut();
+        let i = members.position(key)?;
+        if let Some(Extra::Index(index)) = members.extra.as_deref_mut() {
+            index.forget(&members.entries, i);
             for position in index.table.iter_mut() {
                 if *position as usize > i {
                     *position -= 1;
                 }
             }
         }
-        let (_, value) = self.0.entries.remove(i);
-        if self.0.entries.len() < INDEXED_FROM {
-            self.0.index = None;
+        let (_, value) = members.entries.remove(i);
+        if members.entries.len() < INDEXED_FROM {
+            members.extra = None;
         }
         Some(value)
     }
@@ -259,10 +359,11 @@ impl Map {
 
     /// Keeps the members for which `keep` is true, in their order.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Value) -> bool) {
-        let before = self.0.entries.len();
-        self.0.entries.retain_mut(|(key, value)| keep(key, value));
-        if self.0.entries.len() != before {
-            self.0.reindex();
+        let members = self.members_mut();
+        let before = members.entries.len();
+        members.entries.retain_mut(|(key, value)| keep(key, value));
+        if members.entries.len() != before {
+            members.reindex();
         }
     }
 
@@ -270,7 +371,7 @@ impl Map {
     /// `pred` is true, and the rest. Keys move; none is copied.
     pub fn partition(self, mut pred: impl FnMut(&str, &Value) -> bool) -> (Map, Map) {
         let (mut yes, mut no) = (Map::new(), Map::new());
-        for (key, value) in self.0.entries {
+        for (key, value) in self.into_members().entries {
             let side = if pred(&key, &value) {
                 &mut yes
             } else {
@@ -285,52 +386,55 @@ impl Map {
     /// Moves every member of `other` into this map, in order, as
     /// [`insert`](Self::insert) would; `other` is left empty.
     pub fn append(&mut self, other: &mut Map) {
-        for (key, value) in std::mem::take(&mut other.0.entries) {
+        for (key, value) in std::mem::take(other.members_mut()).entries {
             self.insert_key(key, value);
         }
-        other.0.index = None;
     }
 
     /// The value at `key`, inserted by `make` first when missing.
     pub fn get_or_insert_with(&mut self, key: String, make: impl FnOnce() -> Value) -> &mut Value {
-        let i = match self.0.position(&key) {
+        let members = self.members_mut();
+        let i = match members.position(&key) {
             Some(i) => i,
-            None => self.0.push(Key::from(key), make()),
+            None => members.push(Key::from(key), make()),
         };
-        &mut self.0.entries[i].1
+        &mut members.entries[i].1
     }
 
     /// Gives back the room reserved for members not written (the reader
     /// does this as it closes an object).
     pub fn shrink_to_fit(&mut self) {
-        self.0.entries.shrink_to_fit();
+        // A held object has no room to give back, and is left unread.
+        if self.held_part().is_none() {
+            self.0.entries.shrink_to_fit();
+        }
     }
 
     /// The members in order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter(self.0.entries.iter())
+        Iter(self.members().entries.iter())
     }
 
     /// The members in order, values mutable.
     pub fn iter_mut(&mut self) -> IterMut<'_> {
-        IterMut(self.0.entries.iter_mut())
+        IterMut(self.members_mut().entries.iter_mut())
     }
 
     /// The keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
-        self.0.entries.iter().map(|(k, _)| k.as_str())
+        self.members().entries.iter().map(|(k, _)| k.as_str())
     }
 
     /// The values in order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
-        self.0.entries.iter().map(|(_, v)| v)
+        self.members().entries.iter().map(|(_, v)| v)
     }
 
     /// The values in order, mutable.
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
-        self.0.entries.iter_mut().map(|(_, v)| v)
+        self.members_mut().entries.iter_mut().map(|(_, v)| v)
     }
 }
 
@@ -429,7 +533,7 @@ impl IntoIterator for Map {
     type Item = (String, Value);
     type IntoIter = IntoIter;
     fn into_iter(self) -> Self::IntoIter {
-        IntoIter(self.0.entries.into_iter())
+        IntoIter(self.into_members().entries.into_iter())
     }
 }
 

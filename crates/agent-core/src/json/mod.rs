@@ -9,7 +9,10 @@
 //! writes back to the same bytes, and a bad text fails with the same
 //! message at the same place.
 //!
-//! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node.
+//! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node. An
+//!   object the reader finds inside sixteen or more containers is kept as
+//!   its text until something asks for its members (D85): a deep value
+//!   costs about its text, and prints without being built.
 //! - [`from_str`], [`from_str_within`]: reading, with the depth limit
 //!   (R33) as the reader's own check, without recursion;
 //!   [`from_str_compact_within`] also says whether the text read is the
@@ -40,6 +43,7 @@
 //! ```
 
 mod de;
+mod held;
 mod lexeme;
 mod macros;
 mod map;

@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use super::held::HELD_FROM;
 use super::map::Key;
 use super::{Map, Value};
 
@@ -135,12 +136,23 @@ pub fn from_str_within(text: &str, limit: usize) -> Result<Value, ParseError> {
 /// # Errors
 /// [`ParseError`] for text that is not one JSON value, or nests deeper.
 pub fn from_str_compact_within(text: &str, limit: usize) -> Result<(Value, bool), ParseError> {
+    read(text, limit, HELD_FROM)
+}
+
+/// Reads a held object's text with every object built (D85); its depth
+/// was checked when it was first read.
+pub(super) fn from_str_unheld(text: &str) -> Result<Value, ParseError> {
+    read(text, usize::MAX, usize::MAX).map(|(value, _)| value)
+}
+
+fn read(text: &str, limit: usize, held_from: usize) -> Result<(Value, bool), ParseError> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
         text,
         index: 0,
         limit,
         compact: true,
+        held_from,
     };
     let value = parser.value()?;
     match parser.whitespace() {
@@ -158,6 +170,7 @@ pub(super) fn number_only(text: &str) -> Result<super::Number, ParseError> {
         index: 0,
         limit: 0,
         compact: true,
+        held_from: usize::MAX,
     };
     match parser.peek() {
         Some(b'-' | b'0'..=b'9') => {}
@@ -184,6 +197,8 @@ pub(super) struct Parser<'a> {
     /// Nothing read so far differs from what the compact writer would
     /// write for it.
     pub(super) compact: bool,
+    /// Objects inside this many containers are kept as their text (D85).
+    held_from: usize,
 }
 
 impl Parser<'_> {
@@ -247,6 +262,7 @@ impl Parser<'_> {
                         None => return Err(self.peek_error(Code::EofWhileParsingList)),
                     }
                 }
+                Some(b'{') if stack.len() >= self.held_from => self.held_object(stack.len())?,
                 Some(b'{') => {
                     self.open(stack.len())?;
                     match self.whitespace() {
@@ -301,6 +317,88 @@ impl Parser<'_> {
                     None => Value::Null,
                 };
             }
+        }
+    }
+
+    /// Reads the object at its `{`, inside `outside` containers, exactly as
+    /// [`Parser::value`] would (the same faults at the same places, the
+    /// same compactness), building none of it: its text becomes a held
+    /// object (D85).
+    fn held_object(&mut self, outside: usize) -> Result<Value, ParseError> {
+        let start = self.index;
+        let compact_before = std::mem::replace(&mut self.compact, true);
+        // Each open container: where its keys start in `keys` (objects),
+        // or `None` (arrays).
+        let mut open: Vec<Option<usize>> = Vec::new();
+        let mut keys: Vec<Key> = Vec::new();
+        let mut depth = 0;
+        'value: loop {
+            match self.whitespace() {
+                None => return Err(self.peek_error(Code::EofWhileParsingValue)),
+                Some(b'[') => {
+                    self.open(outside + open.len())?;
+                    match self.whitespace() {
+                        Some(b']') => self.index += 1,
+                        Some(_) => {
+                            open.push(None);
+                            depth = depth.max(open.len());
+                            continue 'value;
+                        }
+                        None => return Err(self.peek_error(Code::EofWhileParsingList)),
+                    }
+                }
+                Some(b'{') => {
+                    self.open(outside + open.len())?;
+                    match self.whitespace() {
+                        Some(b'}') => self.index += 1,
+                        Some(b'"') => {
+                            let key = self.key()?;
+                            open.push(Some(keys.len()));
+                            depth = depth.max(open.len());
+                            keys.push(key);
+                            continue 'value;
+                        }
+                        Some(_) => return Err(self.peek_error(Code::KeyMustBeAString)),
+                        None => return Err(self.peek_error(Code::EofWhileParsingObject)),
+                    }
+                }
+                Some(_) => drop(self.scalar()?),
+            }
+            // A value is complete: go on in its container, closing every
+            // container it completes.
+            loop {
+                match open.last().copied() {
+                    None => break 'value,
+                    Some(None) => {
+                        if self.more_elements()? {
+                            continue 'value;
+                        }
+                    }
+                    Some(Some(from)) => {
+                        if let Some(next) = self.more_members()? {
+                            keys.push(next);
+                            continue 'value;
+                        }
+                        // A repeated key: the writer writes it once.
+                        if repeats(&keys[from..]) {
+                            self.compact = false;
+                        }
+                        keys.truncate(from);
+                    }
+                }
+                open.pop();
+            }
+        }
+        let compact = self.compact;
+        self.compact = compact_before && compact;
+        if depth == 0 {
+            // `{}`: nothing to hold.
+            return Ok(Value::Object(Map::new()));
+        }
+        match self.text.get(start..self.index) {
+            Some(text) => Ok(Value::Object(Map::held(text, compact, depth))),
+            // Not reached: `{` and `}` are whole characters.
+            None => Err(self.error(Code::EofWhileParsingObject)),
         }
     }
 
@@ -393,4 +491,16 @@ impl Parser<'_> {
         }
         Ok(value)
     }
+}
+
+/// True when a key stands twice among `keys` (an object's, in order).
+fn repeats(keys: &[Key]) -> bool {
+    // Few keys: compared pairwise; more: sorted, so no object costs more
+    // than a sort of its keys.
+    if keys.len() <= 16 {
+        return keys.iter().enumerate().any(|(i, key)| keys[..i].contains(key));
+    }
+    let mut sorted: Vec<&str> = keys.iter().map(Key::as_str).collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|pair| pair[0] == pair[1])
 }

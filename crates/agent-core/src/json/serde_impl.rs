@@ -59,6 +59,10 @@ impl Serialize for Value {
 
 impl Serialize for Map {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // A held object is read for this once, not kept (D85).
+        if let Some(read) = self.read_apart() {
+            return read.serialize(serializer);
+        }
         let mut out = serializer.serialize_map(Some(self.len()))?;
         for (key, value) in self {
             out.serialize_entry(key, value)?;

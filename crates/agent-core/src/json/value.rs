@@ -193,6 +193,8 @@ pub fn drop_deep(value: Value) {
     while let Some(value) = stack.pop() {
         match value {
             Value::Array(items) => stack.extend(items),
+            // An unread held object is its text: nothing to take apart.
+            Value::Object(map) if map.is_unread() => {}
             Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
             _ => {}
         }

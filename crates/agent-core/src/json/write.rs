@@ -99,6 +99,7 @@ fn write<'v>(
     limit: usize,
 ) -> bool {
     let pretty = indent.is_some();
+    let base = indent.unwrap_or(0);
     loop {
         if let Some(value) = next.take() {
             let container = matches!(value, Value::Array(_) | Value::Object(_));
@@ -117,10 +118,32 @@ fn write<'v>(
                     out.push('[');
                     stack.push(Open::Array(items.iter(), false));
                 }
-                Value::Object(map) => {
-                    out.push('{');
-                    stack.push(Open::Object(map.iter(), false));
+                Value::Object(map) if map.compact_text().is_some() => {
+                    let (text, depth) = map.compact_text().unwrap_or_default();
+                    if stack.len() + depth > limit {
+                        return false;
+                    }
+                    match indent {
+                        None => out.push_str(text),
+                        Some(base) => push_pretty(out, text, base + stack.len()),
+                    }
                 }
+                Value::Object(map) => match map.read_apart() {
+                    // A held object is read for this once, not kept (D85):
+                    // written on its own, one level of recursion at most,
+                    // as what is read apart holds no held object.
+                    Some(read) => {
+                        let level = indent.map(|base| base + stack.len());
+                        let within = limit - stack.len();
+                        if !write(out, Some(&Value::Object(read)), Vec::new(), level, within) {
+                            return false;
+                        }
+                    }
+                    None => {
+                        out.push('{');
+                        stack.push(Open::Object(map.iter(), false));
+                    }
+                },
             }
         }
         // The next member of the innermost open container, or its close.
@@ -139,7 +162,7 @@ fn write<'v>(
                 }
                 if pretty {
                     out.push('\n');
-                    push_indent(out, depth);
+                    push_indent(out, base + depth);
                 }
                 if let Some(key) = key {
                     escape(out, key);
@@ -157,12 +180,62 @@ fn write<'v>(
                 };
                 if pretty {
                     out.push('\n');
-                    push_indent(out, depth - 1);
+                    push_indent(out, base + depth - 1);
                 }
                 out.push(close);
             }
         }
     }
+}
+
+/// Writes compact text as the pretty writer writes the value it holds,
+/// from `level`: a held object is written without being read (D85).
+fn push_pretty(out: &mut String, compact: &str, mut level: usize) {
+    let bytes = compact.as_bytes();
+    let (mut at, mut copied) = (0, 0);
+    let copy_to = |out: &mut String, end: usize, copied: &mut usize| {
+        out.push_str(compact.get(*copied..end).unwrap_or_default());
+        *copied = end;
+    };
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
+        match byte {
+            b'"' => {
+                // The string, escapes and all, copied as it is.
+                while let Some(&byte) = bytes.get(at) {
+                    at += if byte == b'\\' { 2 } else { 1 };
+                    if byte == b'"' {
+                        break;
+                    }
+                }
+            }
+            b'{' | b'[' if matches!(bytes.get(at), Some(b'}' | b']')) => at += 1,
+            b'{' | b'[' => {
+                copy_to(out, at, &mut copied);
+                level += 1;
+                out.push('\n');
+                push_indent(out, level);
+            }
+            b'}' | b']' => {
+                copy_to(out, at - 1, &mut copied);
+                level = level.saturating_sub(1);
+                out.push('\n');
+                push_indent(out, level);
+                copy_to(out, at, &mut copied);
+            }
+            b',' => {
+                copy_to(out, at, &mut copied);
+                out.push('\n');
+                push_indent(out, level);
+            }
+            b':' => {
+                copy_to(out, at, &mut copied);
+                out.push(' ');
+            }
+            _ => {}
+        }
+    }
+    copy_to(out, bytes.len(), &mut copied);
 }
 
 fn push_indent(out: &mut String, level: usize) {
