@@ -136,6 +136,30 @@ mod tests {
     }
 
     #[test]
+    fn r34e_lines_too_large_to_copy_are_chained_in_place_and_a_new_thread_starts_empty() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let Some(thread) = ChainThread::start(Digest::GENESIS) else {
+            // One core: loads chain as they go, and no thread starts.
+            assert_eq!(cores, 1);
+            return;
+        };
+        assert!(cores >= 2);
+        let huge = format!("{{\"x\":\"{}\"}}\n", "y".repeat(COPIED_AT_MOST));
+        let small = format!("{}\n", LINES[0]);
+        let thread = thread.give(small.as_bytes()).unwrap();
+        assert_eq!(thread.batch.len(), small.len());
+        let thread = thread.give(huge.as_bytes()).unwrap();
+        // Nothing of the huge line was copied: the batch before it was
+        // chained by the thread that ended, and the new one holds nothing.
+        assert!(thread.batch.is_empty());
+        let thread = thread.give(small.as_bytes()).unwrap();
+        let expected = Digest::of(
+            [small.trim_end(), huge.trim_end(), small.trim_end()].map(str::as_bytes),
+        );
+        assert_eq!(thread.finish(), Some(expected));
+    }
+
+    #[test]
     fn r34e_the_chain_thread_chains_lines_given_in_any_pieces_in_order() {
         let text: String = LINES.iter().map(|line| format!("{line}\n")).collect();
         for cut in 0..=LINES.len() {

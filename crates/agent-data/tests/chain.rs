@@ -266,3 +266,20 @@ fn r34e_a_line_too_large_to_copy_is_chained_in_its_place_between_the_threads_lin
     assert_eq!(loaded.head(), recomputed(&loaded));
     assert_eq!(loaded.head(), plain.head());
 }
+
+#[test]
+fn r34e_a_large_load_of_lines_that_normalise_to_several_messages_chains_each_message() {
+    // A chat wrapper with a content array is one line and three messages:
+    // the chain counts positions as the context numbers them.
+    let mut text = many_lines();
+    for i in 0..2_000 {
+        text.push_str(&format!(
+            "{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"a{i}\"}},{{\"type\":\"text\",\"text\":\"b{i}\"}},\"c{i}\"]}}\n"
+        ));
+    }
+    let (loaded, plain) = loaded_large_and_plain(&text);
+    assert_eq!(loaded.len(), 24_000 + 3 * 2_000);
+    assert_eq!(loaded.to_jsonl(), plain.to_jsonl());
+    assert_eq!(loaded.head(), recomputed(&loaded));
+    assert_eq!(loaded.head(), plain.head());
+}
