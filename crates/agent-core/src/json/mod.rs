@@ -44,6 +44,7 @@
 
 mod de;
 mod held;
+mod held_serde;
 mod lexeme;
 mod macros;
 mod map;

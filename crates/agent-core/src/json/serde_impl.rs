@@ -59,7 +59,11 @@ impl Serialize for Value {
 
 impl Serialize for Map {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // A held object is read for this once, not kept (D85).
+        // A held object is not read for this (D85): its compact text is
+        // walked, any other text read apart and dropped.
+        if let Some((text, _)) = self.compact_text() {
+            return super::held_serde::Outline::new(text).root().serialize(serializer);
+        }
         if let Some(read) = self.read_apart() {
             return read.serialize(serializer);
         }
