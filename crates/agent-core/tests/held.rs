@@ -124,6 +124,29 @@ proptest! {
     }
 
     #[test]
+    fn d85_a_deep_value_read_is_as_deep_as_the_value_built(levels in levels(), inner in text()) {
+        let (text, built, _) = deep(&levels, &inner);
+        let read = json::from_str(&text).unwrap();
+        let object = |v: &Value| Map::from_iter([("x", v.clone())]);
+        let (read_object, built_object) = (object(&read), object(&built));
+        for limit in levels.len().saturating_sub(2)..levels.len() + 8 {
+            prop_assert_eq!(
+                agent_core::within_depth(&read, limit),
+                agent_core::within_depth(&built, limit),
+                "{} at {}", text, limit
+            );
+            // Refused or written, the same text in `out`.
+            let (mut r, mut b) = (String::new(), String::new());
+            prop_assert_eq!(
+                json::write_object_within(&mut r, &read_object, limit),
+                json::write_object_within(&mut b, &built_object, limit),
+                "{} at {}", text, limit
+            );
+            prop_assert_eq!(r, b);
+        }
+    }
+
+    #[test]
     fn d85_compact_is_reported_for_a_deep_text_as_for_any(levels in levels(), inner in text()) {
         let (text, built, _) = deep(&levels, &inner);
         let (read, compact) = json::from_str_compact_within(&text, 128).unwrap();
@@ -259,4 +282,51 @@ fn d85_a_deep_compact_object_serialises_through_serde_as_built() {
     );
     assert_eq!(json::to_value(&read).unwrap(), built);
     assert_eq!(json::to_string_pretty(&read), json::to_string_pretty(&built));
+}
+
+/// Depth that an empty container ends, or that a repeated key's replaced
+/// value held, counts as it does in the value built.
+#[test]
+fn d85_empty_containers_count_and_replaced_values_do_not() {
+    let nest = |inner: &str| format!("{}{inner}{}", "[".repeat(20), "]".repeat(20));
+    for (inner, depth) in [
+        (r#"{"a":[]}"#, 22),
+        (r#"{"a":{}}"#, 22),
+        (r#"{"a":[{}]}"#, 23),
+        (r#"{"a":1,"b":[[]]}"#, 23),
+        (r#"{"b":[1],"b":2}"#, 21),
+        (r#"{"b":{"c":{"d":1}},"\u0062":0}"#, 21),
+        (r#"{"b":0,"b":{"c":[]}}"#, 23),
+    ] {
+        let value = json::from_str(&nest(inner)).unwrap();
+        assert!(agent_core::within_depth(&value, depth), "{inner}");
+        assert!(!agent_core::within_depth(&value, depth - 1), "{inner}");
+    }
+}
+
+/// A value nested far past any stack, read with no limit, is written and
+/// dropped without recursion, its held part read apart or not.
+#[test]
+fn d85_a_very_deep_value_is_written_and_dropped_within_a_small_stack() {
+    const LEVELS: usize = 200_000;
+    let spaced = format!("[{}1{}]", r#"{"a": "#.repeat(LEVELS), "}".repeat(LEVELS));
+    let compact = format!("[{}1{}]", r#"{"a":"#.repeat(LEVELS), "}".repeat(LEVELS));
+    let worker = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let mut lengths = Vec::new();
+            for text in [spaced, compact] {
+                let value = json::from_str_within(&text, usize::MAX).unwrap();
+                // (Pretty text this deep would be tens of gigabytes of
+                // indentation: compact only.)
+                lengths.push(json::to_string(&value).len());
+                assert!(!agent_core::within_depth(&value, LEVELS));
+                assert!(agent_core::within_depth(&value, LEVELS + 1));
+                json::drop_deep(value);
+            }
+            lengths
+        })
+        .unwrap();
+    let lengths = worker.join().unwrap();
+    assert_eq!(lengths, [6 * LEVELS + 3, 6 * LEVELS + 3]);
 }

@@ -25,8 +25,10 @@ pub(crate) struct Held {
     text: Box<str>,
     /// The text is what the compact writer writes for the object.
     compact: bool,
-    /// How many containers deep the object nests, itself the first.
-    depth: usize,
+    /// How many containers deep the object nests, itself the first;
+    /// `None` when a key repeats inside it (the value it replaced may have
+    /// been the deepest).
+    depth: Option<usize>,
     read: OnceLock<Members>,
 }
 
@@ -44,7 +46,7 @@ impl Clone for Held {
 }
 
 impl Held {
-    pub(crate) fn new(text: &str, compact: bool, depth: usize) -> Held {
+    pub(crate) fn new(text: &str, compact: bool, depth: Option<usize>) -> Held {
         Held {
             text: Box::from(text),
             compact,
@@ -56,7 +58,8 @@ impl Held {
     /// The compact text and its depth, while the members are unread and
     /// the text is compact: a writer can copy it instead of reading it.
     pub(crate) fn compact_text(&self) -> Option<(&str, usize)> {
-        (self.compact && self.is_unread()).then_some((&self.text, self.depth))
+        let depth = self.depth.filter(|_| self.compact && self.is_unread())?;
+        Some((&self.text, depth))
     }
 
     /// The members, read on the first call and kept.
@@ -81,8 +84,8 @@ impl Held {
         }
     }
 
-    /// How deep the object nests, itself the first.
-    pub(crate) fn depth(&self) -> usize {
+    /// How deep the object nests, itself the first, when known.
+    pub(crate) fn depth(&self) -> Option<usize> {
         self.depth
     }
 

@@ -173,8 +173,9 @@ impl Map {
     }
 
     /// An object held as its text `{…}`, which the reader has just read as
-    /// a nonempty object `depth` containers deep, `compact` or not (D85).
-    pub(crate) fn held(text: &str, compact: bool, depth: usize) -> Map {
+    /// a nonempty object `depth` containers deep (`None`: not known),
+    /// `compact` or not (D85).
+    pub(crate) fn held(text: &str, compact: bool, depth: Option<usize>) -> Map {
         Map(Members {
             entries: ThinVec::new(),
             extra: Some(Box::new(Extra::Held(Held::new(text, compact, depth)))),
@@ -182,9 +183,9 @@ impl Map {
     }
 
     /// How deep a held object nests, itself the first; `None` for any
-    /// other object.
+    /// other object, and for a held one holding a repeated key.
     pub(crate) fn held_depth(&self) -> Option<usize> {
-        self.held_part().map(Held::depth)
+        self.held_part().and_then(Held::depth)
     }
 
     /// A held object's compact text and depth, while it is unread.

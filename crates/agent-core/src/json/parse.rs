@@ -331,17 +331,20 @@ impl Parser<'_> {
         // or `None` (arrays).
         let mut open: Vec<Option<usize>> = Vec::new();
         let mut keys: Vec<Key> = Vec::new();
-        let mut depth = 0;
+        // How deep the text nests, and whether a repeated key may have
+        // dropped what made it so.
+        let (mut depth, mut repeated) = (0, false);
         'value: loop {
             match self.whitespace() {
                 None => return Err(self.peek_error(Code::EofWhileParsingValue)),
                 Some(b'[') => {
                     self.open(outside + open.len())?;
+                    // An empty container is a level too.
+                    depth = depth.max(open.len() + 1);
                     match self.whitespace() {
                         Some(b']') => self.index += 1,
                         Some(_) => {
                             open.push(None);
-                            depth = depth.max(open.len());
                             continue 'value;
                         }
                         None => return Err(self.peek_error(Code::EofWhileParsingList)),
@@ -349,12 +352,12 @@ impl Parser<'_> {
                 }
                 Some(b'{') => {
                     self.open(outside + open.len())?;
+                    depth = depth.max(open.len() + 1);
                     match self.whitespace() {
                         Some(b'}') => self.index += 1,
                         Some(b'"') => {
                             let key = self.key()?;
                             open.push(Some(keys.len()));
-                            depth = depth.max(open.len());
                             keys.push(key);
                             continue 'value;
                         }
@@ -379,9 +382,11 @@ impl Parser<'_> {
                             keys.push(next);
                             continue 'value;
                         }
-                        // A repeated key: the writer writes it once.
+                        // A repeated key: the writer writes it once, and
+                        // the value it replaced may have been the deepest.
                         if repeats(&keys[from..]) {
                             self.compact = false;
+                            repeated = true;
                         }
                         keys.truncate(from);
                     }
@@ -391,11 +396,15 @@ impl Parser<'_> {
         }
         let compact = self.compact;
         self.compact = compact_before && compact;
-        if depth == 0 {
+        let text = self.text.get(start..self.index);
+        if text
+            .and_then(|text| text.get(1..))
+            .is_some_and(|inner| inner.trim_start().starts_with('}')) {
             // `{}`: nothing to hold.
             return Ok(Value::Object(Map::new()));
         }
-        match self.text.get(start..self.index) {
+        let depth = (!repeated).then_some(depth);
+        match text {
             Some(text) => Ok(Value::Object(Map::held(text, compact, depth))),
             // Not reached: `{` and `}` are whole characters.
             None => Err(self.error(Code::EofWhileParsingObject)),

@@ -65,7 +65,10 @@ impl Serialize for Map {
             return super::held_serde::Outline::new(text).root().serialize(serializer);
         }
         if let Some(read) = self.read_apart() {
-            return read.serialize(serializer);
+            let read = Value::Object(read);
+            let written = read.serialize(serializer);
+            super::drop_deep(read);
+            return written;
         }
         let mut out = serializer.serialize_map(Some(self.len()))?;
         for (key, value) in self {

@@ -59,6 +59,12 @@ pub fn write_object_within(out: &mut String, map: &Map, limit: usize) -> bool {
     if limit == 0 {
         return false;
     }
+    if map.is_unread() {
+        // A held object (D85), written as any value holding one is: its
+        // text copied or read apart, not read in place. A copy is its text.
+        let value = Value::Object(map.clone());
+        return write(out, Some(&value), Vec::new(), None, limit);
+    }
     if map.is_empty() {
         out.push_str("{}");
         return true;
@@ -118,11 +124,14 @@ fn write<'v>(
                     out.push('[');
                     stack.push(Open::Array(items.iter(), false));
                 }
-                Value::Object(map) if map.compact_text().is_some() => {
-                    let (text, depth) = map.compact_text().unwrap_or_default();
-                    if stack.len() + depth > limit {
-                        return false;
-                    }
+                // Within the limit: past it, read apart below, so the
+                // refusal comes where it always did.
+                Value::Object(map)
+                    if map
+                        .compact_text()
+                        .is_some_and(|(_, depth)| stack.len() + depth <= limit) =>
+                {
+                    let (text, _) = map.compact_text().unwrap_or_default();
                     match indent {
                         None => out.push_str(text),
                         Some(base) => push_pretty(out, text, base + stack.len()),
@@ -135,7 +144,11 @@ fn write<'v>(
                     Some(read) => {
                         let level = indent.map(|base| base + stack.len());
                         let within = limit - stack.len();
-                        if !write(out, Some(&Value::Object(read)), Vec::new(), level, within) {
+                        let read = Value::Object(read);
+                        let written = write(out, Some(&read), Vec::new(), level, within);
+                        // However deep it is, it goes without recursion.
+                        super::drop_deep(read);
+                        if !written {
                             return false;
                         }
                     }
