@@ -225,7 +225,13 @@ proptest! {
 #[test]
 fn d85_emptiness_of_deep_objects_is_read_from_their_text() {
     let nest = |inner: &str| format!("{}{inner}{}", "[".repeat(20), "]".repeat(20));
-    for (inner, empty) in [("{}", true), ("{ }", true), ("{\n}", true), ("{\"a\":{}}", false), ("{ \"a\" : 1 }", false)] {
+    for (inner, empty) in [
+        ("{}", true),
+        ("{ }", true),
+        ("{\n}", true),
+        ("{\"a\":{}}", false),
+        ("{ \"a\" : 1 }", false),
+    ] {
         let value = json::from_str(&nest(inner)).unwrap();
         let mut at = &value;
         for _ in 0..20 {
@@ -245,7 +251,10 @@ fn d85_emptiness_of_deep_objects_is_read_from_their_text() {
 fn d85_a_deep_text_past_the_limit_fails_where_it_did() {
     let text = format!("{}1{}", "{\"a\":".repeat(40), "}".repeat(40));
     let err = json::from_str_within(&text, 30).unwrap_err();
-    assert_eq!(err.to_string(), "nested deeper than 30 levels at line 1 column 151");
+    assert_eq!(
+        err.to_string(),
+        "nested deeper than 30 levels at line 1 column 151"
+    );
     // A fault inside the part that would be held: serde_json's message.
     let bad = format!("{}1,{}", "{\"a\":".repeat(40), "}".repeat(40));
     let err = json::from_str(&bad).unwrap_err();
@@ -275,13 +284,19 @@ fn d85_a_deep_compact_object_serialises_through_serde_as_built() {
     let levels = vec![Level::Object; 20];
     let (text, built, _) = deep(&levels, inner);
     let read = json::from_str(&text).unwrap();
-    assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&built).unwrap());
+    assert_eq!(
+        serde_json::to_string(&read).unwrap(),
+        serde_json::to_string(&built).unwrap()
+    );
     assert_eq!(
         serde_json::to_string_pretty(&read).unwrap(),
         serde_json::to_string_pretty(&built).unwrap()
     );
     assert_eq!(json::to_value(&read).unwrap(), built);
-    assert_eq!(json::to_string_pretty(&read), json::to_string_pretty(&built));
+    assert_eq!(
+        json::to_string_pretty(&read),
+        json::to_string_pretty(&built)
+    );
 }
 
 /// Depth that an empty container ends, or that a repeated key's replaced

@@ -153,9 +153,8 @@ mod tests {
         // chained by the thread that ended, and the new one holds nothing.
         assert!(thread.batch.is_empty());
         let thread = thread.give(small.as_bytes()).unwrap();
-        let expected = Digest::of(
-            [small.trim_end(), huge.trim_end(), small.trim_end()].map(str::as_bytes),
-        );
+        let expected =
+            Digest::of([small.trim_end(), huge.trim_end(), small.trim_end()].map(str::as_bytes));
         assert_eq!(thread.finish(), Some(expected));
     }
 

@@ -4,10 +4,11 @@
 //!
 //! The reader holds an object this way when it is nested inside
 //! [`HELD_FROM`] or more containers. Reading the members, through any of
-//! [`Map`](super::Map)'s methods, builds them once and keeps them; the
-//! writers and the serde serialiser instead read a held object into a
-//! value of their own, write it and drop it, so printing a deep view
-//! never builds the whole of it.
+//! [`Map`](super::Map)'s methods, builds them once and keeps them. The
+//! writers copy a compact held text as it stands (the pretty writer
+//! re-indents it) and serde walks it (`held_serde.rs`); any other held
+//! text they read into a value of their own, write and drop. So printing
+//! a deep view never keeps the whole of it built.
 
 use std::sync::OnceLock;
 
@@ -141,7 +142,10 @@ mod tests {
 
     #[test]
     fn d85_writing_a_deep_value_leaves_its_held_objects_unread() {
-        for text in [r#"{"a":{"b":[1,"x\n"]}}"#, r#"{ "a" : { "b" : [ 1 , "\u0078\n" ] } }"#] {
+        for text in [
+            r#"{"a":{"b":[1,"x\n"]}}"#,
+            r#"{ "a" : { "b" : [ 1 , "\u0078\n" ] } }"#,
+        ] {
             let value = read_deep(text);
             assert!(deep_object(&value).is_unread(), "{text}");
             let compact = to_string(&value);
@@ -163,7 +167,10 @@ mod tests {
     #[test]
     fn d85_only_a_compact_held_text_is_copied_as_it_stands() {
         let compact = read_deep(r#"{"a":[{"b":2}]}"#);
-        assert_eq!(deep_object(&compact).compact_text(), Some((r#"{"a":[{"b":2}]}"#, 3)));
+        assert_eq!(
+            deep_object(&compact).compact_text(),
+            Some((r#"{"a":[{"b":2}]}"#, 3))
+        );
         let spaced = read_deep(r#"{"a": [{"b":2}]}"#);
         assert_eq!(deep_object(&spaced).compact_text(), None);
         let repeated = read_deep(r#"{"a":1,"a":2}"#);
@@ -196,7 +203,9 @@ mod tests {
         for _ in 0..20 {
             at = at.get_mut(0).unwrap();
         }
-        at.as_object_mut().unwrap().insert("b".into(), Value::from(2));
+        at.as_object_mut()
+            .unwrap()
+            .insert("b".into(), Value::from(2));
         assert!(!deep_object(&value).is_unread());
         assert_eq!(deep_object(&value).compact_text(), None);
         assert!(to_string(&value).contains(r#"{"a":1,"b":2}"#));

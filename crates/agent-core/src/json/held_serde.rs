@@ -143,7 +143,11 @@ impl Serialize for Item<'_, '_> {
 impl Serialize for Node<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let broken = || S::Error::custom("a held object's text is not what was read");
-        let c = *self.outline.containers.get(self.container).ok_or_else(broken)?;
+        let c = *self
+            .outline
+            .containers
+            .get(self.container)
+            .ok_or_else(broken)?;
         let bytes = self.outline.text.as_bytes();
         let object = bytes.get(self.start) == Some(&b'{');
         // Past the opening; containers inside start after this one.

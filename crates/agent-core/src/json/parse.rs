@@ -399,7 +399,8 @@ impl Parser<'_> {
         let text = self.text.get(start..self.index);
         if text
             .and_then(|text| text.get(1..))
-            .is_some_and(|inner| inner.trim_start().starts_with('}')) {
+            .is_some_and(|inner| inner.trim_start().starts_with('}'))
+        {
             // `{}`: nothing to hold.
             return Ok(Value::Object(Map::new()));
         }
@@ -507,7 +508,10 @@ fn repeats(keys: &[Key]) -> bool {
     // Few keys: compared pairwise; more: sorted, so no object costs more
     // than a sort of its keys.
     if keys.len() <= 16 {
-        return keys.iter().enumerate().any(|(i, key)| keys[..i].contains(key));
+        return keys
+            .iter()
+            .enumerate()
+            .any(|(i, key)| keys[..i].contains(key));
     }
     let mut sorted: Vec<&str> = keys.iter().map(Key::as_str).collect();
     sorted.sort_unstable();

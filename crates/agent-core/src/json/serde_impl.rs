@@ -62,7 +62,9 @@ impl Serialize for Map {
         // A held object is not read for this (D85): its compact text is
         // walked, any other text read apart and dropped.
         if let Some((text, _)) = self.compact_text() {
-            return super::held_serde::Outline::new(text).root().serialize(serializer);
+            return super::held_serde::Outline::new(text)
+                .root()
+                .serialize(serializer);
         }
         if let Some(read) = self.read_apart() {
             let read = Value::Object(read);
