@@ -179,6 +179,15 @@ fn check_targets(summary: &mut [Value]) -> Vec<String> {
     let mut missed = Vec::new();
     for row in summary.iter_mut() {
         let workload = row["workload"].as_str().unwrap_or_default().to_owned();
+        // A wide row's memory target (3 × the log + 40 MB) is its own.
+        if row["rss_met"] == json!(false) {
+            let mb = |field: &str| row[field].as_f64().unwrap_or(f64::NAN) / 1e6;
+            missed.push(format!(
+                "{workload} peak RSS {:.1} MB > {:.1} MB",
+                mb("peak_rss_bytes"),
+                mb("rss_limit_bytes")
+            ));
+        }
         let Some(&(_, target)) = TARGETS.iter().find(|(w, _)| *w == workload) else {
             continue;
         };
@@ -444,4 +453,30 @@ fn bytes(b: f64) -> String {
 
 fn kilobytes(b: f64) -> String {
     format!("{:.1} KB", b / 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missed_ratio_and_a_missed_memory_target_are_both_reported() {
+        let mut summary = vec![
+            json!({"workload": "WIDE-instances-first", "ratio": 1.6, "rss_met": true}),
+            json!({"workload": "WIDE-deep-arrays-first", "ratio": 2.9, "rss_met": false,
+                   "peak_rss_bytes": 60.2e6, "rss_limit_bytes": 46.9e6}),
+            json!({"workload": "WIDE-deep-first", "ratio": 1.7, "rss_met": true}),
+            json!({"workload": "W4-load-vs-serde", "ratio": 0.7}),
+        ];
+        let missed = check_targets(&mut summary);
+        assert_eq!(
+            missed,
+            [
+                "WIDE-instances-first 1.60 > 1.5",
+                "WIDE-deep-arrays-first peak RSS 60.2 MB > 46.9 MB",
+            ]
+        );
+        assert_eq!(summary[0]["met"], json!(false));
+        assert_eq!(summary[3]["met"], json!(true));
+    }
 }

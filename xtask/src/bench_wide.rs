@@ -14,6 +14,7 @@
 //! - `object`: one message holding a 1,000,000-key object, `view`;
 //! - `deep`: 10,000 messages, each writing its own key with a value nested
 //!   100 levels, `view`;
+//! - `deep-arrays`: the same with arrays (`[[…[i]…]]`), `view`;
 //! - `long`: 100,000 messages over 1,000 keys, `view`.
 //!
 //! Each shape is opened first with no snapshot beside it (the snapshot is
@@ -44,7 +45,7 @@ struct Shape {
     command: &'static [&'static str],
 }
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 6] = [
     Shape {
         name: "instances",
         write: instances,
@@ -63,6 +64,11 @@ const SHAPES: [Shape; 5] = [
     Shape {
         name: "deep",
         write: deep,
+        command: &["view", "state"],
+    },
+    Shape {
+        name: "deep-arrays",
+        write: deep_arrays,
         command: &["view", "state"],
     },
     Shape {
@@ -100,6 +106,15 @@ fn deep(out: &mut dyn Write) -> std::io::Result<()> {
     let (open, close) = (r#"{"a":"#.repeat(LEVELS - 1), "}".repeat(LEVELS));
     for i in 0..10_000 {
         writeln!(out, r#"{{"type":"state","d{i}":{open}{{"a":{i}{close}}}"#)?;
+    }
+    Ok(())
+}
+
+fn deep_arrays(out: &mut dyn Write) -> std::io::Result<()> {
+    const LEVELS: usize = 100;
+    let (open, close) = ("[".repeat(LEVELS), "]".repeat(LEVELS));
+    for i in 0..10_000 {
+        writeln!(out, r#"{{"type":"state","d{i}":{open}{i}{close}}}"#)?;
     }
     Ok(())
 }

@@ -256,7 +256,10 @@ impl Parser<'_> {
                             Value::Array(Vec::new())
                         }
                         Some(_) => {
-                            stack.push(Frame::Array(Vec::new()));
+                            // Room for one item: a one-item array takes
+                            // exactly its item, not four shrunk to one
+                            // (whose freed tails no later item fits).
+                            stack.push(Frame::Array(Vec::with_capacity(1)));
                             continue 'value;
                         }
                         None => return Err(self.peek_error(Code::EofWhileParsingList)),
