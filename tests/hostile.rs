@@ -138,7 +138,7 @@ fn json_value() -> impl Strategy<Value = Value> {
             "",
         ]);
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
             prop::collection::vec((key, inner), 0..6).prop_map(|kv| Value::Object(
                 kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
             )),
@@ -156,7 +156,7 @@ proptest! {
 
     #[test]
     fn r33_random_json_contexts_never_panic(messages in prop::collection::vec(json_value(), 0..8), call in json_value()) {
-        let text = Value::Array(messages.clone()).to_string();
+        let text = Value::Array(messages.clone().into()).to_string();
         if let Ok(ctx) = Context::from_json(&text) {
             exercise(&ctx, &call);
         }
@@ -208,7 +208,7 @@ fn r33_ten_thousand_deep_nesting_is_an_error() {
     // serde_json's own `Drop` recurses too.)
     let deep = || {
         (0..10_000).fold(Value::from("†state.x"), |inner, _| {
-            Value::Array(vec![inner])
+            Value::Array(vec![inner].into())
         })
     };
     let object = |pairs: Vec<(&str, Value)>| {

@@ -54,7 +54,7 @@ pub(crate) struct RunArgs {
 /// only blocked or skipped.
 pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     let calls = match json_arg("PLAN", &args.plan)? {
-        Value::Array(calls) => calls,
+        Value::Array(calls) => calls.into_vec(),
         other => {
             return Err(Failure::invalid(format!(
                 "PLAN must be a JSON array of calls, found {other}"

@@ -51,7 +51,7 @@ pub(crate) fn append(
 /// array INPUTS into a new instance (agent-instancing), printed as JSONL.
 pub(crate) fn assign(context: &str, inputs: &str, write: bool) -> Result<String, Failure> {
     let inputs = match json_arg("INPUTS", inputs)? {
-        Value::Array(inputs) => inputs,
+        Value::Array(inputs) => inputs.into_vec(),
         other => {
             return Err(Failure::invalid(format!(
                 "INPUTS must be a JSON array of inputs, found {}",
@@ -88,7 +88,7 @@ fn parse_messages(arg: &str) -> Result<Vec<Message>, Failure> {
                 .map_err(|e| Failure::invalid(format!("MESSAGES is not valid JSON: {e}")))?;
             let array = match value {
                 Value::Array(_) => value,
-                other => Value::Array(vec![other]),
+                other => Value::Array(vec![other].into()),
             };
             (array.to_string().into_bytes(), Format::Json)
         }

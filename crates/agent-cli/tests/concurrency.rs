@@ -92,7 +92,7 @@ fn view(path: &Path, kind: &str) -> Value {
 /// The `items` list of the `state` view.
 fn items(path: &Path) -> Vec<Value> {
     match &view(path, "state")["items"] {
-        Value::Array(items) => items.clone(),
+        Value::Array(items) => items.to_vec(),
         other => panic!("state.items is not a list: {other}"),
     }
 }
@@ -260,7 +260,7 @@ fn max_items_race(test: &str, name: &str, initial: &str) {
             format!(
                 "error: message {} (¶state) refused: schema violated: at /items: {} has more than {N} items (rule `maxItems` at /properties/items/maxItems)\n",
                 N + 1,
-                Value::Array(over)
+                Value::Array(over.into())
             )
         );
     }

@@ -158,7 +158,7 @@ fn r34b_postgres_max_items_race_admits_exactly_n() {
             format!(
                 "error: message {} (¶state) refused: schema violated: at /items: {} has more than {N} items (rule `maxItems` at /properties/items/maxItems)\n",
                 N + 1,
-                Value::Array(over)
+                Value::Array(over.into())
             )
         );
     }
@@ -399,7 +399,7 @@ fn r34b_a_restarted_server_and_terminated_backends_lose_nothing_acknowledged() {
                                     "_outputPath": "†state.items", "_outputMethod": "push"})
                                 })
                                 .collect();
-                            agentctx(&["append", url, &Value::Array(batch).to_string()])
+                            agentctx(&["append", url, &Value::Array(batch.into()).to_string()])
                         };
                         attempts.push(Attempt { values, run });
                         i += 1;

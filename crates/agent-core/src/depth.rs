@@ -40,15 +40,15 @@ pub fn within_depth(value: &Value, limit: usize) -> bool {
     loop {
         let (value, depth) = current;
         let children: &mut dyn Iterator<Item = &Value> = match value {
+            // A held container knows its depth: it is not read for it
+            // (D85, D86).
+            value if value.held_depth().is_some() => &mut std::iter::empty(),
             Value::Array(items) => &mut items.iter(),
-            // A held object knows its depth: it is not read for it (D85).
-            Value::Object(map) if map.held_depth().is_some() => &mut std::iter::empty(),
             Value::Object(map) => &mut map.values(),
             _ => &mut std::iter::empty(),
         };
         let below = match value {
-            Value::Object(map) => map.held_depth().unwrap_or(1),
-            Value::Array(_) => 1,
+            Value::Array(_) | Value::Object(_) => value.held_depth().unwrap_or(1),
             _ => 0,
         };
         if below > 0 && depth + below > limit {
@@ -70,7 +70,7 @@ pub fn within_depth(value: &Value, limit: usize) -> bool {
 ///
 /// ```
 /// use agent_core::json::Value;
-/// let deep = (0..100_000).fold(Value::Null, |inner, _| Value::Array(vec![inner]));
+/// let deep = (0..100_000).fold(Value::Null, |inner, _| Value::from(vec![inner]));
 /// agent_core::drop_deep(deep);
 /// ```
 pub use crate::json::drop_deep;

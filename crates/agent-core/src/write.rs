@@ -346,7 +346,7 @@ fn combine(current: Option<Value>, method: Method, value: Value) -> Value {
             items.push(value);
             Value::Array(items)
         }
-        (Method::Push, _) => Value::Array(vec![value]),
+        (Method::Push, _) => Value::Array(vec![value].into()),
         (Method::Concat, Some(Value::Array(mut items))) => {
             if let Value::Array(more) = value {
                 items.extend(more);

@@ -149,7 +149,7 @@ fn json_value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(3, 16, 3, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
             prop::collection::vec(("[ab0]", inner), 0..3)
                 .prop_map(|kvs| Value::Object(kvs.into_iter().collect())),
         ]

@@ -503,7 +503,7 @@ fn r4_message_identity_names_the_layer_of_data_messages_only() {
 
 /// `depth` arrays nested inside each other, around `0`.
 fn nested_value(depth: usize) -> Value {
-    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner]))
+    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner].into()))
 }
 
 #[test]
@@ -550,7 +550,7 @@ fn r33_append_refuses_a_deep_value_built_in_memory_without_overflowing() {
     let kind = Kind::new("data").unwrap();
     let mut deep = json!(0);
     for _ in 0..100_000 {
-        deep = Value::Array(vec![deep]);
+        deep = Value::Array(vec![deep].into());
     }
     let message = Message::from(agent_data::DataMessage::new(kind, deep));
     let mut ctx = Context::new();

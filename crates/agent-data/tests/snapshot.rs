@@ -26,7 +26,7 @@ fn value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(2, 8, 2, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
             // serde_json's private key for an exact number is a key like
             // any other in a view (R3), not a number.
             prop::collection::vec(("[ab]|\\$serde_json::private::Number", inner), 0..3)

@@ -155,7 +155,7 @@ impl Answer {
             ));
         };
         let calls = match fields.shift_remove("calls") {
-            Some(Value::Array(calls)) => calls,
+            Some(Value::Array(calls)) => calls.into_vec(),
             Some(other) => {
                 return Err(format!(
                     "the answer's \"calls\" must be an array, found {}",

@@ -34,7 +34,7 @@ pub(crate) fn newest_loop_plan(context: &Context) -> Option<Carried> {
         }
         let fields = opaque.into_fields();
         let calls = match fields.get("plan") {
-            Some(Value::Array(calls)) => calls.clone(),
+            Some(Value::Array(calls)) => calls.to_vec(),
             _ => Vec::new(),
         };
         // Anything but an array of indices marks nothing: all are owed.

@@ -358,7 +358,7 @@ mod tests {
         ];
         leaf.prop_recursive(4, 40, 6, move |inner| {
             prop_oneof![
-                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::from),
                 prop::collection::vec((string.clone(), inner), 0..5)
                     .prop_map(|fields| Value::Object(fields.into_iter().collect())),
             ]
@@ -378,7 +378,7 @@ mod tests {
             if output_first {
                 answer.insert("output".into(), output.clone());
             }
-            answer.insert("calls".into(), Value::Array(calls.clone()));
+            answer.insert("calls".into(), Value::Array(calls.clone().into()));
             if !output_first {
                 answer.insert("output".into(), output);
             }

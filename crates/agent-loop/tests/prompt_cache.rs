@@ -93,7 +93,7 @@ fn shares(requests: &[Vec<Value>]) -> (Vec<f64>, f64) {
     let bpe = tiktoken_rs::o200k_base_singleton();
     let tokens: Vec<Vec<u32>> = requests
         .iter()
-        .map(|messages| bpe.encode_ordinary(&Value::Array(messages.clone()).to_string()))
+        .map(|messages| bpe.encode_ordinary(&Value::Array(messages.clone().into()).to_string()))
         .collect();
     let shares: Vec<f64> = tokens
         .windows(2)

@@ -114,8 +114,8 @@ proptest! {
             .map(|t| Tool::new(json!({"type": "object", "properties": {"_tool": {"const": t}}}), t).unwrap())
             .collect();
         settings
-            .run(&Once(Mutex::new(Some(Value::Array(calls.clone())))), &activities(), &mut by_turn, &clock, &mut |_| {})
+            .run(&Once(Mutex::new(Some(Value::Array(calls.clone().into())))), &activities(), &mut by_turn, &clock, &mut |_| {})
             .unwrap();
-        prop_assert_eq!(views(&by_turn), views(&by_plan), "calls: {}", Value::Array(calls));
+        prop_assert_eq!(views(&by_turn), views(&by_plan), "calls: {}", Value::Array(calls.into()));
     }
 }

@@ -123,7 +123,8 @@ fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_t
         json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
             "_outputMethod": "push", "_instance": format!("i{i}")})
     }));
-    let ctx = Context::from_json(&agent_core::json::Value::Array(messages).to_string()).unwrap();
+    let ctx =
+        Context::from_json(&agent_core::json::Value::Array(messages.into()).to_string()).unwrap();
     let breaking = Call::parse(json!({"_tool": "fan", "_outputPath": "†state.d0 && †state.log"}));
     let refused = apply(
         &mut ctx.clone(),
@@ -153,7 +154,7 @@ fn r13_a_global_write_is_checked_against_instance_layers_in_time_linear_in_the_c
             json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
                 "_outputMethod": "push", "_instance": format!("i{i}")})
         }));
-        Context::from_json(&agent_core::json::Value::Array(messages).to_string()).unwrap()
+        Context::from_json(&agent_core::json::Value::Array(messages.into()).to_string()).unwrap()
     };
     let (small, large) = (context(1_000), context(10_000));
     let t_small = apply_time(&small, &fan_out(1), 1);

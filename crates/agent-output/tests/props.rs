@@ -19,7 +19,7 @@ fn value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(2, 8, 2, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
             prop::collection::vec(("[ab]", inner), 0..3)
                 .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
@@ -48,7 +48,7 @@ fn context() -> impl Strategy<Value = Context> {
                 .into_iter()
                 .map(|(k, v)| json!({"type": "data", "kind": k, "data": v}))
                 .collect();
-            Context::from_json(&Value::Array(messages).to_string()).unwrap()
+            Context::from_json(&Value::Array(messages.into()).to_string()).unwrap()
         },
     )
 }

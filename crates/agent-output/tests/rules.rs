@@ -541,7 +541,7 @@ fn r23_a_missing_reference_cannot_be_judged() {
 }
 
 fn nested(depth: usize) -> Value {
-    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner]))
+    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner].into()))
 }
 
 #[test]

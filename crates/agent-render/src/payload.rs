@@ -118,7 +118,7 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
             .collect()
     };
     Ok(match provider {
-        Provider::Plain => Payload::Json(Value::Array(simple())),
+        Provider::Plain => Payload::Json(Value::Array(simple().into())),
         Provider::OpenAi => {
             let mut out = Vec::with_capacity(messages.len());
             for m in messages {

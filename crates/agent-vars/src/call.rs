@@ -181,7 +181,7 @@ fn walk(
                 out.push(walk(item, lookup, at, missing)?);
                 at.truncate(len);
             }
-            Value::Array(out)
+            Value::Array(out.into())
         }
         Value::Object(map) => {
             let mut out = Map::with_capacity(map.len());

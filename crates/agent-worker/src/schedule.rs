@@ -20,7 +20,7 @@ pub(crate) fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
     let bad = |reason: String| WorkerError::BadPlan { row, reason };
     let message: Value = agent_core::json::from_str(line).map_err(|e| bad(e.to_string()))?;
     let calls = match message.get("calls") {
-        Some(Value::Array(calls)) => calls.clone(),
+        Some(Value::Array(calls)) => calls.to_vec(),
         Some(other) => {
             return Err(bad(format!(
                 "\"calls\" must be an array of calls, found {}",

@@ -80,7 +80,7 @@ impl Appendable for Value {
         append: &mut dyn FnMut(&[Message]) -> Result<usize>,
     ) -> Result<usize> {
         let items = match self {
-            Value::Array(items) => items,
+            Value::Array(items) => items.into_vec(),
             one => vec![one],
         };
         let mut batch = Vec::with_capacity(items.len());

@@ -44,7 +44,7 @@ fn written(address: &str, salt: i64) {
                 }
             })
             .collect();
-        ctx.append(Value::Array(messages)).unwrap();
+        ctx.append(Value::Array(messages.into())).unwrap();
     }
 }
 

@@ -32,7 +32,7 @@ pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
     };
     let refused = |raw: Option<&Value>, reason: String| json!({"number": number, "sort": sort_name, "calls": raw, "error": reason});
     let calls = match fields.get(key) {
-        Some(Value::Array(calls)) => calls.clone(),
+        Some(Value::Array(calls)) => calls.to_vec(),
         Some(other) => {
             let reason = format!(
                 "\"{key}\" must be an array of calls, found {}",
@@ -44,7 +44,7 @@ pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
     };
     let plan = match Plan::new(calls.clone()) {
         Ok(plan) => plan,
-        Err(e) => return refused(Some(&Value::Array(calls)), e.to_string()),
+        Err(e) => return refused(Some(&Value::Array(calls.into())), e.to_string()),
     };
     let same_calls = |s: &&PlanStatus| {
         s.plan.calls().len() == plan.calls().len()

@@ -1,12 +1,12 @@
-//! serde for a held object's compact text, without building it (D85): the
-//! same calls to the serializer, in the same order, as the object read
-//! into a value would make, driven by one pass over the text that finds
-//! where each container ends.
+//! serde for a held container's compact text, without building it (D85,
+//! D86): the same calls to the serializer, in the same order, as the
+//! container read into a value would make, driven by one pass over the
+//! text that finds where each container ends.
 
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
-/// A held object's compact text and, for each of its containers in the
+/// A held container's compact text and, for each of its containers in the
 /// order they open, where it ends, how many members or items it has, and
 /// the number of containers opened before it ends.
 pub(crate) struct Outline<'t> {
@@ -60,7 +60,7 @@ impl<'t> Outline<'t> {
         Outline { text, containers }
     }
 
-    /// The whole object, to serialise.
+    /// The whole container, to serialise.
     pub(crate) fn root(&self) -> Node<'_, 't> {
         Node {
             outline: self,
@@ -142,7 +142,7 @@ impl Serialize for Item<'_, '_> {
 
 impl Serialize for Node<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let broken = || S::Error::custom("a held object's text is not what was read");
+        let broken = || S::Error::custom("a held container's text is not what was read");
         let c = *self
             .outline
             .containers

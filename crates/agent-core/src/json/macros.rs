@@ -157,11 +157,11 @@ macro_rules! __json_internal {
     };
 
     ([]) => {
-        $crate::json::Value::Array($crate::json::__vec![])
+        $crate::json::Value::Array($crate::json::Array::new())
     };
 
     ([ $($tt:tt)+ ]) => {
-        $crate::json::Value::Array($crate::__json_internal!(@array [] $($tt)+))
+        $crate::json::Value::Array($crate::json::Array::from($crate::__json_internal!(@array [] $($tt)+)))
     };
 
     ({}) => {

@@ -59,7 +59,7 @@ enum Extra {
     /// Past [`INDEXED_FROM`] members (and below `u32::MAX`).
     Index(Index),
     /// Members not read yet ([`Held`]); `entries` is empty.
-    Held(Held),
+    Held(Held<Members>),
 }
 
 /// Positions in `entries`, hashed by key: `u32`, half the table a
@@ -193,10 +193,6 @@ impl Map {
         self.held_part().and_then(Held::compact_text)
     }
 
-    pub(crate) fn from_members(members: Members) -> Map {
-        Map(members)
-    }
-
     /// The members, a held object's read first.
     pub(crate) fn into_members(mut self) -> Members {
         match self.0.extra.take().map(|extra| *extra) {
@@ -208,7 +204,7 @@ impl Map {
         }
     }
 
-    fn held_part(&self) -> Option<&Held> {
+    fn held_part(&self) -> Option<&Held<Members>> {
         match self.0.extra.as_deref() {
             Some(Extra::Held(held)) => Some(held),
             _ => None,
@@ -219,7 +215,7 @@ impl Map {
     /// they have not been read in place: for a writer that drops them
     /// once written (D85). `None` for any other object.
     pub(crate) fn read_apart(&self) -> Option<Map> {
-        self.held_part().and_then(Held::read_apart)
+        self.held_part().and_then(Held::read_apart).map(Map)
     }
 
     /// True for a held object whose members have not been read.

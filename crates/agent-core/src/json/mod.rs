@@ -9,10 +9,11 @@
 //! writes back to the same bytes, and a bad text fails with the same
 //! message at the same place.
 //!
-//! - [`Value`], [`Map`], [`Number`]: the value, 32 bytes a node. An
-//!   object the reader finds inside sixteen or more containers is kept as
-//!   its text until something asks for its members (D85): a deep value
-//!   costs about its text, and prints without being built.
+//! - [`Value`], [`Map`], [`Array`], [`Number`]: the value, 32 bytes a
+//!   node. An object or array the reader finds inside sixteen or more
+//!   containers is kept as its text until something asks for what it holds
+//!   (D85, D86): a deep value costs about its text, and prints without
+//!   being built.
 //! - [`from_str`], [`from_str_within`]: reading, with the depth limit
 //!   (R33) as the reader's own check, without recursion;
 //!   [`from_str_compact_within`] also says whether the text read is the
@@ -42,6 +43,7 @@
 //! # Ok::<(), json::ParseError>(())
 //! ```
 
+mod array;
 mod de;
 mod held;
 mod held_serde;
@@ -56,6 +58,7 @@ mod serde_impl;
 mod value;
 mod write;
 
+pub use array::Array;
 pub use de::from_value;
 pub use map::{Entry, IntoIter, Iter, IterMut, Map};
 pub use number::Number;

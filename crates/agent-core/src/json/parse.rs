@@ -7,9 +7,9 @@
 
 use std::fmt;
 
-use super::held::HELD_FROM;
+use super::held::{HELD_FROM, is_empty_text};
 use super::map::Key;
-use super::{Map, Value};
+use super::{Array, Map, Value};
 
 /// Why JSON text could not be read, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -248,12 +248,13 @@ impl Parser<'_> {
         'value: loop {
             let mut done = match self.whitespace() {
                 None => return Err(self.peek_error(Code::EofWhileParsingValue)),
+                Some(b'{' | b'[') if stack.len() >= self.held_from => self.held(stack.len())?,
                 Some(b'[') => {
                     self.open(stack.len())?;
                     match self.whitespace() {
                         Some(b']') => {
                             self.index += 1;
-                            Value::Array(Vec::new())
+                            Value::Array(Array::new())
                         }
                         Some(_) => {
                             // Room for one item: a one-item array takes
@@ -265,7 +266,6 @@ impl Parser<'_> {
                         None => return Err(self.peek_error(Code::EofWhileParsingList)),
                     }
                 }
-                Some(b'{') if stack.len() >= self.held_from => self.held_object(stack.len())?,
                 Some(b'{') => {
                     self.open(stack.len())?;
                     match self.whitespace() {
@@ -310,7 +310,7 @@ impl Parser<'_> {
                 done = match stack.pop() {
                     Some(Frame::Array(mut items)) => {
                         items.shrink_to_fit();
-                        Value::Array(items)
+                        Value::Array(Array::from(items))
                     }
                     Some(Frame::Object(mut map, _)) => {
                         map.shrink_to_fit();
@@ -323,11 +323,11 @@ impl Parser<'_> {
         }
     }
 
-    /// Reads the object at its `{`, inside `outside` containers, exactly as
-    /// [`Parser::value`] would (the same faults at the same places, the
-    /// same compactness), building none of it: its text becomes a held
-    /// object (D85).
-    fn held_object(&mut self, outside: usize) -> Result<Value, ParseError> {
+    /// Reads the object or array at its `{` or `[`, inside `outside`
+    /// containers, exactly as [`Parser::value`] would (the same faults at
+    /// the same places, the same compactness), building none of it: its
+    /// text becomes a held object (D85) or array (D86).
+    fn held(&mut self, outside: usize) -> Result<Value, ParseError> {
         let start = self.index;
         let compact_before = std::mem::replace(&mut self.compact, true);
         // Each open container: where its keys start in `keys` (objects),
@@ -399,20 +399,18 @@ impl Parser<'_> {
         }
         let compact = self.compact;
         self.compact = compact_before && compact;
-        let text = self.text.get(start..self.index);
-        if text
-            .and_then(|text| text.get(1..))
-            .is_some_and(|inner| inner.trim_start().starts_with('}'))
-        {
-            // `{}`: nothing to hold.
-            return Ok(Value::Object(Map::new()));
-        }
         let depth = (!repeated).then_some(depth);
-        match text {
-            Some(text) => Ok(Value::Object(Map::held(text, compact, depth))),
-            // Not reached: `{` and `}` are whole characters.
-            None => Err(self.error(Code::EofWhileParsingObject)),
-        }
+        Ok(match self.text.get(start..self.index) {
+            // `{}` and `[]`: nothing to hold.
+            Some(text) if is_empty_text(text) && text.starts_with('[') => {
+                Value::Array(Array::new())
+            }
+            Some(text) if is_empty_text(text) => Value::Object(Map::new()),
+            Some(text) if text.starts_with('[') => Value::Array(Array::held(text, compact, depth)),
+            Some(text) => Value::Object(Map::held(text, compact, depth)),
+            // Not reached: brackets and braces are whole characters.
+            None => return Err(self.error(Code::EofWhileParsingValue)),
+        })
     }
 
     /// Enters an array or object at `open` containers deep.

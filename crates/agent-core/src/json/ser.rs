@@ -213,7 +213,7 @@ impl ser::SerializeSeq for Items {
         Ok(())
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(Value::Array(self.0))
+        Ok(Value::Array(self.0.into()))
     }
 }
 
@@ -257,7 +257,7 @@ impl ser::SerializeTupleVariant for Variant<Items> {
         ser::SerializeSeq::serialize_element(&mut self.1, value)
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(Self::wrap(self.0, Value::Array(self.1.0)))
+        Ok(Self::wrap(self.0, Value::Array(self.1.0.into())))
     }
 }
 

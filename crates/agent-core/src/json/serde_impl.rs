@@ -14,7 +14,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Map, Number, Value};
+use super::{Array, Map, Number, Value};
 
 /// serde_json's private names for an exact number and a raw value.
 pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
@@ -45,33 +45,57 @@ impl Serialize for Value {
             Value::Bool(b) => serializer.serialize_bool(*b),
             Value::Number(n) => n.serialize(serializer),
             Value::String(s) => serializer.serialize_str(s),
-            Value::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
-            }
+            Value::Array(items) => items.serialize(serializer),
             Value::Object(map) => map.serialize(serializer),
         }
     }
 }
 
-impl Serialize for Map {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // A held object is not read for this (D85): its compact text is
-        // walked, any other text read apart and dropped.
-        if let Some((text, _)) = self.compact_text() {
-            return super::held_serde::Outline::new(text)
-                .root()
-                .serialize(serializer);
-        }
-        if let Some(read) = self.read_apart() {
-            let read = Value::Object(read);
+/// Serialises a held container without reading it in place (D85, D86):
+/// its compact text is walked, any other text read apart and dropped.
+/// The serializer back for a container that is not held, or already read.
+fn serialize_held<S: Serializer>(
+    compact: Option<(&str, usize)>,
+    read_apart: impl FnOnce() -> Option<Value>,
+    serializer: S,
+) -> Result<Result<S::Ok, S::Error>, S> {
+    if let Some((text, _)) = compact {
+        return Ok(super::held_serde::Outline::new(text)
+            .root()
+            .serialize(serializer));
+    }
+    match read_apart() {
+        Some(read) => {
             let written = read.serialize(serializer);
             super::drop_deep(read);
-            return written;
+            Ok(written)
         }
+        None => Err(serializer),
+    }
+}
+
+impl Serialize for Array {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let read_apart = || self.read_apart().map(Value::Array);
+        let serializer = match serialize_held(self.compact_text(), read_apart, serializer) {
+            Ok(written) => return written,
+            Err(serializer) => serializer,
+        };
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for item in self.iter() {
+            seq.serialize_element(item)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Map {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let read_apart = || self.read_apart().map(Value::Object);
+        let serializer = match serialize_held(self.compact_text(), read_apart, serializer) {
+            Ok(written) => return written,
+            Err(serializer) => serializer,
+        };
         let mut out = serializer.serialize_map(Some(self.len()))?;
         for (key, value) in self {
             out.serialize_entry(key, value)?;
@@ -122,7 +146,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         while let Some(item) = seq.next_element()? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(items.into()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
@@ -162,6 +186,18 @@ impl<'de> Deserialize<'de> for Map {
             Value::Object(map) => Ok(map),
             other => Err(de::Error::custom(format_args!(
                 "expected a JSON object, found {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Array {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Array, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Array(items) => Ok(items),
+            other => Err(de::Error::custom(format_args!(
+                "expected a JSON array, found {}",
                 other.type_name()
             ))),
         }

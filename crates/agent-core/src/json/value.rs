@@ -1,6 +1,6 @@
 //! [`Value`]: one JSON value, exact and ordered.
 
-use super::{Map, Number};
+use super::{Array, Map, Number};
 
 /// Any JSON value: numbers exact ([`Number`]), object members in written
 /// order ([`Map`]). 32 bytes, a third of serde_json's value with its exact
@@ -29,7 +29,7 @@ pub enum Value {
     /// A string.
     String(String),
     /// An array.
-    Array(Vec<Value>),
+    Array(Array),
     /// An object.
     Object(Map),
 }
@@ -184,6 +184,44 @@ impl Value {
     pub fn take(&mut self) -> Value {
         std::mem::take(self)
     }
+
+    /// A held container's compact text and depth, while it is unread
+    /// (D85, D86): a writer can copy it instead of reading it.
+    pub(crate) fn held_compact_text(&self) -> Option<(&str, usize)> {
+        match self {
+            Value::Array(items) => items.compact_text(),
+            Value::Object(map) => map.compact_text(),
+            _ => None,
+        }
+    }
+
+    /// How deep a held container nests, itself the first, when known.
+    pub(crate) fn held_depth(&self) -> Option<usize> {
+        match self {
+            Value::Array(items) => items.held_depth(),
+            Value::Object(map) => map.held_depth(),
+            _ => None,
+        }
+    }
+
+    /// A held container read into a value of its own, when it has not
+    /// been read in place: for a writer that drops it once written.
+    pub(crate) fn read_apart(&self) -> Option<Value> {
+        match self {
+            Value::Array(items) => items.read_apart().map(Value::Array),
+            Value::Object(map) => map.read_apart().map(Value::Object),
+            _ => None,
+        }
+    }
+
+    /// True for a held container not read yet.
+    pub(crate) fn is_unread(&self) -> bool {
+        match self {
+            Value::Array(items) => items.is_unread(),
+            Value::Object(map) => map.is_unread(),
+            _ => false,
+        }
+    }
 }
 
 /// Drops `value` without recursion, however deep it nests: its arrays and
@@ -192,9 +230,9 @@ pub fn drop_deep(value: Value) {
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
         match value {
+            // An unread held container is its text: nothing to take apart.
+            value if value.is_unread() => {}
             Value::Array(items) => stack.extend(items),
-            // An unread held object is its text: nothing to take apart.
-            Value::Object(map) if map.is_unread() => {}
             Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
             _ => {}
         }

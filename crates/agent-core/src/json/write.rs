@@ -112,51 +112,47 @@ fn write<'v>(
             if container && stack.len() >= limit {
                 return false;
             }
-            match value {
-                Value::Null => out.push_str("null"),
-                Value::Bool(true) => out.push_str("true"),
-                Value::Bool(false) => out.push_str("false"),
-                Value::Number(n) => n.push_to(out),
-                Value::String(s) => escape(out, s),
-                Value::Array(items) if items.is_empty() => out.push_str("[]"),
-                Value::Object(map) if map.is_empty() => out.push_str("{}"),
-                Value::Array(items) => {
-                    out.push('[');
-                    stack.push(Open::Array(items.iter(), false));
+            // A held container (D85, D86), within the limit: its compact
+            // text copied. Past it, read apart below, so the refusal comes
+            // where it always did.
+            let copied = value
+                .held_compact_text()
+                .filter(|&(_, depth)| stack.len() + depth <= limit);
+            if let Some((text, _)) = copied {
+                match indent {
+                    None => out.push_str(text),
+                    Some(base) => push_pretty(out, text, base + stack.len()),
                 }
-                // Within the limit: past it, read apart below, so the
-                // refusal comes where it always did.
-                Value::Object(map)
-                    if map
-                        .compact_text()
-                        .is_some_and(|(_, depth)| stack.len() + depth <= limit) =>
-                {
-                    let (text, _) = map.compact_text().unwrap_or_default();
-                    match indent {
-                        None => out.push_str(text),
-                        Some(base) => push_pretty(out, text, base + stack.len()),
-                    }
+            } else if let Some(read) = value.read_apart() {
+                // Read for this once, not kept: written on its own, one
+                // level of recursion at most, as what is read apart holds
+                // no held container.
+                let level = indent.map(|base| base + stack.len());
+                let within = limit - stack.len();
+                let written = write(out, Some(&read), Vec::new(), level, within);
+                // However deep it is, it goes without recursion.
+                super::drop_deep(read);
+                if !written {
+                    return false;
                 }
-                Value::Object(map) => match map.read_apart() {
-                    // A held object is read for this once, not kept (D85):
-                    // written on its own, one level of recursion at most,
-                    // as what is read apart holds no held object.
-                    Some(read) => {
-                        let level = indent.map(|base| base + stack.len());
-                        let within = limit - stack.len();
-                        let read = Value::Object(read);
-                        let written = write(out, Some(&read), Vec::new(), level, within);
-                        // However deep it is, it goes without recursion.
-                        super::drop_deep(read);
-                        if !written {
-                            return false;
-                        }
+            } else {
+                match value {
+                    Value::Null => out.push_str("null"),
+                    Value::Bool(true) => out.push_str("true"),
+                    Value::Bool(false) => out.push_str("false"),
+                    Value::Number(n) => n.push_to(out),
+                    Value::String(s) => escape(out, s),
+                    Value::Array(items) if items.is_empty() => out.push_str("[]"),
+                    Value::Object(map) if map.is_empty() => out.push_str("{}"),
+                    Value::Array(items) => {
+                        out.push('[');
+                        stack.push(Open::Array(items.iter(), false));
                     }
-                    None => {
+                    Value::Object(map) => {
                         out.push('{');
                         stack.push(Open::Object(map.iter(), false));
                     }
-                },
+                }
             }
         }
         // The next member of the innermost open container, or its close.

@@ -30,7 +30,7 @@ pub fn naive_combine(cur: Option<Value>, m: Method, v: Value) -> Result<Value, S
             Value::Object(c)
         }
         (Method::Merge | Method::Assign, _, v) => v,
-        (Method::Push, None, v) => Value::Array(vec![v]),
+        (Method::Push, None, v) => Value::Array(vec![v].into()),
         (Method::Push, Some(Value::Array(mut a)), v) => {
             a.push(v);
             Value::Array(a)

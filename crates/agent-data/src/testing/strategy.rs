@@ -22,7 +22,7 @@ pub fn value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(2, 8, 2, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
             prop::collection::vec(("[ab]", inner), 0..3)
                 .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
