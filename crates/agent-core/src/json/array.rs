@@ -41,6 +41,15 @@ impl Array {
         Array(Items::Built(Vec::with_capacity(capacity)))
     }
 
+    /// True when the array has no items; a held array's is told from its
+    /// text, without reading it.
+    pub fn is_empty(&self) -> bool {
+        match &self.0 {
+            Items::Built(items) => items.is_empty(),
+            Items::Held(held) => held.is_empty(),
+        }
+    }
+
     /// The items, owned.
     pub fn into_vec(self) -> Vec<Value> {
         match self.0 {

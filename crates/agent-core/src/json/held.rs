@@ -133,12 +133,12 @@ impl<T: Contents> Held<T> {
         }
     }
 
-    /// How deep the object nests, itself the first, when known.
+    /// How deep the container nests, itself the first, when known.
     pub(crate) fn depth(&self) -> Option<usize> {
         self.depth
     }
 
-    /// True until the members are read.
+    /// True until what the text holds is read.
     pub(crate) fn is_unread(&self) -> bool {
         self.read.get().is_none()
     }
@@ -267,6 +267,9 @@ mod tests {
         let copy = value.clone();
         assert!(deep_array(&value).is_unread());
         assert!(deep_array(&copy).is_unread());
+        // Emptiness is told from the text.
+        assert!(!deep_array(&value).is_empty());
+        assert!(deep_array(&value).is_unread());
         // Asking for an item reads the array, once, and keeps it.
         assert_eq!(deep_array(&value)[0][1], Value::from("x"));
         assert!(!deep_array(&value).is_unread());

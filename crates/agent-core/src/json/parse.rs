@@ -139,8 +139,8 @@ pub fn from_str_compact_within(text: &str, limit: usize) -> Result<(Value, bool)
     read(text, limit, HELD_FROM)
 }
 
-/// Reads a held object's text with every object built (D85); its depth
-/// was checked when it was first read.
+/// Reads a held container's text with every container built (D85, D86);
+/// its depth was checked when it was first read.
 pub(super) fn from_str_unheld(text: &str) -> Result<Value, ParseError> {
     read(text, usize::MAX, usize::MAX).map(|(value, _)| value)
 }
@@ -197,7 +197,8 @@ pub(super) struct Parser<'a> {
     /// Nothing read so far differs from what the compact writer would
     /// write for it.
     pub(super) compact: bool,
-    /// Objects inside this many containers are kept as their text (D85).
+    /// Objects and arrays inside this many containers are kept as their
+    /// text (D85, D86).
     held_from: usize,
 }
 

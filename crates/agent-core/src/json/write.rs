@@ -198,7 +198,8 @@ fn write<'v>(
 }
 
 /// Writes compact text as the pretty writer writes the value it holds,
-/// from `level`: a held object is written without being read (D85).
+/// from `level`: a held container is written without being read (D85,
+/// D86).
 fn push_pretty(out: &mut String, compact: &str, mut level: usize) {
     let bytes = compact.as_bytes();
     let (mut at, mut copied) = (0, 0);
