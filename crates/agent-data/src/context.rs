@@ -220,14 +220,20 @@ impl Context {
         Ok(())
     }
 
-    /// The kind named `kind` (shared with the layers' when one has it) and
-    /// the instance `id`; `None` when R2 refuses either.
-    pub(crate) fn identity_named(&self, kind: &str, id: &str) -> Option<(Kind, Instance)> {
+    /// The kind named `kind`, interned (shared with the layers', and kept
+    /// for those to come), and the instance `id`; `None` when R2 refuses
+    /// either. For [`Context::add_interned_layer`].
+    pub(crate) fn identity_named(&mut self, kind: &str, id: &str) -> Option<(Kind, Instance)> {
+        let instance = id.parse().ok()?;
         let kind = match self.kinds.get(kind) {
             Some(known) => known.clone(),
-            None => Kind::new(kind).ok()?,
+            None => {
+                let kind = Kind::new(kind).ok()?;
+                self.kinds.insert(kind.clone());
+                kind
+            }
         };
-        Some((kind, id.parse().ok()?))
+        Some((kind, instance))
     }
 
     /// [`Context::push_unchecked`] for a message already written to the log;
@@ -415,6 +421,19 @@ impl Context {
                 kind.clone()
             }
         };
+        self.add_interned_layer(kind, instance, layer, hash)
+    }
+
+    /// [`Context::add_layer`] for a kind [`Context::identity_named`]
+    /// interned: it becomes the new identity's as it is, with no second
+    /// lookup (a load of many instances adds a layer per line).
+    pub(crate) fn add_interned_layer(
+        &mut self,
+        kind: Kind,
+        instance: Option<&Instance>,
+        layer: Layer,
+        hash: u64,
+    ) -> usize {
         let known = instance.and_then(|x| self.instances.find(&self.layers, &kind, x.as_str()));
         let first = instance.is_some() && known.is_none();
         let identity = Identity {

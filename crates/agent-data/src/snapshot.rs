@@ -374,35 +374,37 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
         let line = held.get(start..end).unwrap_or_default();
         start = end + 1;
         let at = |reason: String| invalid(format!("held message {index}: {reason}"));
-        let (kind, instance, schema, description) = match held_identity(line, &mut object, &context)
-        {
-            Some((kind, instance)) => (kind, instance, None, None),
-            None => {
-                let fields = read_held(line).map_err(at)?;
-                let kind = match fields.kind {
-                    Some(kind) => Kind::new(kind.into_owned()).map_err(|e| at(e.to_string()))?,
-                    None => Kind::data(),
-                };
-                let instance = Instance::new(
-                    fields
-                        .instance
-                        .ok_or_else(|| at("not an instance layer's".to_owned()))?
-                        .into_owned(),
-                )
-                .map_err(|e| at(e.to_string()))?;
-                let schema = fields
-                    .schema
-                    .map(|s| context.schemas.get(&s))
-                    .transpose()
+        let (kind, instance, schema, description) =
+            match held_identity(line, &mut object, &mut context) {
+                Some((kind, instance)) => (kind, instance, None, None),
+                None => {
+                    let fields = read_held(line).map_err(at)?;
+                    let kind = match fields.kind {
+                        Some(kind) => {
+                            Kind::new(kind.into_owned()).map_err(|e| at(e.to_string()))?
+                        }
+                        None => Kind::data(),
+                    };
+                    let instance = Instance::new(
+                        fields
+                            .instance
+                            .ok_or_else(|| at("not an instance layer's".to_owned()))?
+                            .into_owned(),
+                    )
                     .map_err(|e| at(e.to_string()))?;
-                (
-                    kind,
-                    instance,
-                    schema,
-                    fields.description.map(Cow::into_owned),
-                )
-            }
-        };
+                    let schema = fields
+                        .schema
+                        .map(|s| context.schemas.get(&s))
+                        .transpose()
+                        .map_err(|e| at(e.to_string()))?;
+                    (
+                        kind,
+                        instance,
+                        schema,
+                        fields.description.map(Cow::into_owned),
+                    )
+                }
+            };
         let position = match context.find_layer(&kind, Some(&instance)) {
             (_, Some(position)) => position,
             (hash, None) => {
@@ -450,7 +452,7 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
 fn held_identity(
     line: &[u8],
     object: &mut agent_core::json::CompactObject,
-    context: &Context,
+    context: &mut Context,
 ) -> Option<(Kind, Instance)> {
     let text = std::str::from_utf8(line).ok()?;
     if !object.read(text, MAX_DEPTH) {

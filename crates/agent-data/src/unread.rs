@@ -87,7 +87,7 @@ impl Context {
             Some(_) => unread.text.as_str(),
         };
         let written = self.log.write_text(text);
-        let at = self.add_layer(&kind, Some(&instance), layer, hash);
+        let at = self.add_interned_layer(kind, Some(&instance), layer, hash);
         self.log.seal(written, Some(at));
         true
     }
