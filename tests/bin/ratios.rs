@@ -15,7 +15,7 @@
 
 use agent_core::{Method, Path, write};
 use agent_core::{json, json::Value};
-use agent_data::{Context, DataMessage, Message};
+use agent_data::{Context, DataMessage, Digest, Message};
 use agent_render::{RenderMode, Renderer};
 use agent_store::{FileStore, Store};
 use agentctx_tests::interleave::{interleave, row, timed, timed_before_drop};
@@ -46,7 +46,7 @@ fn main() {
         w1(rounds, &mut rows);
     }
     if wanted("W2") {
-        rows.push(w2(rounds));
+        w2(rounds, &mut rows);
     }
     if wanted("W3") {
         w3(rounds, &mut rows);
@@ -137,7 +137,7 @@ fn w1(rounds: usize, rows: &mut Vec<Value>) {
     rows.push(naive);
 }
 
-fn w2(rounds: usize) -> Value {
+fn w2(rounds: usize, rows: &mut Vec<Value>) {
     let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
     let messages: Vec<Message> = ctx.messages().collect();
     let ops: Vec<(Path, Method, Value)> = messages
@@ -145,6 +145,18 @@ fn w2(rounds: usize) -> Value {
         .filter_map(Message::as_data)
         .map(|d| (d.destination().clone(), d.method(), d.value().clone()))
         .collect();
+    // The baseline: every write in place. Its values are consumed, so the
+    // copy is made untimed.
+    let inplace = || {
+        let ops = ops.clone();
+        timed_before_drop(|| {
+            let mut view = None;
+            for (path, method, value) in ops {
+                write(&mut view, &path, method, value).unwrap();
+            }
+            view
+        })
+    };
     say("W2-append-vs-inplace");
     let (a, b) = interleave(
         rounds,
@@ -157,24 +169,53 @@ fn w2(rounds: usize) -> Value {
                 ctx
             })
         },
-        || {
-            // The writes consume their values: the copy is made untimed.
-            let ops = ops.clone();
-            timed_before_drop(|| {
-                let mut view = None;
-                for (path, method, value) in ops {
-                    write(&mut view, &path, method, value).unwrap();
-                }
-                view
-            })
-        },
+        inplace,
     );
-    row(
+    rows.push(row(
         "W2-append-vs-inplace",
         "agent_core::write on one Value in place",
         &a,
         &b,
-    )
+    ));
+    // What an append does besides the write, whatever else it does: write
+    // the message's line and chain it (D19, D46). Over the same baseline,
+    // this row is the least W2 can be, less one.
+    let objects: Vec<json::Map> = messages
+        .iter()
+        .filter_map(|m| match m.to_value() {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .collect();
+    let mut line = String::new();
+    for (i, object) in objects.iter().enumerate() {
+        line.clear();
+        assert!(json::write_object_within(&mut line, object, 128));
+        assert_eq!(Some(line.as_str()), ctx.message_json(i), "message {i}");
+    }
+    say("W2-line-and-digest-vs-inplace");
+    let (a, b) = interleave(
+        rounds,
+        || {
+            timed(|| {
+                let mut line = String::new();
+                let mut head = Digest::GENESIS;
+                for object in black_box(&objects) {
+                    line.clear();
+                    json::write_object_within(&mut line, object, 128);
+                    head = head.next(line.as_bytes());
+                }
+                head
+            })
+        },
+        inplace,
+    );
+    rows.push(row(
+        "W2-line-and-digest-vs-inplace",
+        "agent_core::write on one Value in place (as W2)",
+        &a,
+        &b,
+    ));
 }
 
 fn w3(rounds: usize, rows: &mut Vec<Value>) {
