@@ -66,6 +66,7 @@ mod refs;
 mod schema;
 mod scratch;
 mod snapshot;
+mod snapshot_lines;
 mod stage;
 #[cfg(feature = "proptest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "proptest")))]

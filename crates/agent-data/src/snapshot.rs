@@ -4,7 +4,7 @@
 //!
 //! A snapshot is a cache, never a replacement for the log. It is one line
 //! of JSON, the *header*, followed by the *held* messages, one per line as
-//! the log holds them:
+//! the log holds them or packed (`snapshot_lines.rs`, D87):
 //!
 //! - the header holds what reads and appends need of the global layers —
 //!   each one's view, skipped writes (R12), newest schema and description
@@ -15,8 +15,8 @@
 //!   decision D4). Everything else about an instance layer (its identity,
 //!   its place in the instance list, its schema and description, its view)
 //!   is read from them: a message body is never written twice, and a
-//!   snapshot of a context of many instances is about the size of their
-//!   messages.
+//!   snapshot of a context of many instances is smaller than their
+//!   messages (packed, D87).
 //!
 //! Global layers' messages, text messages and opaque messages are not in
 //! it: a context opened from a snapshot holds them only from the snapshot
@@ -40,8 +40,9 @@ use std::io::Write;
 const FORMAT: &str = "agentctx-snapshot";
 
 /// The version of the layout below; another is refused (and the store
-/// reads the whole log instead).
-const VERSION: u32 = 3;
+/// reads the whole log instead). Version 3 differs only in holding no
+/// packed line (D87), so it is read too.
+const VERSION: u32 = 4;
 
 /// Levels the header adds around a view: the object, `globals`, the layer.
 const WRAPPING: usize = 3;
@@ -216,11 +217,13 @@ impl Context {
         serde_json::to_writer(&mut out, &header).map_err(|e| invalid(e.to_string()))?;
         let write = |e: std::io::Error| invalid(format!("cannot write it: {e}"));
         out.write_all(b"\n").map_err(write)?;
+        let mut packed = Vec::new();
         for (index, layer) in self.log.held() {
             if self.is_instance_layer(layer) {
-                let line = self.log.json(index).unwrap_or_default();
-                out.write_all(line.as_bytes()).map_err(write)?;
-                out.write_all(b"\n").map_err(write)?;
+                packed.clear();
+                crate::snapshot_lines::pack(self.log.json(index).unwrap_or_default(), &mut packed);
+                packed.push(b'\n');
+                out.write_all(&packed).map_err(write)?;
             }
         }
         out.flush().map_err(write)
@@ -319,9 +322,9 @@ fn read_header(bytes: &[u8]) -> Result<Header> {
         Some(_) => return Err(invalid("`globals` is not an array".to_owned())),
         None => return Err(invalid("missing field `globals`".to_owned())),
     };
-    if header.format != FORMAT || header.version != VERSION {
+    if header.format != FORMAT || !(3..=VERSION).contains(&header.version) {
         return Err(invalid(format!(
-            "{} version {} (this build reads {FORMAT} version {VERSION})",
+            "{} version {} (this build reads {FORMAT} versions 3 to {VERSION})",
             header.format, header.version
         )));
     }
@@ -357,6 +360,10 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
             indexes.len()
         )));
     }
+    let held = crate::snapshot_lines::unpack(held).map_err(|at| {
+        let index = indexes.get(at).copied().unwrap_or(at);
+        invalid(format!("held message {index}: not a packed line"))
+    })?;
     let mut context = Context::new();
     // Room for the layers the header counts, made once; no more than the
     // held lines and global layers can make, whatever the header says.

@@ -251,9 +251,16 @@ fn d81_a_planted_held_line_is_read_as_when_spelled_otherwise() {
         .snapshot(&agent_core::json!(null))
         .unwrap();
     let text = String::from_utf8(bytes).unwrap();
-    let held = r#"{"type":"data","kind":"item","data":{"n":1},"_instance":"i1"}"#;
+    // Held packed (D87): the line without what every instance write repeats.
+    let held = r#"["item","i1",{"n":1}]"#;
     assert!(text.contains(held), "{text}");
     for planted in [
+        r#"["item","i2",{"n":2}]"#,
+        r#"["other","i2",{"n":1}]"#,
+        r#"["no such","i1",{"n":1}]"#,
+        r#"["item","",{"n":1}]"#,
+        r#"["item","i1",{"n":1},"description":"d"]"#,
+        r#"["item","i1",{"n":1},"kind":"other"]"#,
         r#"{"type":"text","kind":"item","data":{"n":1},"_instance":"i1"}"#,
         r#"{"type":"data","kind":null,"data":{"n":1},"_instance":"i1"}"#,
         r#"{"type":"data","kind":1,"data":{"n":1},"_instance":"i1"}"#,

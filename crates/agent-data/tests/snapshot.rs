@@ -293,12 +293,12 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
         "{cut}"
     );
     let text = String::from_utf8(bytes).unwrap();
-    let other = text.replace("\"version\":3", "\"version\":99");
+    let other = text.replace("\"version\":4", "\"version\":99");
     assert_eq!(
         Context::from_snapshot(other.as_bytes())
             .unwrap_err()
             .to_string(),
-        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot version 3)"
+        "invalid snapshot: agentctx-snapshot version 99 (this build reads agentctx-snapshot versions 3 to 4)"
     );
     let overfull = text.replace("\"messages\":1", "\"messages\":0");
     assert_eq!(
@@ -349,20 +349,30 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
             text.replace(r#""at":1"#, r#""at":5"#),
             "invalid snapshot: layer ¶g is at position 5, not 2",
         ),
+        // A held line may be packed (D87) or as the log holds it.
         (
-            text.replace(r#","_instance":"b""#, ""),
+            text.replace(r#"["s","b",2]"#, r#"{"type":"data","kind":"s","data":2}"#),
             "invalid snapshot: held message 2: not an instance layer's",
         ),
         (
-            text.replace(r#""_instance":"b""#, r#""_instance":"""#),
+            text.replace(r#"["s","b",2]"#, r#"["s","",2]"#),
             "invalid snapshot: held message 2: invalid instance id \"\": it is empty",
         ),
         (
             text.replace(
-                r#"{"type":"data","kind":"s","data":2"#,
-                r#"{"type":"text","text":"x""#,
+                r#"["s","b",2]"#,
+                r#"{"type":"text","text":"x","_instance":"b"}"#,
             ),
             "invalid snapshot: held message 2: a text message, not a data message",
+        ),
+        (
+            text.replace(r#"["s","b",2]"#, r#"["s","b"]"#),
+            "invalid snapshot: held message 2: not a packed line",
+        ),
+        (
+            text.replace(r#"["s","b",2]"#, r#"["s","b",{]"#),
+            // Read as the line it unpacks to: `{"type":"data","kind":"s","data":{,…`.
+            "invalid snapshot: held message 2: key must be a string at line 1 column 35",
         ),
     ];
     for (planted, expected) in cases {
@@ -393,9 +403,10 @@ fn r34c_a_snapshot_holds_each_message_once_and_is_no_bigger_than_the_log() {
             "marker-{i}"
         );
     }
+    // Packed (D87), each line without what every instance write repeats.
     let ratio = bytes.len() as f64 / lines.len() as f64;
     assert!(
-        ratio <= 1.5,
+        ratio <= 1.0,
         "snapshot {} bytes, log {}",
         bytes.len(),
         lines.len()
@@ -414,6 +425,36 @@ fn r34c_a_snapshot_holds_each_message_once_and_is_no_bigger_than_the_log() {
             .collect::<Vec<_>>(),
         ["i0", "i1", "i2"]
     );
+}
+
+#[test]
+fn d87_a_version_3_snapshot_holding_lines_unpacked_opens_as_the_same_context() {
+    let lines: String = (0..50)
+        .map(|i| format!("{{\"type\":\"state\",\"v\":{i},\"_instance\":\"i{i}\"}}\n"))
+        .collect();
+    let full = load(&lines);
+    let text = String::from_utf8(full.snapshot(&json!(null)).unwrap()).unwrap();
+    let (header, held) = text.split_once('\n').unwrap();
+    assert!(header.contains("\"version\":4"), "{header}");
+    assert!(held.starts_with(r#"["state","i0",{"v":0}]"#), "{held}");
+    // What version 3 wrote: the header of version 3, every line as the
+    // log holds it.
+    let unpacked: String = (0..50)
+        .map(|i| format!("{}\n", full.message_json(i).unwrap()))
+        .collect();
+    let old = format!(
+        "{}\n{unpacked}",
+        header.replace("\"version\":4", "\"version\":3")
+    );
+    let (new, _) = Context::from_snapshot(text.as_bytes()).unwrap();
+    let (opened, _) = Context::from_snapshot(old.as_bytes()).unwrap();
+    assert_eq!(observed_in_own_scope(&opened), observed_in_own_scope(&new));
+    assert_eq!(observed_in_own_scope(&new), observed_in_own_scope(&full));
+    assert_eq!(opened.head(), full.head());
+    for i in 0..50 {
+        assert_eq!(opened.message_json(i), full.message_json(i), "message {i}");
+        assert_eq!(new.message_json(i), full.message_json(i), "message {i}");
+    }
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! A snapshot's held lines, packed: what every instance write's line
+//! repeats (decision D87).
+//!
+//! A held data message's line, as the log holds it, is nearly always
+//! `{"type":"data","kind":"K","data":REST,"_instance":"I"}` where REST is
+//! the data and whatever members follow it. Its snapshot line is then
+//! `["K","I",REST]`: the same line without the 39 bytes every such line
+//! repeats, so a snapshot of many small instance writes is smaller than
+//! their log rather than half as large again. Unpacking puts the same
+//! bytes back, whatever REST holds, before anything reads the line; a line
+//! of any other shape is written and read as it stands.
+
+/// What a packable line starts with, up to its kind.
+const BEFORE_KIND: &str = r#"{"type":"data","kind":""#;
+/// Between a packable line's kind and the rest.
+const AFTER_KIND: &str = r#"","data":"#;
+/// Between the rest and the instance id.
+const BEFORE_INSTANCE: &str = r#","_instance":""#;
+/// What a packable line ends with.
+const END: &str = r#""}"#;
+
+/// Writes `line`'s snapshot line, packed when it has the shape above with
+/// a kind and an instance id free of quotes and backslashes, into `out`,
+/// without its newline.
+pub(crate) fn pack(line: &str, out: &mut Vec<u8>) {
+    match split(line) {
+        Some((kind, rest, instance)) => {
+            out.extend_from_slice(b"[\"");
+            out.extend_from_slice(kind.as_bytes());
+            out.extend_from_slice(b"\",\"");
+            out.extend_from_slice(instance.as_bytes());
+            out.extend_from_slice(b"\",");
+            out.extend_from_slice(rest.as_bytes());
+            out.push(b']');
+        }
+        None => out.extend_from_slice(line.as_bytes()),
+    }
+}
+
+/// A packable line's kind, rest and instance id.
+fn split(line: &str) -> Option<(&str, &str, &str)> {
+    let after = line.strip_prefix(BEFORE_KIND)?;
+    let (kind, after) = after.split_once('"')?;
+    let inner = after.strip_prefix(&AFTER_KIND[1..])?.strip_suffix(END)?;
+    // The id runs from the last quote: one searched for from the end, as
+    // the id is short and the rest may be long.
+    let quote = memchr::memrchr(b'"', inner.as_bytes())?;
+    let (rest, instance) = (inner.get(..quote + 1)?, inner.get(quote + 1..)?);
+    let rest = rest.strip_suffix(BEFORE_INSTANCE)?;
+    (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
+}
+
+/// Free of what would end or escape a JSON string: copied between quotes
+/// as it stands, it reads back as itself.
+fn plain(text: &str) -> bool {
+    !text.bytes().any(|b| b == b'"' || b == b'\\')
+}
+
+/// The held lines, `\n`-terminated, with every packed one unpacked; the
+/// same bytes when none is. A line starting as a packed one but not of its
+/// shape is an error: its position among the held lines.
+pub(crate) fn unpack(held: Vec<u8>) -> Result<Vec<u8>, usize> {
+    // Where each line starts: after every newline but the last.
+    let starts = || {
+        std::iter::once(0).chain(
+            memchr::memchr_iter(b'\n', &held)
+                .map(|at| at + 1)
+                .filter(|&at| at < held.len()),
+        )
+    };
+    let packed = starts().filter(|&at| held.get(at) == Some(&b'[')).count();
+    if packed == 0 {
+        return Ok(held);
+    }
+    let mut out = Vec::with_capacity(held.len() + packed * PACKED_OFF);
+    for (at, start) in starts().enumerate() {
+        let end = memchr::memchr(b'\n', &held[start..]).map_or(held.len(), |n| start + n);
+        let body = &held[start..end];
+        if body.first() == Some(&b'[') {
+            let text = std::str::from_utf8(body).map_err(|_| at)?;
+            let (kind, rest, instance) = unpacked(text).ok_or(at)?;
+            out.extend_from_slice(BEFORE_KIND.as_bytes());
+            out.extend_from_slice(kind.as_bytes());
+            out.extend_from_slice(AFTER_KIND.as_bytes());
+            out.extend_from_slice(rest.as_bytes());
+            out.extend_from_slice(BEFORE_INSTANCE.as_bytes());
+            out.extend_from_slice(instance.as_bytes());
+            out.extend_from_slice(END.as_bytes());
+        } else {
+            out.extend_from_slice(body);
+        }
+        if end < held.len() {
+            out.push(b'\n');
+        }
+    }
+    Ok(out)
+}
+
+/// How many bytes longer a line is than its packed form.
+const PACKED_OFF: usize =
+    BEFORE_KIND.len() + AFTER_KIND.len() + BEFORE_INSTANCE.len() + END.len() - "[\"\",\"\",]".len();
+
+/// A packed line's kind, rest and instance id.
+fn unpacked(text: &str) -> Option<(&str, &str, &str)> {
+    let inner = text.strip_prefix("[\"")?.strip_suffix(']')?;
+    let (kind, after) = inner.split_once('"')?;
+    let (instance, rest) = after.strip_prefix(",\"")?.split_once('"')?;
+    let rest = rest.strip_prefix(',')?;
+    (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn packed(line: &str) -> String {
+        let mut out = Vec::new();
+        pack(line, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn d87_an_instance_write_packs_without_what_every_one_repeats() {
+        let line = r#"{"type":"data","kind":"state","data":{"v":1},"_instance":"i1"}"#;
+        assert_eq!(packed(line), r#"["state","i1",{"v":1}]"#);
+        assert_eq!(
+            unpack(format!("{}\n", packed(line)).into_bytes()).unwrap(),
+            format!("{line}\n").as_bytes()
+        );
+    }
+
+    #[test]
+    fn d87_any_line_unpacks_to_its_own_bytes() {
+        for line in [
+            // Members after the data, and an `_instance` key inside it.
+            r#"{"type":"data","kind":"k","data":{"_instance":"x"},"_date":"d","_instance":"i"}"#,
+            r#"{"type":"data","kind":"k","data":"a\"b","_instance":"i"}"#,
+            // Not packable: left as they stand.
+            r#"{"type":"data","kind":"k\"","data":1,"_instance":"i"}"#,
+            r#"{"type":"data","kind":"k","data":1,"_instance":"i\\"}"#,
+            r#"{"type":"data","data":1,"_instance":"i"}"#,
+            r#"{"type":"data","kind":"k","data":1}"#,
+            r#"{ "type":"data","kind":"k","data":1,"_instance":"i"}"#,
+            r#"{"type":"data","kind":"k","data":,"_instance":"i"}"#,
+        ] {
+            let held = format!("{}\n{}", packed(line), packed(line));
+            assert_eq!(
+                unpack(held.into_bytes()).unwrap(),
+                format!("{line}\n{line}").as_bytes(),
+                "{line}"
+            );
+        }
+    }
+
+    /// Pieces a line is made of: the packed shape's own delimiters, quotes,
+    /// backslashes, brackets and plain text, in any order.
+    fn piece() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            BEFORE_KIND,
+            AFTER_KIND,
+            BEFORE_INSTANCE,
+            END,
+            "\"",
+            "\\",
+            "[",
+            "]",
+            ",",
+            "k",
+            "{\"v\":1}",
+        ])
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn d87_every_held_line_unpacks_to_the_line_packed(
+            kind in proptest::collection::vec(piece(), 0..3),
+            rest in proptest::collection::vec(piece(), 0..6),
+            instance in proptest::collection::vec(piece(), 0..3),
+            shaped in proptest::bool::ANY,
+        ) {
+            let line = if shaped {
+                format!("{BEFORE_KIND}{}{AFTER_KIND}{}{BEFORE_INSTANCE}{}{END}",
+                    kind.concat(), rest.concat(), instance.concat())
+            } else {
+                // Every message is an object: its line starts with `{`.
+                format!("{{{}", [kind, rest, instance].concat().concat())
+            };
+            let mut held = Vec::new();
+            pack(&line, &mut held);
+            held.push(b'\n');
+            prop_assert_eq!(unpack(held).unwrap(), format!("{line}\n").into_bytes());
+        }
+    }
+
+    #[test]
+    fn d87_a_line_that_is_not_a_packed_one_is_refused_where_it_is() {
+        for bad in [
+            r#"["k","i"]"#,
+            r#"["k",1,2]"#,
+            r#"["k","i",]"#,
+            r#"["k"#,
+            "[",
+            r#"["k\"","i",1]"#,
+            r#"["k","i\",1]"#,
+        ] {
+            let held = format!("{{\"a\":1}}\n{bad}\n");
+            assert_eq!(unpack(held.into_bytes()).unwrap_err(), 1, "{bad}");
+        }
+    }
+}
