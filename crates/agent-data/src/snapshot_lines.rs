@@ -197,6 +197,38 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn d87_held_lines_unpack_to_the_lines_packed_in_order(
+            lines in proptest::collection::vec(
+                (proptest::collection::vec(piece(), 0..2), "[a-z\"]{0,50}", "[a-z]{0,60}", proptest::bool::ANY),
+                0..8,
+            ),
+            last_newline in proptest::bool::ANY,
+        ) {
+            let lines: Vec<String> = lines
+                .into_iter()
+                .map(|(kind, rest, instance, shaped)| match shaped {
+                    true => format!("{BEFORE_KIND}{}{AFTER_KIND}{rest}{BEFORE_INSTANCE}{instance}{END}", kind.concat()),
+                    false => format!("{{{rest}"),
+                })
+                .collect();
+            let mut held = Vec::new();
+            for line in &lines {
+                pack(line, &mut held);
+                held.push(b'\n');
+            }
+            let mut expected = lines.join("\n");
+            if !lines.is_empty() && last_newline {
+                expected.push('\n');
+            }
+            if !last_newline {
+                held.pop();
+            }
+            prop_assert_eq!(String::from_utf8(unpack(held).unwrap()).unwrap(), expected);
+        }
+    }
+
     #[test]
     fn d87_a_line_that_is_not_a_packed_one_is_refused_where_it_is() {
         for bad in [
