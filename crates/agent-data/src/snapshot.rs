@@ -276,7 +276,52 @@ impl Context {
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
         let split = header_end(bytes)?;
         let (header, held) = bytes.split_at(split);
-        restore(read_header(header)?, held.to_vec())
+        let header = read_header(header)?;
+        let (held, bad) = crate::snapshot_lines::unpack(held.to_vec());
+        restore(header, held, bad)
+    }
+
+    /// [`Context::from_snapshot`] reading the snapshot from `reader` to its
+    /// end: each held line goes into the log's buffer as it is read
+    /// (unpacked, D87), so opening holds the snapshot's lines once and no
+    /// whole copy of the snapshot. `size` is what the snapshot's length is
+    /// thought to be (it sizes the buffer; 0 if not known).
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] as [`Context::from_snapshot`], and when `reader`
+    /// fails.
+    pub fn from_snapshot_reader(
+        reader: &mut dyn std::io::BufRead,
+        size: usize,
+    ) -> Result<(Context, Value)> {
+        let failed = |e: std::io::Error| invalid(format!("cannot read it: {e}"));
+        let mut header = Vec::new();
+        reader.read_until(b'\n', &mut header).map_err(failed)?;
+        if header.last() != Some(&b'\n') {
+            return Err(invalid("EOF while parsing its header".to_owned()));
+        }
+        let header = read_header(&header)?;
+        // Packed lines grow by about half again once unpacked.
+        let mut held = Vec::with_capacity(size.saturating_add(size / 2));
+        let (mut line, mut at, mut bad) = (Vec::new(), 0, None);
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).map_err(failed)? == 0 {
+                break;
+            }
+            let (body, newline) = match line.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (&line[..], false),
+            };
+            if !crate::snapshot_lines::unpack_line(body, &mut held) {
+                bad = bad.or(Some(at));
+            }
+            if newline {
+                held.push(b'\n');
+            }
+            at += 1;
+        }
+        restore(header, held, bad)
     }
 
     /// [`Context::from_snapshot`] taking the snapshot's bytes: the held
@@ -289,7 +334,8 @@ impl Context {
         let split = header_end(&bytes)?;
         let header = read_header(&bytes[..split])?;
         bytes.drain(..split);
-        restore(header, bytes)
+        let (held, bad) = crate::snapshot_lines::unpack(bytes);
+        restore(header, held, bad)
     }
 }
 
@@ -335,7 +381,8 @@ fn read_header(bytes: &[u8]) -> Result<Header> {
 /// messages (`held`, JSONL), checking that they are consistent: runs
 /// ascending within the length, as many lines as they count, each line an
 /// instance layer's data message, layers where the header puts them.
-fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
+/// `bad`: the first held line that looked packed and was not (D87).
+fn restore(header: Header, held: Vec<u8>, bad: Option<usize>) -> Result<(Context, Value)> {
     let length = header.messages;
     let lines = memchr::memchr_iter(b'\n', &held).count();
     let mut indexes = Vec::with_capacity(lines);
@@ -360,10 +407,10 @@ fn restore(header: Header, held: Vec<u8>) -> Result<(Context, Value)> {
             indexes.len()
         )));
     }
-    let held = crate::snapshot_lines::unpack(held).map_err(|at| {
+    if let Some(at) = bad {
         let index = indexes.get(at).copied().unwrap_or(at);
-        invalid(format!("held message {index}: not a packed line"))
-    })?;
+        return Err(invalid(format!("held message {index}: not a packed line")));
+    }
     let mut context = Context::new();
     // Room for the layers the header counts, made once; no more than the
     // held lines and global layers can make, whatever the header says.

@@ -58,9 +58,9 @@ fn plain(text: &str) -> bool {
 
 /// The held lines, `\n`-terminated, with every packed one unpacked; the
 /// same bytes when none is. A line starting as a packed one but not of its
-/// shape is an error: its position among the held lines.
-pub(crate) fn unpack(held: Vec<u8>) -> Result<Vec<u8>, usize> {
-    // Where each line starts: after every newline but the last.
+/// shape is kept as it stands, and the first such line's position among
+/// the held lines returned beside them.
+pub(crate) fn unpack(held: Vec<u8>) -> (Vec<u8>, Option<usize>) {
     let starts = || {
         std::iter::once(0).chain(
             memchr::memchr_iter(b'\n', &held)
@@ -70,34 +70,46 @@ pub(crate) fn unpack(held: Vec<u8>) -> Result<Vec<u8>, usize> {
     };
     let packed = starts().filter(|&at| held.get(at) == Some(&b'[')).count();
     if packed == 0 {
-        return Ok(held);
+        return (held, None);
     }
     let mut out = Vec::with_capacity(held.len() + packed * PACKED_OFF);
+    let mut bad = None;
     for (at, start) in starts().enumerate() {
         let end = memchr::memchr(b'\n', &held[start..]).map_or(held.len(), |n| start + n);
-        let body = &held[start..end];
-        if body.first() == Some(&b'[') {
-            let text = std::str::from_utf8(body).map_err(|_| at)?;
-            let (kind, rest, instance) = unpacked(text).ok_or(at)?;
-            out.extend_from_slice(BEFORE_KIND.as_bytes());
-            out.extend_from_slice(kind.as_bytes());
-            out.extend_from_slice(AFTER_KIND.as_bytes());
-            out.extend_from_slice(rest.as_bytes());
-            out.extend_from_slice(BEFORE_INSTANCE.as_bytes());
-            out.extend_from_slice(instance.as_bytes());
-            out.extend_from_slice(END.as_bytes());
-        } else {
-            out.extend_from_slice(body);
+        if !unpack_line(&held[start..end], &mut out) {
+            bad = bad.or(Some(at));
         }
         if end < held.len() {
             out.push(b'\n');
         }
     }
-    Ok(out)
+    (out, bad)
+}
+
+/// Appends `line` (without its newline) to `out`, unpacked if packed;
+/// false, the line appended as it stands, when it starts as a packed
+/// line but is not one.
+pub(crate) fn unpack_line(line: &[u8], out: &mut Vec<u8>) -> bool {
+    if line.first() != Some(&b'[') {
+        out.extend_from_slice(line);
+        return true;
+    }
+    let Some((kind, rest, instance)) = std::str::from_utf8(line).ok().and_then(unpacked) else {
+        out.extend_from_slice(line);
+        return false;
+    };
+    out.extend_from_slice(BEFORE_KIND.as_bytes());
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(AFTER_KIND.as_bytes());
+    out.extend_from_slice(rest.as_bytes());
+    out.extend_from_slice(BEFORE_INSTANCE.as_bytes());
+    out.extend_from_slice(instance.as_bytes());
+    out.extend_from_slice(END.as_bytes());
+    true
 }
 
 /// How many bytes longer a line is than its packed form.
-const PACKED_OFF: usize =
+pub(crate) const PACKED_OFF: usize =
     BEFORE_KIND.len() + AFTER_KIND.len() + BEFORE_INSTANCE.len() + END.len() - "[\"\",\"\",]".len();
 
 /// A packed line's kind, rest and instance id.
@@ -127,8 +139,8 @@ mod tests {
         let line = r#"{"type":"data","kind":"state","data":{"v":1},"_instance":"i1"}"#;
         assert_eq!(packed(line), r#"["state","i1",{"v":1}]"#);
         assert_eq!(
-            unpack(format!("{}\n", packed(line)).into_bytes()).unwrap(),
-            format!("{line}\n").as_bytes()
+            unpack(format!("{}\n", packed(line)).into_bytes()),
+            (format!("{line}\n").into_bytes(), None)
         );
     }
 
@@ -148,8 +160,8 @@ mod tests {
         ] {
             let held = format!("{}\n{}", packed(line), packed(line));
             assert_eq!(
-                unpack(held.into_bytes()).unwrap(),
-                format!("{line}\n{line}").as_bytes(),
+                unpack(held.into_bytes()),
+                (format!("{line}\n{line}").into_bytes(), None),
                 "{line}"
             );
         }
@@ -193,7 +205,7 @@ mod tests {
             let mut held = Vec::new();
             pack(&line, &mut held);
             held.push(b'\n');
-            prop_assert_eq!(unpack(held).unwrap(), format!("{line}\n").into_bytes());
+            prop_assert_eq!(unpack(held), (format!("{line}\n").into_bytes(), None));
         }
     }
 
@@ -225,7 +237,9 @@ mod tests {
             if !last_newline {
                 held.pop();
             }
-            prop_assert_eq!(String::from_utf8(unpack(held).unwrap()).unwrap(), expected);
+            let (out, bad) = unpack(held);
+            prop_assert_eq!(bad, None);
+            prop_assert_eq!(String::from_utf8(out).unwrap(), expected);
         }
     }
 
@@ -241,7 +255,9 @@ mod tests {
             r#"["k","i\",1]"#,
         ] {
             let held = format!("{{\"a\":1}}\n{bad}\n");
-            assert_eq!(unpack(held.into_bytes()).unwrap_err(), 1, "{bad}");
+            let (out, at) = unpack(held.clone().into_bytes());
+            assert_eq!(at, Some(1), "{bad}");
+            assert_eq!(out, held.into_bytes(), "{bad}");
         }
     }
 }

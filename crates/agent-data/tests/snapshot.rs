@@ -448,6 +448,24 @@ fn d87_a_version_3_snapshot_holding_lines_unpacked_opens_as_the_same_context() {
     );
     let (new, _) = Context::from_snapshot(text.as_bytes()).unwrap();
     let (opened, _) = Context::from_snapshot(old.as_bytes()).unwrap();
+    // Streamed from a reader, either version: the same context.
+    for bytes in [&text, &old] {
+        let (streamed, anchor) = Context::from_snapshot_reader(&mut bytes.as_bytes(), 0).unwrap();
+        assert_eq!(anchor, json!(null));
+        assert_eq!(
+            observed_in_own_scope(&streamed),
+            observed_in_own_scope(&full)
+        );
+        assert_eq!(streamed.head(), full.head());
+        assert_eq!(streamed.message_json(49), full.message_json(49));
+    }
+    let bad = text.replacen(r#"["state","i3",{"v":3}]"#, r#"["state","i3"]"#, 1);
+    assert_eq!(
+        Context::from_snapshot_reader(&mut bad.as_bytes(), 0)
+            .unwrap_err()
+            .to_string(),
+        "invalid snapshot: held message 3: not a packed line"
+    );
     assert_eq!(observed_in_own_scope(&opened), observed_in_own_scope(&new));
     assert_eq!(observed_in_own_scope(&new), observed_in_own_scope(&full));
     assert_eq!(opened.head(), full.head());

@@ -186,14 +186,6 @@ fn seal_line(sum: u64) -> String {
     format!("{MAGIC} {sum:016x}\n")
 }
 
-/// The body of a sealed snapshot, taken out of `sealed` in place, if its
-/// checksum holds.
-pub(crate) fn unseal_owned(mut sealed: Vec<u8>) -> Option<Vec<u8>> {
-    let start = sealed.len() - unseal(&sealed)?.len();
-    sealed.drain(..start);
-    Some(sealed)
-}
-
 /// The body of a sealed snapshot, if its checksum holds.
 pub(crate) fn unseal(sealed: &[u8]) -> Option<&[u8]> {
     let newline = sealed.iter().position(|&b| b == b'\n')?;
@@ -211,6 +203,19 @@ pub(crate) fn read_beside(
     log: &Log,
     warnings: &mut Vec<Warning>,
 ) -> Option<Vec<u8>> {
+    let mut file = open_beside(target, log, warnings)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The snapshot beside `target`, opened to be read, as [`read_beside`]
+/// decides whether to believe it.
+pub(crate) fn open_beside(
+    target: &Path,
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<std::fs::File> {
     let path = sidecar(target, "snapshot");
     match trust::open(&path, log).ok()? {
         Found::Missing => None,
@@ -218,11 +223,61 @@ pub(crate) fn read_beside(
             warnings.push(warning);
             None
         }
-        Found::Trusted(mut file) => {
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).ok()?;
-            Some(bytes)
+        Found::Trusted(file) => Some(file),
+    }
+}
+
+/// A sealed snapshot read as it streams by: its first line names the
+/// checksum of the rest, which is summed as it is consumed. What was read
+/// counts only once [`Unsealing::sealed`] says the whole rest was read and
+/// matches.
+pub(crate) struct Unsealing<R> {
+    inner: R,
+    expected: u64,
+    sum: Checksum,
+}
+
+impl<R: io::BufRead> Unsealing<R> {
+    /// Reads the seal line; `None` when there is none.
+    pub(crate) fn new(mut inner: R) -> Option<Unsealing<R>> {
+        let mut head = Vec::new();
+        inner.read_until(b'\n', &mut head).ok()?;
+        let head = std::str::from_utf8(head.strip_suffix(b"\n")?).ok()?;
+        let expected = u64::from_str_radix(head.strip_prefix(MAGIC)?.trim(), 16).ok()?;
+        Some(Unsealing {
+            inner,
+            expected,
+            sum: Checksum::default(),
+        })
+    }
+
+    /// True when everything after the seal line was read and has the
+    /// checksum the seal names.
+    pub(crate) fn sealed(mut self) -> bool {
+        let at_end = self.inner.fill_buf().is_ok_and(|rest| rest.is_empty());
+        at_end && self.sum.finish() == self.expected
+    }
+}
+
+impl<R: io::BufRead> Read for Unsealing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.sum.update(buf.get(..read).unwrap_or_default());
+        Ok(read)
+    }
+}
+
+impl<R: io::BufRead> io::BufRead for Unsealing<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        // What is consumed is in the buffer already: no read happens here.
+        if let Ok(buffered) = self.inner.fill_buf() {
+            self.sum.update(buffered.get(..amount).unwrap_or(buffered));
         }
+        self.inner.consume(amount);
     }
 }
 
@@ -263,6 +318,29 @@ pub(crate) fn write_beside(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn d87_a_snapshot_streamed_by_is_believed_only_when_read_whole_and_matching() {
+        use std::io::BufRead;
+        let body = b"{\"format\":\"agentctx-snapshot\"}\n[\"k\",\"i\",1]\n".to_vec();
+        let sealed = seal(body.clone());
+        let read_all = |bytes: &[u8]| {
+            let mut reader = Unsealing::new(std::io::BufReader::with_capacity(4, bytes))?;
+            let mut out = Vec::new();
+            while reader.read_until(b'\n', &mut out).ok()? > 0 {}
+            reader.sealed().then_some(out)
+        };
+        assert_eq!(read_all(&sealed), Some(body));
+        for at in 0..sealed.len() {
+            let mut bad = sealed.clone();
+            bad[at] ^= 0x01;
+            assert_eq!(read_all(&bad), None, "byte {at} changed unnoticed");
+        }
+        // Stopping early is not reading it whole.
+        let mut reader = Unsealing::new(std::io::BufReader::new(&sealed[..])).unwrap();
+        reader.read_until(b'\n', &mut Vec::new()).unwrap();
+        assert!(!reader.sealed());
+    }
 
     #[test]
     fn r34c_a_sealed_snapshot_reads_back_and_a_changed_byte_is_caught() {

@@ -22,14 +22,26 @@ impl FileStore {
     pub(super) fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
         let log = Log::of(&file.metadata().map_err(self.io("read"))?);
         let mut warnings = Vec::new();
-        let sealed = snapshot::read_beside(file.target(), &log, &mut warnings);
+        let found = snapshot::open_beside(file.target(), &log, &mut warnings);
         self.note(warnings);
-        let Some(sealed) = sealed else {
+        let Some(found) = found else {
             return Ok(None);
         };
-        let size = sealed.len();
-        let Some((mut context, anchor)) = snapshot::unseal_owned(sealed)
-            .and_then(|body| Context::from_snapshot_bytes(body).ok())
+        let size = found.metadata().map_or(0, |meta| meta.len());
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        // Streamed into the context as it is read (no whole copy of it
+        // held), and believed only once its whole body matched its seal.
+        let Some(mut reader) =
+            snapshot::Unsealing::new(io::BufReader::with_capacity(1 << 16, found))
+        else {
+            return Ok(None);
+        };
+        let read = Context::from_snapshot_reader(&mut reader, size);
+        if !reader.sealed() {
+            return Ok(None);
+        }
+        let Some((mut context, anchor)) = read
+            .ok()
             .and_then(|(context, anchor)| Some((context, FileAnchor::read(&anchor)?)))
         else {
             return Ok(None);
