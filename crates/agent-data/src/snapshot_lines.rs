@@ -94,32 +94,42 @@ pub(crate) fn unpack_line(line: &[u8], out: &mut Vec<u8>) -> bool {
         out.extend_from_slice(line);
         return true;
     }
-    let Some((kind, rest, instance)) = std::str::from_utf8(line).ok().and_then(unpacked) else {
+    let Some((kind, rest, instance)) = unpacked_bytes(line) else {
         out.extend_from_slice(line);
         return false;
     };
-    out.extend_from_slice(BEFORE_KIND.as_bytes());
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(AFTER_KIND.as_bytes());
-    out.extend_from_slice(rest.as_bytes());
-    out.extend_from_slice(BEFORE_INSTANCE.as_bytes());
-    out.extend_from_slice(instance.as_bytes());
-    out.extend_from_slice(END.as_bytes());
+    out.reserve(line.len() + PACKED_OFF);
+    for part in [
+        BEFORE_KIND.as_bytes(),
+        kind,
+        AFTER_KIND.as_bytes(),
+        rest,
+        BEFORE_INSTANCE.as_bytes(),
+        instance,
+        END.as_bytes(),
+    ] {
+        out.extend_from_slice(part);
+    }
     true
+}
+
+/// A packed line's kind, rest and instance id. Its bytes are not checked
+/// as text here: the unpacked line is, as any held line.
+fn unpacked_bytes(line: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let inner = line.strip_prefix(b"[\"")?.strip_suffix(b"]")?;
+    let quote = memchr::memchr(b'"', inner)?;
+    let (kind, after) = (&inner[..quote], inner[quote + 1..].strip_prefix(b",\"")?);
+    let quote = memchr::memchr(b'"', after)?;
+    let (instance, rest) = (&after[..quote], after[quote + 1..].strip_prefix(b",")?);
+    // Neither name holds a quote (each ends at the first); a backslash
+    // would escape the quote written after it.
+    let plain = |name: &[u8]| memchr::memchr(b'\\', name).is_none();
+    (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
 }
 
 /// How many bytes longer a line is than its packed form.
 pub(crate) const PACKED_OFF: usize =
     BEFORE_KIND.len() + AFTER_KIND.len() + BEFORE_INSTANCE.len() + END.len() - "[\"\",\"\",]".len();
-
-/// A packed line's kind, rest and instance id.
-fn unpacked(text: &str) -> Option<(&str, &str, &str)> {
-    let inner = text.strip_prefix("[\"")?.strip_suffix(']')?;
-    let (kind, after) = inner.split_once('"')?;
-    let (instance, rest) = after.strip_prefix(",\"")?.split_once('"')?;
-    let rest = rest.strip_prefix(',')?;
-    (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
-}
 
 #[cfg(test)]
 mod tests {
