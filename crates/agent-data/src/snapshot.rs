@@ -301,8 +301,11 @@ impl Context {
             return Err(invalid("EOF while parsing its header".to_owned()));
         }
         let header = read_header(&header)?;
-        // Packed lines grow by about half again once unpacked.
-        let mut held = Vec::with_capacity(size.saturating_add(size / 2));
+        // Packed lines grow by about half again once unpacked. Only a hint:
+        // a length no allocation can hold (a planted sparse file) leaves
+        // the buffer to grow as lines arrive.
+        let mut held = Vec::new();
+        let _ = held.try_reserve(size.saturating_add(size / 2));
         let (mut line, mut at, mut bad) = (Vec::new(), 0, None);
         loop {
             line.clear();
