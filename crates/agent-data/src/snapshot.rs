@@ -16,7 +16,8 @@
 //!   its place in the instance list, its schema and description, its view)
 //!   is read from them: a message body is never written twice, and a
 //!   snapshot of a context of many instances is smaller than their
-//!   messages (packed, D87).
+//!   messages when their lines pack (D87), as an instance write's
+//!   normalised line does; about their size otherwise.
 //!
 //! Global layers' messages, text messages and opaque messages are not in
 //! it: a context opened from a snapshot holds them only from the snapshot
@@ -272,7 +273,8 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::Snapshot`] when `bytes` has no header line, the header is not JSON, nests too
-    /// deep or is of another format or version, or the header and the held messages disagree.
+    /// deep or is of another format or version, the header and the held messages disagree,
+    /// or a held line starts as a packed one (D87) and is not.
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
         let split = header_end(bytes)?;
         let (header, held) = bytes.split_at(split);
@@ -327,9 +329,9 @@ impl Context {
         restore(header, held, bad)
     }
 
-    /// [`Context::from_snapshot`] taking the snapshot's bytes: the held
-    /// messages stay where they are and become the log, so opening holds
-    /// them once.
+    /// [`Context::from_snapshot`] taking the snapshot's bytes: held
+    /// messages none of which is packed stay where they are and become the
+    /// log; packed ones are unpacked into a buffer of their own.
     ///
     /// # Errors
     /// [`Error::Snapshot`] as [`Context::from_snapshot`].
@@ -410,8 +412,9 @@ fn restore(header: Header, held: Vec<u8>, bad: Option<usize>) -> Result<(Context
             indexes.len()
         )));
     }
-    if let Some(at) = bad {
-        let index = indexes.get(at).copied().unwrap_or(at);
+    // Past the last index is a line with no newline: the log refuses it
+    // below, as it did any such line.
+    if let Some(&index) = bad.and_then(|at| indexes.get(at)) {
         return Err(invalid(format!("held message {index}: not a packed line")));
     }
     let mut context = Context::new();

@@ -273,6 +273,9 @@ impl<R: io::BufRead> io::BufRead for Unsealing<R> {
     }
 
     fn consume(&mut self, amount: usize) {
+        if amount == 0 {
+            return;
+        }
         // What is consumed is in the buffer already: no read happens here.
         if let Ok(buffered) = self.inner.fill_buf() {
             self.sum.update(buffered.get(..amount).unwrap_or(buffered));

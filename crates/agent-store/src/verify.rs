@@ -331,9 +331,10 @@ pub(crate) fn check_snapshot(log: &Context, sealed: &[u8]) -> Vec<Finding> {
         }];
     }
     // The prefix folded again: its snapshot, under the same anchor, is the
-    // snapshot's body byte for byte when the views are the fold — or, for
-    // a body an older build wrote (held lines not packed, D87), what the
-    // body reads as, written again by this build.
+    // snapshot's body byte for byte when the views are the fold — or what
+    // the body reads as, written again by this build, for a body spelled
+    // otherwise with the same content (an older build's, its held lines
+    // not packed, D87): what it opens as is what counts.
     let mut lines = Vec::new();
     for i in 0..summarises {
         lines.extend_from_slice(json(i));
