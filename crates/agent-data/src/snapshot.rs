@@ -278,9 +278,7 @@ impl Context {
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
         let split = header_end(bytes)?;
         let (header, held) = bytes.split_at(split);
-        let header = read_header(header)?;
-        let (held, bad) = crate::snapshot_lines::unpack(held.to_vec());
-        restore(header, held, bad)
+        restore_read(read_header(header)?, &mut &held[..], held.len())
     }
 
     /// [`Context::from_snapshot`] reading the snapshot from `reader` to its
@@ -302,31 +300,7 @@ impl Context {
         if header.last() != Some(&b'\n') {
             return Err(invalid("EOF while parsing its header".to_owned()));
         }
-        let header = read_header(&header)?;
-        // Packed lines grow by about half again once unpacked. Only a hint:
-        // a length no allocation can hold (a planted sparse file) leaves
-        // the buffer to grow as lines arrive.
-        let mut held = Vec::new();
-        let _ = held.try_reserve(size.saturating_add(size / 2));
-        let (mut line, mut at, mut bad) = (Vec::new(), 0, None);
-        loop {
-            line.clear();
-            if reader.read_until(b'\n', &mut line).map_err(failed)? == 0 {
-                break;
-            }
-            let (body, newline) = match line.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (&line[..], false),
-            };
-            if !crate::snapshot_lines::unpack_line(body, &mut held) {
-                bad = bad.or(Some(at));
-            }
-            if newline {
-                held.push(b'\n');
-            }
-            at += 1;
-        }
-        restore(header, held, bad)
+        restore_read(read_header(&header)?, reader, size)
     }
 
     /// [`Context::from_snapshot`] taking the snapshot's bytes: held
@@ -339,8 +313,11 @@ impl Context {
         let split = header_end(&bytes)?;
         let header = read_header(&bytes[..split])?;
         bytes.drain(..split);
-        let (held, bad) = crate::snapshot_lines::unpack(bytes);
-        restore(header, held, bad)
+        if crate::snapshot_lines::any_packed(&bytes) {
+            let held = std::mem::take(&mut bytes);
+            return restore_read(header, &mut &held[..], held.len());
+        }
+        restore(header, bytes, None)
     }
 }
 
@@ -380,6 +357,24 @@ fn read_header(bytes: &[u8]) -> Result<Header> {
         )));
     }
     Ok(header)
+}
+
+/// [`restore`] from held lines read from `reader` to its end, unpacked
+/// into the log's buffer as they are read (`size`: about how many bytes
+/// they take, to size it).
+fn restore_read(
+    header: Header,
+    reader: &mut dyn std::io::BufRead,
+    size: usize,
+) -> Result<(Context, Value)> {
+    // Packed lines grow by about half again once unpacked. Only a hint: a
+    // length no allocation can hold (a planted sparse file) leaves the
+    // buffer to grow as lines arrive.
+    let mut held = Vec::new();
+    let _ = held.try_reserve(size.saturating_add(size / 2));
+    let bad = crate::snapshot_lines::unpack(reader, &mut held)
+        .map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    restore(header, held, bad)
 }
 
 /// Builds the context a snapshot describes from its header and its held

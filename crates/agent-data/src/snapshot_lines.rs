@@ -47,43 +47,51 @@ fn split(line: &str) -> Option<(&str, &str, &str)> {
     let quote = memchr::memrchr(b'"', inner.as_bytes())?;
     let (rest, instance) = (inner.get(..quote + 1)?, inner.get(quote + 1..)?);
     let rest = rest.strip_suffix(BEFORE_INSTANCE)?;
-    (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
+    let plain = plain(kind.as_bytes()) && plain(instance.as_bytes());
+    (plain && !rest.is_empty()).then_some((kind, rest, instance))
 }
 
-/// Free of what would end or escape a JSON string: copied between quotes
-/// as it stands, it reads back as itself.
-fn plain(text: &str) -> bool {
-    !text.bytes().any(|b| b == b'"' || b == b'\\')
+/// A kind or id ending at its first quote (so holding none) is copied
+/// between quotes as it stands and reads back as itself unless it holds a
+/// backslash, which would escape the quote written after it.
+fn plain(name: &[u8]) -> bool {
+    memchr::memchr(b'\\', name).is_none()
 }
 
-/// The held lines, `\n`-terminated, with every packed one unpacked; the
-/// same bytes when none is. A line starting as a packed one but not of its
-/// shape is kept as it stands, and the first such line's position among
-/// the held lines returned beside them.
-pub(crate) fn unpack(held: Vec<u8>) -> (Vec<u8>, Option<usize>) {
-    let starts = || {
-        std::iter::once(0).chain(
-            memchr::memchr_iter(b'\n', &held)
-                .map(|at| at + 1)
-                .filter(|&at| at < held.len()),
-        )
-    };
-    let packed = starts().filter(|&at| held.get(at) == Some(&b'[')).count();
-    if packed == 0 {
-        return (held, None);
-    }
-    let mut out = Vec::with_capacity(held.len() + packed * PACKED_OFF);
-    let mut bad = None;
-    for (at, start) in starts().enumerate() {
-        let end = memchr::memchr(b'\n', &held[start..]).map_or(held.len(), |n| start + n);
-        if !unpack_line(&held[start..end], &mut out) {
+/// True when a line of `held` starts as a packed one.
+pub(crate) fn any_packed(held: &[u8]) -> bool {
+    held.first() == Some(&b'[') || memchr::memmem::find(held, b"\n[").is_some()
+}
+
+/// Reads the held lines from `reader` to its end into `out`, `\n` after
+/// each that had one, every packed one unpacked ([`unpack_line`]). The
+/// first line that starts as a packed one but is not (kept as it stands):
+/// its position among the held lines.
+///
+/// # Errors
+/// When `reader` fails.
+pub(crate) fn unpack(
+    reader: &mut dyn std::io::BufRead,
+    out: &mut Vec<u8>,
+) -> std::io::Result<Option<usize>> {
+    let (mut line, mut at, mut bad) = (Vec::new(), 0, None);
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(bad);
+        }
+        let (body, newline) = match line.strip_suffix(b"\n") {
+            Some(body) => (body, true),
+            None => (&line[..], false),
+        };
+        if !unpack_line(body, out) {
             bad = bad.or(Some(at));
         }
-        if end < held.len() {
+        if newline {
             out.push(b'\n');
         }
+        at += 1;
     }
-    (out, bad)
 }
 
 /// Appends `line` (without its newline) to `out`, unpacked if packed;
@@ -121,14 +129,11 @@ fn unpacked_bytes(line: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let (kind, after) = (&inner[..quote], inner[quote + 1..].strip_prefix(b",\"")?);
     let quote = memchr::memchr(b'"', after)?;
     let (instance, rest) = (&after[..quote], after[quote + 1..].strip_prefix(b",")?);
-    // Neither name holds a quote (each ends at the first); a backslash
-    // would escape the quote written after it.
-    let plain = |name: &[u8]| memchr::memchr(b'\\', name).is_none();
     (plain(kind) && plain(instance) && !rest.is_empty()).then_some((kind, rest, instance))
 }
 
 /// How many bytes longer a line is than its packed form.
-pub(crate) const PACKED_OFF: usize =
+const PACKED_OFF: usize =
     BEFORE_KIND.len() + AFTER_KIND.len() + BEFORE_INSTANCE.len() + END.len() - "[\"\",\"\",]".len();
 
 #[cfg(test)]
@@ -137,6 +142,13 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+
+    /// `held` unpacked, and its first bad line.
+    fn unpack(held: Vec<u8>) -> (Vec<u8>, Option<usize>) {
+        let mut out = Vec::new();
+        let bad = super::unpack(&mut &held[..], &mut out).unwrap();
+        (out, bad)
+    }
 
     fn packed(line: &str) -> String {
         let mut out = Vec::new();
