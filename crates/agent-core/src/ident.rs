@@ -143,6 +143,9 @@ impl std::str::FromStr for Instance {
 
 /// Why `id` is not a valid instance id (R2), if it is not.
 fn refusal(id: &str) -> Option<&'static str> {
+    if plainly_valid(id) {
+        return None;
+    }
     let separator = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if id.is_empty() {
         Some("it is empty")
@@ -155,6 +158,21 @@ fn refusal(id: &str) -> Option<&'static str> {
         Some("it starts or ends with a blank")
     } else {
         None
+    }
+}
+
+/// True for most ids, told without decoding characters: printable ASCII,
+/// at most [`MAX_INSTANCE_CHARS`] bytes, no blank at either end. Every such
+/// id is one [`refusal`] accepts.
+fn plainly_valid(id: &str) -> bool {
+    match id.as_bytes() {
+        [first, .., last] | [first @ last] => {
+            id.len() <= MAX_INSTANCE_CHARS
+                && *first != b' '
+                && *last != b' '
+                && id.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        }
+        [] => false,
     }
 }
 
@@ -240,5 +258,33 @@ mod tests {
             Instance::new("employee_A").unwrap().to_string(),
             "employee_A"
         );
+    }
+
+    /// The rule spelled out, character by character: what [`refusal`]
+    /// answers whether or not its quick test takes the id.
+    fn refusal_by_characters(id: &str) -> bool {
+        let chars: Vec<char> = id.chars().collect();
+        let separator = |c: &char| c.is_control() || *c == '\u{2028}' || *c == '\u{2029}';
+        chars.is_empty()
+            || chars.len() > MAX_INSTANCE_CHARS
+            || chars.iter().any(separator)
+            || chars.first().is_some_and(|c| c.is_whitespace())
+            || chars.last().is_some_and(|c| c.is_whitespace())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn r2_the_quick_test_accepts_only_ids_the_rule_accepts(
+            id in proptest::prop_oneof![
+                "[ -~]{0,130}",
+                "[ \t\n\u{7f}-\u{a0}a-c\u{2028}\u{3000}é]{0,6}",
+                proptest::string::string_regex("[ -~]{127,129}").unwrap(),
+            ]
+        ) {
+            proptest::prop_assert_eq!(refusal(&id).is_some(), refusal_by_characters(&id), "{:?}", id);
+            if plainly_valid(&id) {
+                proptest::prop_assert!(!refusal_by_characters(&id), "{:?}", id);
+            }
+        }
     }
 }

@@ -16,8 +16,9 @@ use std::thread::JoinHandle;
 /// below it, starting the thread costs more than it saves.
 pub(crate) const CHAINED_APART_FROM: usize = 1 << 20;
 
-/// Lines are sent in batches of about this many bytes.
-const BATCH: usize = 64 << 10;
+/// Lines are sent in batches of about this many bytes: each wakes the
+/// thread, which costs a system call or two, so a batch is large.
+pub(crate) const BATCH: usize = 256 << 10;
 
 /// Lines given at once past this size are chained where they are, not
 /// copied ([`ChainThread::give`]): a batch is at most this much over
@@ -68,6 +69,10 @@ impl ChainThread {
         if lines.len() > COPIED_AT_MOST {
             let head = chain_lines(self.finish()?, lines);
             return ChainThread::start(head);
+        }
+        if self.batch.is_empty() && lines.len() >= BATCH {
+            self.sender.send(lines.to_vec()).ok()?;
+            return Some(self);
         }
         self.batch.extend_from_slice(lines);
         if self.batch.len() < BATCH {

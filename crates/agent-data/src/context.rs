@@ -224,7 +224,22 @@ impl Context {
     /// for those to come), and the instance `id`; `None` when R2 refuses
     /// either. For [`Context::add_interned_layer`].
     pub(crate) fn identity_named(&mut self, kind: &str, id: &str) -> Option<(Kind, Instance)> {
+        self.identity_named_after(kind, id, &mut None)
+    }
+
+    /// [`Context::identity_named`] in a run of lines, `recent` the kind the
+    /// last of them named (kept up to date here): a run mostly names one
+    /// kind, then found without a lookup.
+    pub(crate) fn identity_named_after(
+        &mut self,
+        kind: &str,
+        id: &str,
+        recent: &mut Option<Kind>,
+    ) -> Option<(Kind, Instance)> {
         let instance = id.parse().ok()?;
+        if let Some(known) = recent.as_ref().filter(|known| known.as_str() == kind) {
+            return Some((known.clone(), instance));
+        }
         let kind = match self.kinds.get(kind) {
             Some(known) => known.clone(),
             None => {
@@ -233,6 +248,7 @@ impl Context {
                 kind
             }
         };
+        *recent = Some(kind.clone());
         Some((kind, instance))
     }
 

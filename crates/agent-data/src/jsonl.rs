@@ -2,7 +2,7 @@
 //! first (a loader may take it unread, D81), then parsed and handed over;
 //! a torn last line is told apart from a bad one.
 
-use crate::chained::{CHAINED_APART_FROM, ChainThread};
+use crate::chained::{BATCH, CHAINED_APART_FROM, ChainThread};
 use crate::load::{Checked, Extended, Position, Warning, parse_compact, too_deep};
 use crate::{Context, Error, Message, Result};
 use agent_core::json::Value;
@@ -67,27 +67,34 @@ impl Loading {
     }
 
     /// The loaded context, its chain joined again.
-    pub(crate) fn finish(self) -> Context {
+    pub(crate) fn finish(mut self) -> Context {
+        self.give_chain(0);
         let mut context = self.context;
         let head = self.chain.and_then(ChainThread::finish);
         context.log.rejoin_chain(head);
         context
     }
 
-    /// Gives the lines sealed since the last call to the chain's thread;
-    /// if it is gone, the log is chained when the load finishes.
+    /// Gives the lines sealed since the last call to the chain's thread
+    /// once they make a batch, so a line costs no call of its own; if the
+    /// thread is gone, the log is chained when the load finishes.
     fn feed_chain(&mut self) {
+        self.give_chain(BATCH);
+    }
+
+    /// Gives the lines sealed since they were last given, if there are
+    /// `at_least` bytes of them (and any).
+    fn give_chain(&mut self, at_least: usize) {
+        let lines = self.context.log.jsonl();
+        let fresh = lines.get(self.chained_to..).unwrap_or_default();
+        if fresh.is_empty() || fresh.len() < at_least {
+            return;
+        }
         let Some(chain) = self.chain.take() else {
             return;
         };
-        let lines = self.context.log.jsonl();
-        let fresh = lines.get(self.chained_to..).unwrap_or_default();
         self.chained_to = lines.len();
-        self.chain = if fresh.is_empty() {
-            Some(chain)
-        } else {
-            chain.give(fresh)
-        };
+        self.chain = chain.give(fresh);
     }
 }
 

@@ -343,11 +343,13 @@ pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
 fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<Loaded> {
     let mut context = Context::new();
     context.layers.reserve(bytes / SHORTEST_INSTANCE_LINE);
+    context.log.reserve(bytes);
     let start = Position::default();
     let mut loading = Loading::new(context, bytes);
     let read = read_jsonl(reader, source, start, &mut loading)?;
     let mut context = loading.finish();
     context.compact();
+    context.log.shrink_to_fit();
     if context.layers.len() < context.layers.capacity() / 4 {
         // Few layers for the input's size (a long log of few kinds): the
         // room made for many is given back.

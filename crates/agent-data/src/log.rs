@@ -45,6 +45,10 @@ pub(crate) struct Log {
 
 const NO_LAYER: u32 = u32::MAX;
 
+/// A short line of input, with its newline (`{"type":"s","v":1}` is 19):
+/// [`Log::reserve`] makes room for one entry per this many bytes.
+const SHORTEST_LINE: usize = 20;
+
 impl Log {
     /// Number of messages, held or not.
     pub(crate) fn len(&self) -> usize {
@@ -91,6 +95,26 @@ impl Log {
             head,
             apart_from: None,
         })
+    }
+
+    /// Makes room for about `bytes` of input's lines at once, so a large
+    /// load does not copy its text at every doubling. A line normalises to
+    /// more than its input (a shorthand gains its `"type":"data"` and
+    /// `"data":{…}`), so half as much again is asked for; memory not
+    /// written to is not resident, and [`Log::shrink_to_fit`] gives the
+    /// rest back. Nothing is reserved if the room cannot be had.
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        let _ = self.jsonl.try_reserve(bytes.saturating_add(bytes / 2));
+        let lines = bytes / SHORTEST_LINE;
+        let _ = self.ends.try_reserve(lines);
+        let _ = self.layers.try_reserve(lines);
+    }
+
+    /// Gives back the room [`Log::reserve`] made and no line used.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.jsonl.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.layers.shrink_to_fit();
     }
 
     /// Adds the entry of the line that ends `jsonl`.

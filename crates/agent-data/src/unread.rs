@@ -19,12 +19,27 @@ use agent_core::json::CompactObject;
 static INSTANCE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_instance\":"));
 
+/// True when `line` may have an `_instance` member: certainly when it
+/// ends with one, as this library writes it, told from the end without a
+/// search; otherwise when `"_instance":` is anywhere in it.
+fn names_an_instance(line: &str) -> bool {
+    const KEY: &[u8] = b",\"_instance\":\"";
+    let ends_with_one = line
+        .as_bytes()
+        .strip_suffix(b"\"}")
+        .and_then(|before| memchr::memrchr(b'"', before).map(|quote| &before[..=quote]))
+        .is_some_and(|before| before.ends_with(KEY));
+    ends_with_one || INSTANCE_KEY.find(line.as_bytes()).is_some()
+}
+
 /// What loading reuses from line to line for [`Context::push_unread`].
 #[derive(Debug, Default)]
 pub(crate) struct Unread {
     object: CompactObject,
     /// A shorthand's normalised text.
     text: String,
+    /// The kind the last line taken named.
+    kind: Option<agent_core::Kind>,
 }
 
 impl Context {
@@ -63,7 +78,7 @@ impl Context {
         } else {
             MAX_DEPTH
         };
-        if INSTANCE_KEY.find(line.as_bytes()).is_none() || !unread.object.read(line, limit) {
+        if !names_an_instance(line) || !unread.object.read(line, limit) {
             return false;
         }
         let identity = match shorthand {
@@ -73,7 +88,8 @@ impl Context {
         let Some((kind, instance)) = identity else {
             return false;
         };
-        let Some((kind, instance)) = self.identity_named(kind, instance) else {
+        let Some((kind, instance)) = self.identity_named_after(kind, instance, &mut unread.kind)
+        else {
             return false;
         };
         let (hash, found) = self.find_layer(&kind, Some(&instance));
@@ -173,4 +189,42 @@ pub(crate) fn plain_string(text: &str) -> Option<&str> {
     text.strip_prefix('"')?
         .strip_suffix('"')
         .filter(|inner| !inner.contains('\\'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The look at a line's end answers as the search does, for lines
+        /// built from the pieces that make either answer likely.
+        #[test]
+        fn d81_telling_an_instance_from_the_end_answers_as_the_search(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "{", "}", "\"", ",", ":", "\\", "a", "\"_instance\":", ",\"_instance\":\"", "\"}",
+                ]),
+                0..12,
+            )
+        ) {
+            let line: String = pieces.concat();
+            proptest::prop_assert_eq!(
+                names_an_instance(&line),
+                INSTANCE_KEY.find(line.as_bytes()).is_some(),
+                "{}", line
+            );
+        }
+    }
+
+    #[test]
+    fn d81_a_line_ending_with_its_instance_is_told_without_a_search() {
+        assert!(names_an_instance(
+            r#"{"type":"state","v":1,"_instance":"i1"}"#
+        ));
+        assert!(names_an_instance(
+            r#"{"type":"data","_instance":"i1","data":1}"#
+        ));
+        assert!(!names_an_instance(r#"{"type":"state","v":"_instance"}"#));
+        assert!(!names_an_instance(r#"{"type":"state","v":1}"#));
+    }
 }
