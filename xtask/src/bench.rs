@@ -52,13 +52,15 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 
 /// The ratio each workload with a target should stay at or under: above
 /// it, a path costs more than its baseline explains. W2, W3, W4 and W6
-/// are held to 1.5, opening and rendering near parsing and printing (W2
-/// cannot reach it while an append writes and chains a text line:
-/// `W2-line-and-digest-vs-inplace` is that part alone).
+/// are held to 1.5: appending near a write that keeps the same record,
+/// opening and rendering near parsing and printing. An append is judged
+/// against the write in place with its line written and chained (D88):
+/// `W2-append-vs-inplace` is printed, not judged, as a bare write keeps
+/// no record (`W2-line-and-digest-vs-inplace` is the record alone).
 const TARGETS: [(&str, f64); 17] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
-    ("W2-append-vs-inplace", 1.5),
+    ("W2-append-vs-recorded-inplace", 1.5),
     ("W3-render-vs-serde", 1.5),
     ("W4-load-vs-serde", 1.5),
     ("W6-load-instances-vs-parse", 1.5),
