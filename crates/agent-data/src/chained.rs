@@ -51,7 +51,7 @@ impl ChainThread {
             .spawn(move || chain(head, &receiver))
             .ok()?;
         Some(ChainThread {
-            batch: Vec::with_capacity(BATCH * 2),
+            batch: Vec::new(),
             sender,
             worker,
         })
@@ -78,7 +78,7 @@ impl ChainThread {
         if self.batch.len() < BATCH {
             return Some(self);
         }
-        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH * 2));
+        let full = std::mem::take(&mut self.batch);
         self.sender.send(full).ok()?;
         Some(self)
     }

@@ -342,14 +342,19 @@ pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
 /// used is given back.
 fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<Loaded> {
     let mut context = Context::new();
-    context.layers.reserve(bytes / SHORTEST_INSTANCE_LINE);
+    // At most the room of a few million layers on a hint alone: the table
+    // writes its control bytes when made, and a planted length is not
+    // lines read.
+    context
+        .layers
+        .reserve((bytes / SHORTEST_INSTANCE_LINE).min(MOST_LAYERS_RESERVED));
     context.log.reserve(bytes);
     let start = Position::default();
     let mut loading = Loading::new(context, bytes);
     let read = read_jsonl(reader, source, start, &mut loading)?;
     let mut context = loading.finish();
     context.compact();
-    context.log.shrink_to_fit();
+    context.log.give_back_excess();
     if context.layers.len() < context.layers.capacity() / 4 {
         // Few layers for the input's size (a long log of few kinds): the
         // room made for many is given back.
@@ -467,6 +472,11 @@ impl Context {
 /// newline (`{"type":"data","kind":"item","data":{"n":1},"_instance":"i1"}`
 /// is 62): loading `n` bytes makes room for `n` / this many layers at once.
 const SHORTEST_INSTANCE_LINE: usize = 64;
+
+/// The most layers a size hint makes room for at once (about 4 MB of the
+/// table's control bytes written); a larger input grows the map as it
+/// reads.
+const MOST_LAYERS_RESERVED: usize = 1 << 22;
 
 /// Parses one JSON document at most `limit` deep (on failure `too_deep`
 /// places a depth fault); errors report lines shifted by `first_line`.

@@ -285,7 +285,8 @@ impl Context {
     /// end: each held line goes into the log's buffer as it is read
     /// (unpacked, D87), so opening holds the snapshot's lines once and no
     /// whole copy of the snapshot. `size` is what the snapshot's length is
-    /// thought to be (it sizes the buffer; 0 if not known).
+    /// thought to be, header included (it sizes the buffer; 0 if not
+    /// known).
     ///
     /// # Errors
     /// [`Error::Snapshot`] as [`Context::from_snapshot`], and when `reader`
@@ -300,7 +301,9 @@ impl Context {
         if header.last() != Some(&b'\n') {
             return Err(invalid("EOF while parsing its header".to_owned()));
         }
-        restore_read(read_header(&header)?, reader, size)
+        // The held lines are what follows the header.
+        let held = size.saturating_sub(header.len());
+        restore_read(read_header(&header)?, reader, held)
     }
 
     /// [`Context::from_snapshot`] taking the snapshot's bytes: held
