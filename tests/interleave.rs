@@ -8,9 +8,10 @@
 //! the baseline back to back (about [`BATCH`] each), so whatever load the
 //! machine has in that fraction of a second weighs on both, and the
 //! round's ratio is nearly free of it; rounds whose load changed midway
-//! land in the tails, which the median ignores. Which side goes first
-//! alternates (AB, BA, AB, …) so neither always runs in the other's wake
-//! (caches, CPU frequency). The caller reports the per-round ratios;
+//! land in the tails, which the median ignores. A round runs ours, the
+//! baseline twice, ours again (A B B A), so each batch follows one of its
+//! own side and one of the other (caches, CPU frequency, the allocator's
+//! free memory). The caller reports the per-round ratios;
 //! `cargo xtask bench` turns them into a median and a spread and says
 //! when the spread is too wide to judge (decision D51).
 
@@ -61,6 +62,13 @@ fn batch_for(one: Duration) -> usize {
 /// iteration each (which also sizes the batches). Each closure runs one
 /// iteration and returns the time it counts, so set-up it does inside
 /// (say, cloning the input a write consumes) can stay out of the timing.
+///
+/// A round runs four batches, ours, the baseline, the baseline, ours:
+/// round after round (A B B A A B B A …) every batch follows one of its
+/// own side and one of the other, so what one side leaves behind (caches,
+/// the allocator's free memory) weighs on both alike. With one batch each
+/// and the order turning every round, W3's rounds alternated between
+/// about 0.5 and 1.6 with the order, and their median moved with it.
 pub fn interleave(
     rounds: usize,
     mut ours: impl FnMut() -> Duration,
@@ -74,17 +82,19 @@ pub fn interleave(
         batch: batch_for(base()),
         ..Side::default()
     };
-    for round in 0..rounds {
-        for first in [round % 2 == 0, round % 2 != 0] {
-            let (side, run): (&mut Side, &mut dyn FnMut() -> Duration) = if first {
-                (&mut a, &mut ours)
+    for _ in 0..rounds {
+        let (mut ours_took, mut base_took) = (Duration::ZERO, Duration::ZERO);
+        for is_ours in [true, false, false, true] {
+            if is_ours {
+                ours_took += (0..a.batch).map(|_| ours()).sum::<Duration>();
             } else {
-                (&mut b, &mut base)
-            };
-            let total: Duration = (0..side.batch).map(|_| run()).sum();
-            side.per_round
-                .push(total.as_nanos() as f64 / side.batch as f64);
+                base_took += (0..b.batch).map(|_| base()).sum::<Duration>();
+            }
         }
+        a.per_round
+            .push(ours_took.as_nanos() as f64 / (2 * a.batch) as f64);
+        b.per_round
+            .push(base_took.as_nanos() as f64 / (2 * b.batch) as f64);
     }
     (a, b)
 }
