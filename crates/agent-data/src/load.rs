@@ -132,7 +132,8 @@ impl Context {
     }
 
     /// Reads and loads a file, detecting its format (see
-    /// [`Format::detect_file`]). JSONL is streamed line by line.
+    /// [`Format::detect_file`]). JSONL is streamed line by line, sized by
+    /// the file's length (as [`Context::load_jsonl_reader_sized`]).
     ///
     /// # Errors
     /// As [`Context::load`], and [`Error::Io`] when `path` cannot be read.
@@ -144,9 +145,15 @@ impl Context {
         match Format::detect_file(path).map_err(io)? {
             Format::Jsonl => {
                 let file = std::fs::File::open(path).map_err(io)?;
-                load_jsonl(
+                // The file's length sizes the load (a hint: a wrong one costs
+                // time or room, never a different context).
+                let size = file
+                    .metadata()
+                    .map_or(0, |meta| usize::try_from(meta.len()).unwrap_or(usize::MAX));
+                load_jsonl_sized(
                     std::io::BufReader::with_capacity(1 << 16, file),
                     &path.display().to_string(),
+                    size,
                 )
             }
             Format::Json => load_json(&std::fs::read(path).map_err(io)?),

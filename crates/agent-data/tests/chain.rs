@@ -240,6 +240,19 @@ fn r34e_a_load_of_many_batches_chained_on_a_second_thread_has_the_head_of_its_me
 }
 
 #[test]
+fn r34e_a_large_file_loads_with_the_head_and_lines_of_its_messages() {
+    let text = many_lines();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let from_file = Context::load_file(&path).unwrap().context;
+    let (_, plain) = loaded_large_and_plain(&text);
+    assert_eq!(from_file.to_jsonl(), plain.to_jsonl());
+    assert_eq!(from_file.head(), plain.head());
+    assert_eq!(from_file.head(), recomputed(&from_file));
+}
+
+#[test]
 fn r34e_a_large_load_that_fails_part_way_fails_as_a_small_one() {
     let mut text = many_lines();
     text.push_str("{\"type\":\"text\",\"text\":\n");
