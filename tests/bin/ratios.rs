@@ -146,12 +146,11 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
     // makes the in-place writes about twice as slow, as they are read from
     // memory the cache no longer holds; that would flatter the append,
     // which reads them there, so the baselines read them packed.)
-    let owned: Vec<Path> = messages
+    let paths: Vec<Path> = messages
         .iter()
         .filter_map(Message::as_data)
         .map(|d| d.destination().clone())
         .collect();
-    let paths: Vec<&Path> = owned.iter().collect();
     let ops: Vec<(Method, Value)> = messages
         .iter()
         .filter_map(Message::as_data)
@@ -167,15 +166,14 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
         .collect();
     assert_eq!(ops.len(), messages.len(), "every W2 message writes");
     assert_eq!(objects.len(), messages.len());
-    let append = || {
-        timed_before_drop(|| {
-            let mut ctx = Context::new();
-            for m in &messages {
-                ctx.append(m).unwrap();
-            }
-            ctx
-        })
+    let append_all = || {
+        let mut ctx = Context::new();
+        for m in &messages {
+            ctx.append(m).unwrap();
+        }
+        ctx
     };
+    let append = || timed_before_drop(append_all);
     // The record an append keeps, made the same way: every line written
     // after the last into one text, each chained.
     let record = |log: &mut String, head: Digest, object: &json::Map| {
@@ -190,14 +188,12 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
     for object in &objects {
         head = record(&mut log, head, object);
     }
-    let mut appended = Context::new();
-    for m in &messages {
-        appended.append(m).unwrap();
-    }
-    let kept: String = (0..messages.len())
-        .map(|i| format!("{}\n", appended.message_json(i).unwrap()))
-        .collect();
-    assert_eq!(log, kept, "the baseline's record is the context's lines");
+    let appended = append_all();
+    assert_eq!(
+        log,
+        appended.to_jsonl(),
+        "the baseline's record is the context's lines"
+    );
     assert_eq!(head, appended.head(), "and its chain the context's");
     let inplace = || {
         let ops = ops.clone();

@@ -75,15 +75,11 @@ impl Loading {
         context
     }
 
-    /// Gives the lines sealed since the last call to the chain's thread
-    /// once they make a batch, so a line costs no call of its own; if the
-    /// thread is gone, the log is chained when the load finishes.
-    fn feed_chain(&mut self) {
-        self.give_chain(BATCH);
-    }
-
-    /// Gives the lines sealed since they were last given, if there are
-    /// `at_least` bytes of them (and any).
+    /// Gives the chain's thread the lines sealed since they were last
+    /// given, if there are `at_least` bytes of them (and any): while
+    /// loading, a batch ([`BATCH`]), so a line costs no call of its own;
+    /// at the end, the rest. If the thread is gone, the log is chained
+    /// when the load finishes.
     fn give_chain(&mut self, at_least: usize) {
         let lines = self.context.log.jsonl();
         let fresh = lines.get(self.chained_to..).unwrap_or_default();
@@ -103,7 +99,7 @@ impl Lines for Loading {
         let taken = self.context.push_unread(text, &mut self.unread);
         if taken {
             self.context.compact_behind(&mut self.compacted);
-            self.feed_chain();
+            self.give_chain(BATCH);
         }
         taken
     }
@@ -118,7 +114,7 @@ impl Lines for Loading {
         self.context
             .push_value(value, (index, Some(line)), text, &mut self.scratch)?;
         self.context.compact_behind(&mut self.compacted);
-        self.feed_chain();
+        self.give_chain(BATCH);
         Ok(())
     }
 }
