@@ -1,6 +1,8 @@
 //! The layering rule. The layers form a tree over agent-data, not a line:
 //! agent-store, agent-vars and agent-render each build on agent-data alone
-//! and never see each other; agent-output joins store and vars. Each crate
+//! and never see each other. The layers that write (agent-output and all
+//! above it) write through agent-data's append seam and never see
+//! agent-store, which only the worker and the two tops build on. Each crate
 //! names the crates it builds on directly ([`LAYERS`]); it may depend on
 //! those and, transitively, on everything they may depend on — nothing else
 //! in the workspace.
@@ -10,18 +12,19 @@ use std::process::Command;
 
 /// Each layer and the layers it builds on directly, bottom first
 /// (drawn in docs/architecture.md).
-pub(crate) const LAYERS: [(&str, &[&str]); 12] = [
-    ("agent-core", &[]),
+pub(crate) const LAYERS: [(&str, &[&str]); 13] = [
+    ("agent-json", &[]),
+    ("agent-core", &["agent-json"]),
     ("agent-data", &["agent-core"]),
     ("agent-store", &["agent-data"]),
     ("agent-vars", &["agent-data"]),
     ("agent-render", &["agent-data"]),
-    ("agent-output", &["agent-store", "agent-vars"]),
+    ("agent-output", &["agent-vars"]),
     ("agent-instancing", &["agent-output"]),
     ("agent-plan", &["agent-output"]),
-    // Many workers on one stored plan: the only layer above agent-store
-    // that needs a database client.
-    ("agent-worker", &["agent-plan"]),
+    // Many workers on one stored plan: the only layer that needs both a
+    // plan and a store (and a database client).
+    ("agent-worker", &["agent-plan", "agent-store"]),
     ("agent-loop", &["agent-plan", "agent-render"]),
     // The facade for library users and the binary: two tops, side by side.
     (
@@ -201,6 +204,21 @@ mod tests {
             ["agent-plan depends on the database client postgres"]
         );
         assert!(clients_in("agent-plan", "agent-plan v0.1.0\nrayon v1.10.0\n").is_empty());
+    }
+
+    #[test]
+    fn the_layers_that_write_never_see_the_store() {
+        for layer in [
+            "agent-output",
+            "agent-instancing",
+            "agent-plan",
+            "agent-loop",
+        ] {
+            let allowed = allowed(layer);
+            assert!(allowed.contains(&"agent-data"), "{layer}: {allowed:?}");
+            assert!(!allowed.contains(&"agent-store"), "{layer}: {allowed:?}");
+        }
+        assert!(allowed("agent-worker").contains(&"agent-store"));
     }
 
     #[test]

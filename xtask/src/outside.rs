@@ -1,4 +1,4 @@
-//! The crates under `tests/outside/`: each its own workspace, built apart
+//! The crates outside the workspace: each its own workspace, built apart
 //! from ours so that its dependencies' features are not unified with the
 //! workspace's (D66).
 //!
@@ -8,13 +8,18 @@
 //! - `one-layer`: a user's crate depending on agent-data alone (no schemas)
 //!   with its `proptest` feature, property-testing merge semantics with the
 //!   exported strategies and reference model (D67);
-//! - `json-oracle`: `agent_core::json` against serde_json with the exact and
-//!   ordered features it replaced (D58), which only this build turns on.
+//! - `crates/agent-json/oracle`: agent-json against serde_json with the
+//!   exact and ordered features it replaced (D58), which only this build
+//!   turns on.
 
 use crate::cargo;
 
-/// The crates, run in this order.
-const CRATES: [&str; 3] = ["downstream", "one-layer", "json-oracle"];
+/// The crates, by directory from the workspace root, run in this order.
+const CRATES: [&str; 3] = [
+    "tests/outside/downstream",
+    "tests/outside/one-layer",
+    "crates/agent-json/oracle",
+];
 
 /// Tests each crate with its own lockfile, in a target directory of their
 /// own under ours.
@@ -22,12 +27,8 @@ pub(crate) fn check() -> Result<(), String> {
     let root = crate::workspace_root()?;
     let target = root.join("target").join("outside");
     let target = target.to_str().ok_or("the target directory is not UTF-8")?;
-    for name in CRATES {
-        let manifest = root
-            .join("tests")
-            .join("outside")
-            .join(name)
-            .join("Cargo.toml");
+    for dir in CRATES {
+        let manifest = root.join(dir).join("Cargo.toml");
         let manifest = manifest.to_str().ok_or("the manifest path is not UTF-8")?;
         cargo(
             &[

@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 
 /// The library crates whose API is kept (agent-cli is a binary).
-const CRATES: [&str; 11] = [
+const CRATES: [&str; 12] = [
+    "agent-json",
     "agent-core",
     "agent-data",
     "agent-store",

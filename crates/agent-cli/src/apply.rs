@@ -3,8 +3,8 @@
 use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored};
 use crate::keyed::Noting;
+use agent_data::{Append, AppendKey, KeyedAppend};
 use agent_output::{Call, Outcome};
-use agent_store::{Append, AppendKey, KeyedAppend};
 
 /// The arguments of `agentctx apply`.
 #[derive(clap::Args)]

@@ -3,8 +3,9 @@
 
 use crate::Failure;
 use crate::input::AnyStore;
+use agent_data::{Append, AppendError, AppendKey, Build, Once};
 use agent_data::{Context, Message};
-use agent_store::{Append, AppendKey, Build, Once, Result, Stored};
+use agent_store::Stored;
 use std::ops::Range;
 
 /// What `--key` says in every command's help.
@@ -28,7 +29,10 @@ impl<'a> Noting<'a> {
     /// Checks that the store keeps keys before anything is run (an empty
     /// append with a key appends nothing and records nothing), then wraps
     /// it.
-    pub(crate) fn new(stored: &'a mut Stored<AnyStore>, key: &AppendKey) -> Result<Self, Failure> {
+    pub(crate) fn new(
+        stored: &'a mut Stored<AnyStore>,
+        key: &AppendKey,
+    ) -> std::result::Result<Self, Failure> {
         stored.append_once(&[], key).map_err(Failure::invalid)?;
         Ok(Noting {
             stored,
@@ -60,15 +64,15 @@ impl Append for Noting<'_> {
         self.stored.context()
     }
 
-    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>, AppendError> {
         self.stored.append_all(messages)
     }
 
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
         self.stored.append_built(build)
     }
 
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
+    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once, AppendError> {
         let once = self.stored.append_once(messages, key)?;
         if once.is_already() {
             self.already.push(key.clone());

@@ -143,7 +143,7 @@ enum Command {
         messages: String,
         #[arg(long, value_name = "KEY", value_parser = keyed::parse_key, long_help = keyed::HELP)]
         /// Append at most once per KEY (see --help).
-        key: Option<agent_store::AppendKey>,
+        key: Option<agent_data::AppendKey>,
     },
     /// Copy every message of FROM into TO, which must be missing or empty;
     /// every field, key order and number arrives as it was.

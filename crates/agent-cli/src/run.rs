@@ -4,10 +4,10 @@ use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_stored};
 use crate::keyed::Noting;
 use agent_core::{json, json::Value};
+use agent_data::Append as _;
 use agent_data::Context;
 use agent_output::SystemClock;
 use agent_plan::{Activities, Plan, Progress, Report, Status};
-use agent_store::Append as _;
 use std::io::IsTerminal;
 
 /// The arguments of `agentctx run`.
@@ -37,7 +37,7 @@ pub(crate) struct RunArgs {
     /// (see --help).
     #[arg(long, value_name = "KEY", requires = "write", value_parser = crate::keyed::parse_key,
           long_help = RUN_KEY_HELP)]
-    key: Option<agent_store::AppendKey>,
+    key: Option<agent_data::AppendKey>,
     /// The write time for `_date` (RFC 3339); default: now.
     #[arg(long)]
     date: Option<String>,

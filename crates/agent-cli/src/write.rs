@@ -5,8 +5,8 @@ use crate::Failure;
 use crate::input::{Reading, json_arg, load_context, open_store, open_stored};
 use crate::keyed::Noting;
 use agent_core::json::Value;
+use agent_data::{Append, AppendKey};
 use agent_data::{Context, Format, Message};
-use agent_store::{Append, AppendKey};
 
 /// `agentctx append CONTEXT MESSAGES`: MESSAGES is a JSON object, a JSON
 /// array of them, or `@file` holding a JSON array or JSONL. They are

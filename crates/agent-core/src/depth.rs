@@ -11,8 +11,9 @@
 
 use crate::json::Value;
 
-/// How deep one message may nest, its own object counted (R33).
-pub const MAX_DEPTH: usize = 128;
+/// How deep one message may nest, its own object counted (R33): the JSON
+/// reader's own limit ([`json::MAX_DEPTH`](crate::json::MAX_DEPTH)).
+pub const MAX_DEPTH: usize = agent_json::MAX_DEPTH;
 
 /// A value that nests deeper than a limit (R33).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -22,45 +23,9 @@ pub struct TooDeep {
     pub limit: usize,
 }
 
-/// True when `value` nests at most `limit` arrays and objects deep (a
-/// scalar is 0 deep). Iterative, so it is safe on any value — including one
-/// built in memory far deeper than a parser would accept.
-///
-/// ```
-/// use agent_core::within_depth;
-/// use agent_core::json;
-/// assert!(within_depth(&json!([[1]]), 2));
-/// assert!(!within_depth(&json!([[1]]), 1));
-/// assert!(within_depth(&json!("scalar"), 0));
-/// ```
-pub fn within_depth(value: &Value, limit: usize) -> bool {
-    // One explicit stack instead of recursion; scalars are never pushed.
-    let mut stack: Vec<(&Value, usize)> = Vec::new();
-    let mut current = (value, 0);
-    loop {
-        let (value, depth) = current;
-        let children: &mut dyn Iterator<Item = &Value> = match value {
-            // A held container knows its depth: it is not read for it
-            // (D85, D86).
-            value if value.held_depth().is_some() => &mut std::iter::empty(),
-            Value::Array(items) => &mut items.iter(),
-            Value::Object(map) => &mut map.values(),
-            _ => &mut std::iter::empty(),
-        };
-        let below = match value {
-            Value::Array(_) | Value::Object(_) => value.held_depth().unwrap_or(1),
-            _ => 0,
-        };
-        if below > 0 && depth + below > limit {
-            return false;
-        }
-        stack.extend(children.filter(|v| is_container(v)).map(|v| (v, depth + 1)));
-        match stack.pop() {
-            Some(next) => current = next,
-            None => return true,
-        }
-    }
-}
+/// True when `value` nests at most `limit` arrays and objects deep (the
+/// same function as [`json::within_depth`](crate::json::within_depth)).
+pub use agent_json::within_depth;
 
 /// Drops `value` without recursion: dropping a value recurses once per
 /// level, so a value nested tens of thousands deep — which a caller can
@@ -77,17 +42,11 @@ pub use crate::json::drop_deep;
 
 /// The name of a JSON value's type as error messages say it: `null`, `a
 /// boolean`, `a number`, `a string`, `an array`, `an object`.
+/// ([`Value::type_name`] as a function).
+///
+/// ```
+/// assert_eq!(agent_core::json_type(&agent_core::json!([1])), "an array");
+/// ```
 pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn is_container(value: &Value) -> bool {
-    matches!(value, Value::Array(_) | Value::Object(_))
+    value.type_name()
 }

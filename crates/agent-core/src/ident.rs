@@ -179,7 +179,8 @@ fn plainly_valid(id: &str) -> bool {
 /// `id` as a JSON string, shortened to 40 characters: safe to print.
 fn shown(id: &str) -> String {
     let short: String = id.chars().take(40).collect();
-    let quoted = serde_json::to_string(&short).unwrap_or_default();
+    let mut quoted = String::with_capacity(short.len() + 2);
+    agent_json::write_str(&mut quoted, &short);
     if short.len() < id.len() {
         format!("{quoted}…")
     } else {

@@ -13,7 +13,7 @@
 //!   limit (R33) and its one way of counting.
 //! - [`json`](mod@json): agentctx's own JSON value — exact numbers, ordered members,
 //!   the depth limit as the reader's own check — which every layer holds
-//!   (decisions D58, D66).
+//!   (decisions D58, D66): the `agent-json` crate, re-exported.
 //! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
 //!   `_` keys the engine reads, and the name a typo most likely meant.
 //!
@@ -49,12 +49,16 @@
 mod depth;
 mod error;
 mod ident;
-pub mod json;
 mod keys;
 mod path;
 mod reference;
 mod write;
 
+/// agentctx's JSON value (the `agent-json` crate).
+#[doc(inline)]
+pub use agent_json as json;
+/// A JSON value from JSON-like syntax (the `agent-json` crate's).
+pub use agent_json::json;
 pub use depth::{MAX_DEPTH, TooDeep, drop_deep, json_type, within_depth};
 pub use error::{DisplayPath, Error, InvalidKind, Result, UnknownMethod, quoted};
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};

@@ -242,8 +242,12 @@ fn parse_bracket(text: &str, base: usize) -> Result<(Segment, usize)> {
     let (segment, len) = match bytes.first() {
         Some(b'"') => {
             let end = string_end(text).ok_or_else(|| syntax(base, "unterminated quoted key"))?;
-            let key: String = serde_json::from_str(&text[..end])
-                .map_err(|e| syntax(base, format!("invalid quoted key: {e}")))?;
+            let key = match agent_json::from_str(&text[..end]) {
+                Ok(agent_json::Value::String(key)) => key,
+                // `string_end` found a whole string: nothing else reads.
+                Ok(_) => return Err(syntax(base, "invalid quoted key")),
+                Err(e) => return Err(syntax(base, format!("invalid quoted key: {e}"))),
+            };
             (Segment::Key(key), end)
         }
         Some(b'-' | b'0'..=b'9') => {
@@ -285,8 +289,11 @@ impl fmt::Display for Segment {
             Segment::Index(i) => write!(f, "[{i}]"),
             Segment::Key(k) if !k.is_empty() && k.chars().all(is_name_char) => write!(f, ".{k}"),
             Segment::Key(k) => {
-                let quoted = serde_json::to_string(k).map_err(|_| fmt::Error)?;
-                write!(f, "[{quoted}]")
+                let mut quoted = String::with_capacity(k.len() + 4);
+                quoted.push('[');
+                agent_json::write_str(&mut quoted, k);
+                quoted.push(']');
+                f.write_str(&quoted)
             }
         }
     }

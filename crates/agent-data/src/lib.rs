@@ -34,6 +34,10 @@
 //! apply is skipped and reported by [`Context::diagnostics`]. Appends are
 //! where validation happens; a refused append changes nothing.
 //!
+//! Every layer above this one writes through [`Append`], the append seam:
+//! a [`Context`] in memory implements it, and so does a stored context
+//! (agent-store), so writing code never depends on where a context lives.
+//!
 //! Views are kept folded as messages arrive, so a read borrows and costs one
 //! traversal however long the log. The messages themselves are stored as
 //! compact JSON text (about 1.3× the size of the JSONL file in memory);
@@ -44,6 +48,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod append;
 mod builder;
 mod chain;
 mod chained;
@@ -75,6 +80,7 @@ mod unread;
 mod verbatim;
 
 pub use agent_core::{Instance, Kind, Method, Path, Reference, json};
+pub use append::{Append, AppendError, AppendKey, Build, KeyedAppend, MAX_KEY_BYTES, Once};
 pub use builder::DataMessageBuilder;
 pub use chain::{BadDigest, Digest};
 pub use check::Problem;

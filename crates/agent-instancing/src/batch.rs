@@ -4,9 +4,9 @@
 use crate::{Error, Result};
 use agent_core::json::{Map, Value};
 use agent_core::{Instance, Kind};
+use agent_data::Append;
 use agent_data::{Context, DataMessage, Message};
 use agent_output::{Call, Clock, Outcome};
-use agent_store::Append;
 use agent_vars::Resolution;
 use indexmap::IndexMap;
 #[cfg(feature = "rayon")]
@@ -30,7 +30,7 @@ pub enum Schedule {
 /// Puts each input into a new instance: one targeted `input` message per
 /// value, with ids from [`fresh_ids`](crate::fresh_ids). All are appended
 /// together, or none (R13). `target` is a [`Context`] in memory or a stored
-/// context ([`agent_store::Stored`]); there the ids are chosen against the
+/// context (agent-store's `Stored`); there the ids are chosen against the
 /// context as it is when the messages land, so writers assigning at once
 /// never share an instance. Returns the new ids and the messages appended.
 ///

@@ -13,15 +13,17 @@ pub enum Error {
     /// Writing a call's result failed.
     #[error(transparent)]
     Output(#[from] agent_output::Error),
-    /// The store failed (I/O, a full disk, contention); nothing was appended.
+    /// The append did not land for a reason other than a refusal: the
+    /// store failed (I/O, a full disk, contention) or keeps no keys.
+    /// Nothing was appended (but see the store's in-doubt error).
     #[error(transparent)]
-    Store(agent_store::Error),
+    Store(agent_data::AppendError),
 }
 
-impl From<agent_store::Error> for Error {
-    fn from(error: agent_store::Error) -> Self {
+impl From<agent_data::AppendError> for Error {
+    fn from(error: agent_data::AppendError) -> Self {
         match error {
-            agent_store::Error::Refused(refused) => Error::Data(*refused),
+            agent_data::AppendError::Refused(refused) => Error::Data(*refused),
             other => Error::Store(other),
         }
     }

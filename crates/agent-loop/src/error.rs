@@ -148,7 +148,7 @@ pub enum Error {
     /// The context could not be written: a file or database fault (the
     /// loop stops; what was committed before stays).
     #[error(transparent)]
-    Store(#[from] agent_store::Error),
+    Store(#[from] agent_data::AppendError),
     /// The context holds no valid tools, or another fault of its own.
     #[error(transparent)]
     Context(#[from] agent_data::Error),

@@ -13,11 +13,11 @@ use crate::{
 };
 use agent_core::Kind;
 use agent_core::{json, json::Value};
+use agent_data::Append;
 use agent_data::{CheckMode, Context, Message, Schema};
 use agent_output::{Call, Clock};
 use agent_plan::Activities;
 use agent_render::{RenderMode, Renderer};
-use agent_store::Append;
 
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq)]

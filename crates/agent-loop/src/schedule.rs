@@ -10,9 +10,9 @@ use crate::gate::{GateSet, only_gates, read_gates};
 use crate::turn::Rules;
 use crate::{Confirm, Tools};
 use agent_core::json::Value;
+use agent_data::Append;
 use agent_output::{Call, Clock, Outcome, apply, check_tool_schema};
 use agent_plan::{Activities, Blocker, Known, Plan, Standing, Verdict, Written, judge};
-use agent_store::Append;
 use agent_vars::Resolution;
 use std::collections::VecDeque;
 
@@ -79,7 +79,7 @@ pub(crate) fn run_plan(
     on_calls: &mut dyn FnMut(usize, usize, usize),
     confirm: &mut dyn FnMut(&Call) -> Confirm,
     early: Early,
-) -> Result<Ran, agent_store::Error> {
+) -> Result<Ran, agent_data::AppendError> {
     let tools = rules.tools;
     let n = calls.len();
     let order = plan.write_order();

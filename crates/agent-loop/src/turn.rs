@@ -9,9 +9,9 @@ use crate::guard::Guard;
 use crate::schedule::run_plan;
 use crate::{Confirm, Error, Result, Tools};
 use agent_core::json::Value;
+use agent_data::Append;
 use agent_output::{Call, Clock};
 use agent_plan::{Activities, Plan};
-use agent_store::Append;
 
 /// Dependencies between one answer's calls, in all: 10,000 calls can make
 /// 25 million (half writing a place the other half reads).

@@ -2,8 +2,8 @@
 
 use crate::{Call, Clock, Error, Outcome, Result, messages_for};
 use agent_core::json::{Map, Value};
+use agent_data::Append;
 use agent_data::{CheckMode, Context, Message, Schema};
-use agent_store::Append;
 use agent_vars::Resolution;
 
 /// Checks a call against its tool's schema (R23): the `_`-keys
@@ -128,7 +128,7 @@ fn admitting_meta_keys(tool_schema: &Value, call: &Value) -> Value {
 /// (R25), and appends them together or not at all. Returns the appended
 /// messages (none for a call without `_outputPath`, R21). `target` is a
 /// [`Context`](agent_data::Context) in memory, or a stored context
-/// ([`agent_store::Stored`]) whose append is a durable commit.
+/// (agent-store's `Stored`) whose append is a durable commit.
 ///
 /// # Errors
 ///

@@ -106,15 +106,17 @@ pub enum Error {
     /// The append was refused (type error R13, schema R25, …); nothing was appended.
     #[error(transparent)]
     Append(#[from] agent_data::Error),
-    /// The store failed (I/O, a full disk, contention); nothing was appended.
+    /// The append did not land for a reason other than a refusal: the store
+    /// failed (I/O, a full disk, contention), keeps no keys, or was given a
+    /// bad key. Nothing was appended (but see the store's in-doubt error).
     #[error(transparent)]
-    Store(agent_store::Error),
+    Store(agent_data::AppendError),
 }
 
-impl From<agent_store::Error> for Error {
-    fn from(error: agent_store::Error) -> Self {
+impl From<agent_data::AppendError> for Error {
+    fn from(error: agent_data::AppendError) -> Self {
         match error {
-            agent_store::Error::Refused(refused) => Error::Append(*refused),
+            agent_data::AppendError::Refused(refused) => Error::Append(*refused),
             other => Error::Store(other),
         }
     }

@@ -15,8 +15,8 @@
 //!   together or none (R13, R25); [`check_tool_schema`] for R23.
 //!
 //! Durable writes are not this layer's business: [`apply`] appends to any
-//! [`agent_store::Append`] — a context in memory, or a stored context whose
-//! append is a commit (agent-store).
+//! [`agent_data::Append`] — a context in memory, or a stored context whose
+//! append is a commit (agent-store's `Stored`, which this crate never sees).
 //!
 //! ```
 //! use agent_data::Context;

@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_core::{json, json::Value};
+use agent_data::Append;
 use agent_data::{Context, Error as DataError};
 use agent_output::{Call, Clock, Error, FixedClock, Outcome, OutputPath, Result};
-use agent_store::Append;
 
 // The crate's functions, given a call as the model wrote it: parsed here,
 // so a call's parse errors are part of what each rule test sees.

@@ -346,7 +346,7 @@ pub enum Written<T> {
     /// The store failed: nothing of the call is in the log, so the call has
     /// not failed — the run stops, and the call is run again by whoever
     /// runs the plan next.
-    StoreFailed(agent_store::Error),
+    StoreFailed(agent_data::AppendError),
 }
 
 impl<T> Written<T> {

@@ -6,8 +6,8 @@ use crate::{Activities, CallReport, Plan, Report, Status, Taken};
 use agent_core::Reference;
 use agent_core::json::Value;
 use agent_data::Message;
+use agent_data::{Append, AppendKey, KeyedAppend};
 use agent_output::{Clock, Outcome};
-use agent_store::{Append, AppendKey, KeyedAppend};
 #[cfg(feature = "rayon")]
 use rayon::prelude::*;
 #[cfg(not(feature = "rayon"))]
@@ -44,7 +44,7 @@ impl Plan {
     /// known.
     ///
     /// `target` is a [`Context`](agent_data::Context) in memory, or a
-    /// stored context ([`agent_store::Stored`]): then each result is
+    /// stored context (agent-store's `Stored`): then each result is
     /// committed as it is written — validated against the stored context as
     /// it is then, other writers' appends included — and later calls read
     /// what it holds. When the store fails (not a refusal: the disk is

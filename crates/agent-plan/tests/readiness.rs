@@ -4,10 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 use agent_core::{json, json::Value};
+use agent_data::{Append, AppendError, Build};
 use agent_data::{Context, Message};
 use agent_output::FixedClock;
 use agent_plan::{Activities, Known, Plan, Standing, Status, standings};
-use agent_store::{Append, Build, Error as StoreError};
 use proptest::prelude::*;
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,14 +26,13 @@ struct FailingStore {
 }
 
 impl FailingStore {
-    fn check(&mut self) -> agent_store::Result<()> {
+    fn check(&mut self) -> Result<(), AppendError> {
         self.appends += 1;
         if self.appends >= self.fail_at {
-            return Err(StoreError::Database {
-                action: "append to",
-                name: "postgres://db/test?context=c".into(),
-                reason: "connection refused".into(),
-            });
+            return Err(AppendError::Store(Box::new(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "cannot append to postgres://db/test?context=c: connection refused",
+            ))));
         }
         Ok(())
     }
@@ -43,11 +42,11 @@ impl Append for FailingStore {
     fn context(&self) -> &Context {
         &self.context
     }
-    fn append_all(&mut self, messages: &[Message]) -> agent_store::Result<Range<usize>> {
+    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>, AppendError> {
         self.check()?;
         Append::append_all(&mut self.context, messages)
     }
-    fn append_built(&mut self, build: &mut Build<'_>) -> agent_store::Result<Range<usize>> {
+    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
         self.check()?;
         self.context.append_built(build)
     }

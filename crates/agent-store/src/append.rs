@@ -1,65 +1,21 @@
-//! [`Append`]: the narrow seam writers above this layer take, so the same
-//! code appends to a context in memory or, durably, to a stored one.
+//! [`Stored`]: a stored context behind the append seam
+//! ([`agent_data::Append`]), so the layers that write reach a store
+//! without knowing it; and how this crate's errors cross that seam.
 
 use crate::{AppendKey, Build, Error, Once, Result, Store};
-use agent_data::{Context, Loaded, Message, Warning};
+use agent_data::{Append, AppendError, Context, Loaded, Message, Warning};
 use std::ops::Range;
 
-/// Somewhere validated messages can be appended: a [`Context`] in memory,
-/// or a [`Stored`] context through [`Store::commit`].
-pub trait Append {
-    /// The context as this appender knows it, for reads.
-    fn context(&self) -> &Context;
-
-    /// Appends `messages` all or none, validated as one batch (R13, R25):
-    /// each write against the views the earlier ones leave, each layer's
-    /// schema on the view the batch's last write to it leaves (decision
-    /// D39). Returns their index range.
-    ///
-    /// # Errors
-    /// [`Error::Refused`] when the batch fails validation (R13, R25); for a [`Stored`] context,
-    /// the errors of [`Store::commit`]. Nothing is appended.
-    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>>;
-
-    /// Appends the messages `build` makes from the context as it is when
-    /// they land — for messages that depend on it, like fresh instance
-    /// ids, which another writer must not make stale. `build` may run more
-    /// than once (once per attempt).
-    ///
-    /// # Errors
-    /// [`Error::Refused`] when `build` fails or what it makes fails validation; for a
-    /// [`Stored`] context, the errors of [`Store::commit_with`]. Nothing is appended.
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>>;
-
-    /// [`Append::append_all`] at most once per `key` ([`Store::commit_once`]):
-    /// when an append with `key` had landed, nothing is appended and the
-    /// range it wrote is [`Once::Already`]. Only a store that keeps keys
-    /// can promise that; this default (and a context in memory) is
-    /// [`Error::KeysUnsupported`], appending nothing.
-    ///
-    /// # Errors
-    /// [`Error::KeysUnsupported`] from this default and a context in memory; for a [`Stored`]
-    /// context, the errors of [`Store::commit_once`].
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
-        let _ = (messages, key);
-        Err(Error::KeysUnsupported {
-            name: "a context in memory".into(),
-        })
-    }
-}
-
-impl Append for Context {
-    fn context(&self) -> &Context {
-        self
-    }
-
-    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
-        Context::append_all(self, messages).map_err(|e| Error::Refused(Box::new(e)))
-    }
-
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
-        let messages = build(self).map_err(|e| Error::Refused(Box::new(e)))?;
-        Append::append_all(self, &messages)
+/// A refusal and a keyless store cross the seam as what they are; every
+/// other failure travels whole, so code that knows this crate gets it back
+/// ([`AppendError::store_error`]).
+impl From<Error> for AppendError {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Refused(refused) => AppendError::Refused(refused),
+            Error::KeysUnsupported { name } => AppendError::KeysUnsupported { name },
+            other => AppendError::Store(Box::new(other)),
+        }
     }
 }
 
@@ -191,63 +147,26 @@ impl<S: Store> Append for Stored<S> {
         &self.context
     }
 
-    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
-        self.store.commit(&mut self.context, messages)
+    fn append_all(
+        &mut self,
+        messages: &[Message],
+    ) -> std::result::Result<Range<usize>, AppendError> {
+        Ok(self.store.commit(&mut self.context, messages)?)
     }
 
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
-        self.store.commit_with(&mut self.context, build)
+    fn append_built(
+        &mut self,
+        build: &mut Build<'_>,
+    ) -> std::result::Result<Range<usize>, AppendError> {
+        Ok(self.store.commit_with(&mut self.context, build)?)
     }
 
     /// Through [`Store::commit_once`].
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
-        self.store.commit_once(&mut self.context, messages, key)
-    }
-}
-
-/// An appender whose every append is made at most once under one key
-/// ([`Append::append_once`]), for code that takes any [`Append`] — a
-/// call's result written by `agent_output::apply`, say. An append whose
-/// key had already landed appends nothing and returns the range that
-/// append wrote.
-#[derive(Debug)]
-pub struct KeyedAppend<'a, A: Append + ?Sized> {
-    target: &'a mut A,
-    key: AppendKey,
-}
-
-impl<'a, A: Append + ?Sized> KeyedAppend<'a, A> {
-    /// Appends to `target` under `key`.
-    pub fn new(target: &'a mut A, key: AppendKey) -> Self {
-        KeyedAppend { target, key }
-    }
-
-    /// The key.
-    pub fn key(&self) -> &AppendKey {
-        &self.key
-    }
-}
-
-impl<A: Append + ?Sized> Append for KeyedAppend<'_, A> {
-    fn context(&self) -> &Context {
-        self.target.context()
-    }
-
-    fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>> {
-        self.target
-            .append_once(messages, &self.key)
-            .map(|once| once.range())
-    }
-
-    /// Built once, from the context as last read, and appended under the
-    /// key: a key names one batch, so a batch another writer made stale is
-    /// refused rather than built again.
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>> {
-        let messages = build(self.target.context()).map_err(|e| Error::Refused(Box::new(e)))?;
-        self.append_all(&messages)
-    }
-
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once> {
-        self.target.append_once(messages, key)
+    fn append_once(
+        &mut self,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> std::result::Result<Once, AppendError> {
+        Ok(self.store.commit_once(&mut self.context, messages, key)?)
     }
 }

@@ -194,21 +194,6 @@ pub enum Error {
         /// The append's key, when it was made with one.
         key: Option<crate::AppendKey>,
     },
-    /// An append key that cannot be used: keys are 1 to
-    /// [`crate::MAX_KEY_BYTES`] bytes of printable ASCII without spaces.
-    #[error("bad append key {key:?}: {reason}")]
-    InvalidKey {
-        /// The key as given.
-        key: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The operating system gave no random bytes for a new key.
-    #[error("cannot generate an append key: the operating system gave no random bytes ({reason})")]
-    NoRandomness {
-        /// What it said.
-        reason: String,
-    },
     /// An append with a key ([`crate::Store::commit_once`]) to a store
     /// that keeps no keys, so it could not promise to append once. Nothing
     /// was appended.

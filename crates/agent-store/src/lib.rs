@@ -11,8 +11,11 @@
 //!   [`Store::commit`], which retries on conflict.
 //! - [`FileStore`]: JSONL and JSON array files, with an advisory lock held
 //!   from reading the tail to the fsync.
-//! - [`Append`]: what writers above this layer take — a [`Context`] in
-//!   memory, or a [`Stored`] context whose every append is a commit.
+//! - [`MemoryStore`]: the same behaviour without the file, in this
+//!   process's memory (tests, scratch contexts).
+//! - [`Stored`]: a stored context behind the append seam ([`Append`], from
+//!   agent-data), whose every append is a commit: what the layers above
+//!   write through without depending on this crate.
 //!
 //! [`Context`]: agent_data::Context
 //!
@@ -48,7 +51,7 @@
 mod append;
 mod error;
 mod files;
-mod key;
+mod memory;
 #[cfg(feature = "postgres")]
 mod pg;
 mod recovery;
@@ -59,16 +62,18 @@ mod trust;
 mod url;
 mod verify;
 
-pub use append::{Append, KeyedAppend, Stored};
+/// The append seam, from agent-data: what the layers above write through.
+pub use agent_data::{Append, AppendError, AppendKey, Build, KeyedAppend, MAX_KEY_BYTES, Once};
+pub use append::Stored;
 pub use error::{Error, Fenced, Result};
 pub use files::{CHECKPOINT_EVERY, FileStore};
-pub use key::{AppendKey, KEY_DAYS, MAX_KEY_BYTES, Once};
+pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use pg::{
     CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,
 };
 pub use snapshot::SNAPSHOT_AFTER;
-pub use store::{Build, MAX_ATTEMPTS, Store, copy, copy_context, open};
+pub use store::{KEY_DAYS, MAX_ATTEMPTS, Store, copy, copy_context, open};
 pub use url::{is_mistyped_postgres_url, is_postgres_url, without_password};
 pub use verify::{Finding, Verified};

@@ -1,13 +1,17 @@
 //! The seam between the engine and where a context lives.
 
 use crate::retry::retry_on_conflict;
-use crate::{AppendKey, Error, Once, Result};
+use crate::{AppendKey, Build, Error, Once, Result};
 use agent_data::{Context, Loaded, Message, Prepared};
 use std::ops::Range;
 
 /// How many times [`Store::commit`] catches up and validates again after a
 /// conflict before it gives up.
 pub const MAX_ATTEMPTS: usize = 64;
+
+/// How long a store keeps a key, in days: a retry with the same key within
+/// this window never appends twice (docs/store.md, "Idempotent appends").
+pub const KEY_DAYS: u32 = 7;
 
 /// Where a context lives: a file ([`crate::FileStore`]), or a database.
 ///
@@ -205,11 +209,6 @@ pub trait Store {
         Ok(range)
     }
 }
-
-/// Makes the messages to append from the context as it is when they land
-/// ([`Store::commit_with`], [`Append::append_built`](crate::Append::append_built)).
-pub type Build<'a> =
-    dyn FnMut(&Context) -> std::result::Result<Vec<Message>, agent_data::Error> + 'a;
 
 fn commit_once<S: Store + ?Sized>(
     store: &mut S,

@@ -5,7 +5,7 @@
 
 use agent_core::json;
 use agent_data::{Context, Message};
-use agent_store::{Append, Error, FileStore, Store, Stored};
+use agent_store::{Append, FileStore, Store, Stored};
 use std::path::PathBuf;
 
 fn dir(name: &str) -> PathBuf {
@@ -52,7 +52,7 @@ fn r34b_a_refused_first_append_creates_no_file() {
             "schema": {"properties": {"a": {"type": "number"}}}}));
         let mut stored = Stored::create(FileStore::open(&path).unwrap());
         let error = stored.append_all(&[schema]).unwrap_err();
-        assert!(matches!(error, Error::Refused(_)), "{error}");
+        assert!(error.is_refused(), "{error}");
         assert!(!path.exists(), "{name} was created by a refused append");
     }
 }

@@ -148,7 +148,10 @@ mod keys {
             ("naïve", "byte 2 is 'ï'"),
         ] {
             let error = bad.parse::<AppendKey>().unwrap_err();
-            assert!(matches!(error, Error::InvalidKey { .. }), "{error:?}");
+            assert!(
+                matches!(error, agent_store::AppendError::InvalidKey { .. }),
+                "{error:?}"
+            );
             let text = error.to_string();
             assert!(
                 text.starts_with(&format!("bad append key {bad:?}: ")),

@@ -3,8 +3,9 @@
 
 use crate::schedule::{has_tool, known, parse_plan};
 use crate::{PlanStatus, WorkerError};
+use agent_data::Append;
 use agent_plan::{Known, standings};
-use agent_store::{Append, CallRow, PgCalls, PgStore, Stored};
+use agent_store::{CallRow, PgCalls, PgStore, Stored};
 
 /// Where the newest plan of the context at `url` stands: what the calls
 /// table says, and for the rest whether they are ready or blocked and why.

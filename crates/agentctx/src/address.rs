@@ -36,20 +36,45 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, PartialEq, Eq)]
 pub struct Address(Inner);
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 enum Inner {
     /// A file, by its path.
     File(PathBuf),
     /// Text read as the commands read an address: a URL or a path.
     Text(String),
+    /// A context in this process's memory
+    /// ([`StoredContext::in_memory`](crate::StoredContext::in_memory)).
+    Memory(agent_store::MemoryStore),
 }
 
+/// Two addresses are equal when they name the same context: the same path
+/// or text, or the same context in memory.
+impl PartialEq for Inner {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Inner::File(a), Inner::File(b)) => a == b,
+            (Inner::Text(a), Inner::Text(b)) => a == b,
+            (Inner::Memory(a), Inner::Memory(b)) => a.same_context(b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Inner {}
+
 impl Address {
-    /// Opens the store this address names.
+    /// The address of a context in memory.
+    pub(crate) fn memory(store: agent_store::MemoryStore) -> Self {
+        Address(Inner::Memory(store))
+    }
+
+    /// Opens the store this address names (for a context in memory, a
+    /// new handle that has read nothing, as a file opened again would be).
     pub(crate) fn store(&self) -> Result<Box<dyn Store + Send>> {
         Ok(match &self.0 {
             Inner::File(path) => Box::new(agent_store::FileStore::open(path)?),
             Inner::Text(text) => agent_store::open(text)?,
+            Inner::Memory(store) => Box::new(store.handle()),
         })
     }
 
@@ -60,6 +85,7 @@ impl Address {
             // Mistyped URLs too (`POSTGRES://…`, `postgresql:…`): text that
             // is no URL at all comes back as it is.
             Inner::Text(text) => Cow::Owned(agent_store::without_password(text)),
+            Inner::Memory(store) => Cow::Borrowed(store.name()),
         }
     }
 }
@@ -75,6 +101,7 @@ impl std::fmt::Debug for Address {
         let kind = match &self.0 {
             Inner::File(_) => "File",
             Inner::Text(_) => "Text",
+            Inner::Memory(_) => "Memory",
         };
         f.debug_tuple(kind).field(&self.shown()).finish()
     }

@@ -3,9 +3,9 @@
 
 use crate::{Error, Result};
 use agent_core::json::Value;
+use agent_data::Append;
 use agent_data::{Message, MessageFault};
 use agent_output::{Call, Clock, Outcome};
-use agent_store::Append;
 use std::borrow::Borrow;
 
 /// What [`StoredContext::append`](crate::StoredContext::append) and
@@ -146,15 +146,6 @@ impl Appendable for &Vec<Message> {
     }
 }
 
-/// A refusal is the messages' fault ([`Error::Data`], in memory or
-/// stored alike); anything else is the store's.
-fn store_error(error: agent_store::Error) -> Error {
-    match error {
-        agent_store::Error::Refused(refused) => Error::Data(*refused),
-        other => Error::Store(other),
-    }
-}
-
 /// Appends `messages` to `target`, checked; returns how many landed.
 pub(crate) fn append(
     target: &mut (impl Append + ?Sized),
@@ -165,7 +156,7 @@ pub(crate) fn append(
         target
             .append_all(batch)
             .map(|range| range.len())
-            .map_err(store_error)
+            .map_err(Error::from)
     })
 }
 

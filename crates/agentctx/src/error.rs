@@ -86,6 +86,12 @@ pub enum Error {
     /// Reading or appending a stored context (a file or PostgreSQL).
     #[error(transparent)]
     Store(#[from] agent_store::Error),
+    /// An append through the seam that did not land and is neither a
+    /// refusal ([`Error::Data`]) nor a store's own failure
+    /// ([`Error::Store`]): a keyed append where no keys are kept, a bad
+    /// key, or the failure of a store this crate does not know.
+    #[error(transparent)]
+    Append(agent_data::AppendError),
     /// Resolving references in a call (syntax errors become [`Error::Syntax`]).
     #[error(transparent)]
     Vars(agent_vars::Error),
@@ -122,6 +128,19 @@ impl Error {
         Error::Batch {
             index,
             source: Box::new(source),
+        }
+    }
+}
+
+/// A refusal is the messages' fault ([`Error::Data`], in memory or stored
+/// alike); a store's own failure is [`Error::Store`]; the rest, as it is.
+impl From<agent_data::AppendError> for Error {
+    fn from(error: agent_data::AppendError) -> Self {
+        match error.into_store_error::<agent_store::Error>() {
+            Ok(agent_store::Error::Refused(refused)) => Error::Data(*refused),
+            Ok(store) => Error::Store(store),
+            Err(agent_data::AppendError::Refused(refused)) => Error::Data(*refused),
+            Err(other) => Error::Append(other),
         }
     }
 }

@@ -4,11 +4,12 @@
 use crate::Error;
 use crate::{Address, Appendable, ContextExt, Result};
 use agent_core::json::Value;
+use agent_data::Append;
 use agent_data::{Context, Message, Warning};
 use agent_output::{Call, Clock, Outcome, SystemClock};
 use agent_plan::{Activities, Plan, Report};
 use agent_render::{Provider, RenderMode};
-use agent_store::{Append, Store, Stored};
+use agent_store::{Store, Stored};
 use std::borrow::Borrow;
 
 /// A context in a file (`.jsonl`, or a `.json` array) or in PostgreSQL
@@ -108,6 +109,27 @@ impl StoredContext {
         let address = address.into();
         let store = address.store()?;
         Ok(Self::from_stored(address, Stored::open_tail(store)?))
+    }
+
+    /// A new, empty context kept in this process's memory: the same
+    /// validated, all-or-nothing appends as a file's, without the file
+    /// (an [`agent_store::MemoryStore`]). It ends with this handle.
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::json;
+    ///
+    /// let mut ctx = StoredContext::in_memory();
+    /// ctx.append(json!({"type": "state", "data": {"n": 1}, "schema": {"properties": {"n": {"type": "integer"}}}}))?;
+    /// assert!(ctx.append(json!({"type": "state", "data": {"n": "one"}})).is_err()); // refused, nothing written
+    /// assert_eq!(ctx.get("†state.n")?, json!(1));
+    /// assert_eq!(ctx.context().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_memory() -> Self {
+        let store = agent_store::MemoryStore::new("a context in memory");
+        let address = Address::memory(store.clone());
+        Self::from_stored(address, Stored::create(Box::new(store)))
     }
 
     fn from_stored(address: Address, stored: Stored<Box<dyn Store + Send>>) -> Self {

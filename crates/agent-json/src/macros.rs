@@ -5,12 +5,12 @@
 //! pointing here; an interpolated expression goes through
 //! [`to_value`](super::to_value).
 
-/// A [`Value`](crate::json::Value) from JSON-like syntax, as serde_json's
+/// A [`Value`](crate::Value) from JSON-like syntax, as serde_json's
 /// `json!`: keys in the order written; an interpolated expression is any
 /// `Serialize` (struct fields in declaration order, numbers exactly).
 ///
 /// ```
-/// let v = agent_core::json!({"b": [1, "two", null], "a": 2.50});
+/// let v = agent_json::json!({"b": [1, "two", null], "a": 2.50});
 /// assert_eq!(v.to_string(), r#"{"b":[1,"two",null],"a":2.5}"#);
 /// ```
 ///
@@ -30,11 +30,11 @@ macro_rules! json {
 macro_rules! __json_internal {
 
     (@array [$($elems:expr,)*]) => {
-        $crate::json::__vec![$($elems,)*]
+        $crate::__vec![$($elems,)*]
     };
 
     (@array [$($elems:expr),*]) => {
-        $crate::json::__vec![$($elems),*]
+        $crate::__vec![$($elems),*]
     };
 
     (@array [$($elems:expr,)*] null $($rest:tt)*) => {
@@ -145,39 +145,39 @@ macro_rules! __json_internal {
     };
 
     (null) => {
-        $crate::json::Value::Null
+        $crate::Value::Null
     };
 
     (true) => {
-        $crate::json::Value::Bool(true)
+        $crate::Value::Bool(true)
     };
 
     (false) => {
-        $crate::json::Value::Bool(false)
+        $crate::Value::Bool(false)
     };
 
     ([]) => {
-        $crate::json::Value::Array($crate::json::Array::new())
+        $crate::Value::Array($crate::Array::new())
     };
 
     ([ $($tt:tt)+ ]) => {
-        $crate::json::Value::Array($crate::json::Array::from($crate::__json_internal!(@array [] $($tt)+)))
+        $crate::Value::Array($crate::Array::from($crate::__json_internal!(@array [] $($tt)+)))
     };
 
     ({}) => {
-        $crate::json::Value::Object($crate::json::Map::new())
+        $crate::Value::Object($crate::Map::new())
     };
 
     ({ $($tt:tt)+ }) => {
-        $crate::json::Value::Object({
-            let mut object = $crate::json::Map::new();
+        $crate::Value::Object({
+            let mut object = $crate::Map::new();
             $crate::__json_internal!(@object object () ($($tt)+) ($($tt)+));
             object
         })
     };
 
     ($other:expr) => {
-        $crate::json::__to_value(&$other)
+        $crate::__to_value(&$other)
     };
 }
 

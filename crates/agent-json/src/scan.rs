@@ -21,7 +21,7 @@ const MAX_MEMBERS: usize = 32;
 /// kept from text to text, so scanning many lines allocates once.
 ///
 /// ```
-/// use agent_core::json::CompactObject;
+/// use agent_json::CompactObject;
 /// let text = r#"{"kind":"item","data":{"n":[1,"x\n"]}}"#;
 /// let mut object = CompactObject::new();
 /// assert!(object.read(text, 128));

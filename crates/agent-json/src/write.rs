@@ -11,7 +11,7 @@ use super::{Map, Value};
 /// The compact text: no whitespace.
 ///
 /// ```
-/// use agent_core::json;
+/// use agent_json as json;
 /// let value = json::from_str(r#"{ "a": [1, 2.50, "x\n"] }"#)?;
 /// assert_eq!(json::to_string(&value), r#"{"a":[1,2.50,"x\n"]}"#);
 /// # Ok::<(), json::ParseError>(())
@@ -48,8 +48,8 @@ pub fn write_into(out: &mut String, value: &Value, pretty: bool) {
 /// pass both checks and writes, as a log appending a message needs.
 ///
 /// ```
-/// use agent_core::json::{self, Value};
-/// let Value::Object(map) = agent_core::json!({"a": [[1]]}) else { unreachable!() };
+/// use agent_json::{self as json, Value};
+/// let Value::Object(map) = agent_json::json!({"a": [[1]]}) else { unreachable!() };
 /// let mut out = String::new();
 /// assert!(json::write_object_within(&mut out, &map, 3));
 /// assert_eq!(out, r#"{"a":[[1]]}"#);
@@ -252,6 +252,20 @@ fn push_indent(out: &mut String, level: usize) {
     for _ in 0..level {
         out.push_str("  ");
     }
+}
+
+/// Appends `s` to `out` as a JSON string: in quotes, escaped as the
+/// writer escapes every string (as serde_json does): `"` and `\`, the five
+/// short control escapes, other controls as `\u00XX`; everything else as
+/// it is.
+///
+/// ```
+/// let mut out = String::from("key ");
+/// agent_json::write_str(&mut out, "a \"b\"\n");
+/// assert_eq!(out, r#"key "a \"b\"\n""#);
+/// ```
+pub fn write_str(out: &mut String, s: &str) {
+    escape(out, s);
 }
 
 /// A string in quotes, escaped as serde_json escapes: `"` and `\`, the

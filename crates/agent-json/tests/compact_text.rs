@@ -6,7 +6,7 @@
 
 mod support;
 
-use agent_core::json;
+use agent_json as json;
 use proptest::prelude::*;
 use support::text;
 

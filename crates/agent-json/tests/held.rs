@@ -7,7 +7,7 @@
 
 mod support;
 
-use agent_core::json::{self, Map, Value};
+use agent_json::{self as json, Map, Value};
 use proptest::prelude::*;
 use support::text;
 
@@ -135,8 +135,8 @@ proptest! {
         let (read_object, built_object) = (object(&read), object(&built));
         for limit in levels.len().saturating_sub(2)..levels.len() + 8 {
             prop_assert_eq!(
-                agent_core::within_depth(&read, limit),
-                agent_core::within_depth(&built, limit),
+                agent_json::within_depth(&read, limit),
+                agent_json::within_depth(&built, limit),
                 "{} at {}", text, limit
             );
             // Refused or written, the same text in `out`.
@@ -321,8 +321,8 @@ fn d85_empty_containers_count_and_replaced_values_do_not() {
         (r#"{"b":0,"b":{"c":[]}}"#, 23),
     ] {
         let value = json::from_str(&nest(inner)).unwrap();
-        assert!(agent_core::within_depth(&value, depth), "{inner}");
-        assert!(!agent_core::within_depth(&value, depth - 1), "{inner}");
+        assert!(agent_json::within_depth(&value, depth), "{inner}");
+        assert!(!agent_json::within_depth(&value, depth - 1), "{inner}");
     }
 }
 
@@ -342,8 +342,8 @@ fn d85_a_very_deep_value_is_written_and_dropped_within_a_small_stack() {
                 // (Pretty text this deep would be tens of gigabytes of
                 // indentation: compact only.)
                 lengths.push(json::to_string(&value).len());
-                assert!(!agent_core::within_depth(&value, LEVELS));
-                assert!(agent_core::within_depth(&value, LEVELS + 1));
+                assert!(!agent_json::within_depth(&value, LEVELS));
+                assert!(agent_json::within_depth(&value, LEVELS + 1));
                 json::drop_deep(value);
             }
             lengths

@@ -11,7 +11,7 @@ use serde::de::{self, Deserialize, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 
 use super::{Number, Value};
-use crate::json::serde_impl::NUMBER_TOKEN;
+use crate::serde_impl::NUMBER_TOKEN;
 
 /// Reads a `T` out of `value`, as `serde_json::from_value` does. A
 /// [`Value`] inside `T` receives its numbers exactly.
@@ -22,9 +22,9 @@ use crate::json::serde_impl::NUMBER_TOKEN;
 ///
 /// ```
 /// #[derive(serde::Deserialize)]
-/// struct Point { x: i64, label: agent_core::json::Value }
-/// let value = agent_core::json::from_str(r#"{"x": 3, "label": 1.50}"#)?;
-/// let p: Point = agent_core::json::from_value(value)?;
+/// struct Point { x: i64, label: agent_json::Value }
+/// let value = agent_json::from_str(r#"{"x": 3, "label": 1.50}"#)?;
+/// let p: Point = agent_json::from_value(value)?;
 /// assert_eq!(p.x, 3);
 /// assert_eq!(p.label.to_string(), "1.50");
 /// # Ok::<(), Box<dyn std::error::Error>>(())

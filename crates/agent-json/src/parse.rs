@@ -124,7 +124,7 @@ pub fn from_str_within(text: &str, limit: usize) -> Result<Value, ParseError> {
 /// value's compact text without writing it again.
 ///
 /// ```
-/// use agent_core::json;
+/// use agent_json as json;
 /// assert!(json::from_str_compact_within(r#"{"a":[1,"x\n"]}"#, 128)?.1);
 /// assert!(!json::from_str_compact_within(r#"{"a": 1}"#, 128)?.1);
 /// assert!(!json::from_str_compact_within(r#""\u0041""#, 128)?.1);

@@ -22,7 +22,7 @@ use super::{Map, Number, Value};
 /// ```
 /// #[derive(serde::Serialize)]
 /// struct Point { y: i64, x: i64 }
-/// let v = agent_core::json::to_value(&Point { y: 1, x: 2 })?;
+/// let v = agent_json::to_value(&Point { y: 1, x: 2 })?;
 /// assert_eq!(v.to_string(), r#"{"y":1,"x":2}"#);
 /// # Ok::<(), serde::de::value::Error>(())
 /// ```

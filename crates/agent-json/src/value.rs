@@ -9,7 +9,7 @@ use super::{Array, Map, Number};
 /// The accessors are serde_json's, so code reads the same.
 ///
 /// ```
-/// use agent_core::json::{self, Value};
+/// use agent_json::{self as json, Value};
 /// let value = json::from_str(r#"{"user": {"name": "Alex", "ids": [1, 2]}}"#)?;
 /// assert_eq!(value["user"]["name"], "Alex");
 /// assert_eq!(value["user"]["ids"][1].as_i64(), Some(2));

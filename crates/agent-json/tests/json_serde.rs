@@ -2,7 +2,7 @@
 //! `from_value` keep what the log keeps — keys as written, numbers as
 //! their text.
 
-use agent_core::json::{self, Value};
+use agent_json::{self as json, Value};
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Report {
@@ -13,7 +13,7 @@ struct Report {
 
 #[test]
 fn d66_json_keeps_keys_in_the_order_written() {
-    let v = agent_core::json!({"z": 1, "a": {"y": [true, null], "b": "x"}});
+    let v = agent_json::json!({"z": 1, "a": {"y": [true, null], "b": "x"}});
     assert_eq!(v.to_string(), r#"{"z":1,"a":{"y":[true,null],"b":"x"}}"#);
 }
 
@@ -27,7 +27,7 @@ fn d66_to_value_keeps_field_order_and_writes_an_f32_as_itself() {
     })
     .unwrap();
     assert_eq!(v.to_string(), r#"{"zeta":2,"alpha":1.10,"ratio":0.1}"#);
-    assert_eq!(agent_core::json!(0.1f32).to_string(), "0.1");
+    assert_eq!(agent_json::json!(0.1f32).to_string(), "0.1");
 }
 
 #[test]
@@ -42,6 +42,6 @@ fn d66_from_value_keeps_every_numbers_text() {
 
 #[test]
 fn d66_from_value_says_what_is_missing() {
-    let error = json::from_value::<Report>(agent_core::json!({"zeta": 1})).unwrap_err();
+    let error = json::from_value::<Report>(agent_json::json!({"zeta": 1})).unwrap_err();
     assert_eq!(error.to_string(), "missing field `alpha`");
 }

@@ -1,9 +1,9 @@
-//! `agent_core::json` against serde_json with the workspace's exact and
+//! `agent_json` against serde_json with the workspace's exact and
 //! ordered features, which it replaces (D58): the same text reads to the
 //! same value, writes back to the same bytes, and fails with the same
 //! message at the same place.
 
-use agent_core::json::{self, Number, Value};
+use agent_json::{self as json, Number, Value};
 use proptest::prelude::*;
 
 /// JSON text from the grammar, with the variety a log holds: numbers of

@@ -9,7 +9,7 @@ use super::held::Held;
 /// it dereferences to (`items.len()`, `items.push(…)`, `&items[..]`).
 ///
 /// ```
-/// use agent_core::json::{Array, Value};
+/// use agent_json::{Array, Value};
 /// let mut items = Array::from(vec![Value::from(1)]);
 /// items.push(Value::from(2));
 /// assert_eq!(items.len(), 2);

@@ -14,13 +14,13 @@ use std::str::FromStr;
 /// `i64` prints is held inline, without a heap string.
 ///
 /// ```
-/// use agent_core::json::Number;
+/// use agent_json::Number;
 /// let big: Number = "123456789012345678901234567890".parse()?;
 /// assert_eq!(big.to_string(), "123456789012345678901234567890");
 /// assert_eq!(big.as_u64(), None);
 /// assert_eq!(Number::from(7).as_i64(), Some(7));
 /// assert_eq!("1E5".parse::<Number>()?.to_string(), "1e+5");
-/// # Ok::<(), agent_core::json::ParseError>(())
+/// # Ok::<(), agent_json::ParseError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Number(Repr);

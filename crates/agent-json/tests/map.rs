@@ -1,8 +1,8 @@
-//! R3 for `agent_core::json::Map` against a list of members: keys short
+//! R3 for `agent_json::Map` against a list of members: keys short
 //! enough to be held inside their member and keys long enough to live on
 //! the heap behave alike, searched in order or through the index.
 
-use agent_core::json::{Map, Value};
+use agent_json::{Map, Value};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ fn r3_keys_read_from_text_are_kept_whole_at_any_length() {
     let text = format!(
         r#"{{"a":1,"\u00e9t\u00e9 fifteen b":2,"{long}":3,"fifteen bytes!!":4,"sixteen bytes!!!":5,"a":6}}"#
     );
-    let value: Value = agent_core::json::from_str(&text).unwrap();
+    let value: Value = agent_json::from_str(&text).unwrap();
     let map = value.as_object().unwrap();
     let keys: Vec<&str> = map.keys().collect();
     assert_eq!(
@@ -113,7 +113,7 @@ fn r3_keys_read_from_text_are_kept_whole_at_any_length() {
     assert_eq!(map.get("a"), Some(&Value::from(6)));
     assert_eq!(map.get(&long), Some(&Value::from(3)));
     assert_eq!(
-        agent_core::json::to_string(&value),
+        agent_json::to_string(&value),
         format!(
             r#"{{"a":6,"été fifteen b":2,"{long}":3,"fifteen bytes!!":4,"sixteen bytes!!!":5}}"#
         )

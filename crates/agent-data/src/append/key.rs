@@ -1,36 +1,34 @@
 //! Idempotency keys: an append made with a key lands at most once, however
-//! often it is sent ([`Store::commit_once`](crate::Store::commit_once)).
+//! often it is sent ([`Append::append_once`](crate::Append::append_once)).
 
-use crate::{Error, Result};
+use crate::AppendError;
 use std::ops::Range;
+
+type Result<T> = std::result::Result<T, AppendError>;
 
 /// The longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
-
-/// How long a store keeps a key, in days: a retry with the same key within
-/// this window never appends twice (docs/store.md, "Idempotent appends").
-pub const KEY_DAYS: u32 = 7;
 
 /// The key of an idempotent append: 1 to [`MAX_KEY_BYTES`] bytes of
 /// printable ASCII without spaces (`!` to `~`), so it can be passed as a
 /// command-line argument and shown in a message as it is.
 ///
 /// ```
-/// use agent_store::AppendKey;
+/// use agent_data::AppendKey;
 /// let key: AppendKey = "job-42/step-1".parse()?;
 /// assert_eq!(key.as_str(), "job-42/step-1");
 /// assert!("has space".parse::<AppendKey>().is_err());
 /// assert_eq!(key.derive("call-3")?.as_str(), "job-42/step-1/call-3");
-/// # Ok::<(), agent_store::Error>(())
+/// # Ok::<(), agent_data::AppendError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AppendKey(String);
 
 impl AppendKey {
-    /// Checks `key`: [`Error::InvalidKey`] saying what is wrong with it.
+    /// Checks `key`: [`AppendError::InvalidKey`] saying what is wrong with it.
     ///
     /// # Errors
-    /// [`Error::InvalidKey`] when `key` is empty, longer than [`MAX_KEY_BYTES`] bytes, or holds
+    /// [`AppendError::InvalidKey`] when `key` is empty, longer than [`MAX_KEY_BYTES`] bytes, or holds
     /// a character that is not printable ASCII (a space, say).
     pub fn new(key: impl Into<String>) -> Result<AppendKey> {
         let key = key.into();
@@ -49,7 +47,7 @@ impl AppendKey {
                 })
         };
         match reason {
-            Some(reason) => Err(Error::InvalidKey { key, reason }),
+            Some(reason) => Err(AppendError::InvalidKey { key, reason }),
             None => Ok(AppendKey(key)),
         }
     }
@@ -58,10 +56,10 @@ impl AppendKey {
     /// digits): unique without coordination.
     ///
     /// # Errors
-    /// [`Error::NoRandomness`] when the operating system gives no random bytes.
+    /// [`AppendError::NoRandomness`] when the operating system gives no random bytes.
     pub fn generate() -> Result<AppendKey> {
         let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| Error::NoRandomness {
+        getrandom::fill(&mut bytes).map_err(|e| AppendError::NoRandomness {
             reason: e.to_string(),
         })?;
         Ok(AppendKey(
@@ -74,7 +72,7 @@ impl AppendKey {
     /// the result is not a valid key (too long, or `part` holds a space).
     ///
     /// # Errors
-    /// [`Error::InvalidKey`] when `self/part` is not a valid key: longer than [`MAX_KEY_BYTES`]
+    /// [`AppendError::InvalidKey`] when `self/part` is not a valid key: longer than [`MAX_KEY_BYTES`]
     /// bytes, or `part` holds a character that is not printable ASCII.
     pub fn derive(&self, part: &str) -> Result<AppendKey> {
         AppendKey::new(format!("{}/{part}", self.0))
@@ -87,7 +85,7 @@ impl AppendKey {
 }
 
 impl std::str::FromStr for AppendKey {
-    type Err = Error;
+    type Err = AppendError;
 
     fn from_str(key: &str) -> Result<AppendKey> {
         AppendKey::new(key)
@@ -100,7 +98,7 @@ impl std::fmt::Display for AppendKey {
     }
 }
 
-/// What an append with a key did ([`Store::commit_once`](crate::Store::commit_once)).
+/// What an append with a key did ([`Append::append_once`](crate::Append::append_once)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Once {
@@ -136,7 +134,7 @@ mod tests {
         assert!(AppendKey::new("~!".repeat(64)).is_ok());
         for bad in ["", "a b", "tab\t", "é", &"x".repeat(129)] {
             let error = AppendKey::new(bad).unwrap_err();
-            assert!(matches!(error, Error::InvalidKey { .. }), "{bad:?}");
+            assert!(matches!(error, AppendError::InvalidKey { .. }), "{bad:?}");
         }
         let a = AppendKey::generate().unwrap();
         let b = AppendKey::generate().unwrap();

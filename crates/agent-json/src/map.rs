@@ -32,7 +32,7 @@ const INDEXED_FROM: usize = 9;
 /// ahead of time.
 ///
 /// ```
-/// use agent_core::json::{Map, Value};
+/// use agent_json::{Map, Value};
 /// let mut map = Map::new();
 /// map.insert("b".into(), Value::from(1));
 /// map.insert("a".into(), Value::from(2));
