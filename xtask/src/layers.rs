@@ -189,8 +189,8 @@ mod tests {
         assert_eq!(
             violations(&packages, &workspace),
             [
-                "agent-core depends on agent-data, which it does not build on (it may use nothing)",
-                "agent-render depends on agent-vars, which it does not build on (it may use agent-data, agent-core)",
+                "agent-core depends on agent-data, which it does not build on (it may use agent-json)",
+                "agent-render depends on agent-vars, which it does not build on (it may use agent-data, agent-core, agent-json)",
             ],
             "agent-output may use agent-core through agent-data; a dev-dependency may point anywhere"
         );

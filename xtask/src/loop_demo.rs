@@ -9,8 +9,28 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
-/// Runs the demo; `scripted_only` ignores a configured server (CI).
+/// Runs the demo with `cargo run` (building the binary as needed).
 pub(crate) fn run(scripted_only: bool) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.args(["run", "-q", "-p", "agent-cli", "--"]);
+    run_with(scripted_only, command)
+}
+
+/// Runs the demo with the `agentctx` binary the tests built (CI: `cargo
+/// run -p agent-cli` alone resolves other features, and would build the
+/// stack again).
+pub(crate) fn run_built(scripted_only: bool) -> Result<(), String> {
+    let bin = crate::bench::target_dir()?.join("debug").join("agentctx");
+    if !bin.is_file() {
+        return Err(format!("{} is not built", bin.display()));
+    }
+    run_with(scripted_only, Command::new(bin))
+}
+
+/// Runs the demo through `agentctx` (`command`, to which `loop …` is
+/// added); `scripted_only` ignores a configured server (CI).
+fn run_with(scripted_only: bool, mut command: Command) -> Result<(), String> {
     let configured = std::env::var("AGENTCTX_BASE_URL")
         .ok()
         .filter(|_| !scripted_only);
@@ -39,10 +59,9 @@ pub(crate) fn run(scripted_only: bool) -> Result<(), String> {
     let context = work.join("context.jsonl");
     std::fs::copy(example.join("context.jsonl"), &context)
         .map_err(|e| format!("cannot copy the example context: {e}"))?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let status = command
         .current_dir(&root)
-        .args(["run", "-q", "-p", "agent-cli", "--", "loop"])
+        .arg("loop")
         .arg(&context)
         .args(["--model", &model, "--base-url", &base])
         .arg("--output-schema")

@@ -36,6 +36,7 @@ mod package;
 mod public_api;
 mod spread;
 mod stress;
+mod test_pool;
 mod tidy;
 
 use std::process::{Command, ExitCode};
@@ -73,7 +74,7 @@ fn ci() -> Result<(), String> {
     // run at once; a started cluster stops when `database` drops.
     let database = database::provide()?;
     browser::tools()?;
-    let steps: [&[&str]; 6] = [
+    let steps: [&[&str]; 3] = [
         &["fmt", "--all", "--", "--check"],
         &[
             "clippy",
@@ -86,7 +87,6 @@ fn ci() -> Result<(), String> {
             "-D",
             "warnings",
         ],
-        &["test", "--workspace"],
         // agent-data without `schema`: logs load, unchecked appends are
         // refused (the other feature sets: `features::check` below).
         &[
@@ -97,18 +97,18 @@ fn ci() -> Result<(), String> {
             "--test",
             "no_schema",
         ],
-        // Feature-gated code: the async activity trait.
-        &["test", "-p", "agent-plan", "--features", "async"],
-        &["doc", "--workspace", "--no-deps"],
     ];
+    let test_env = [(database::VARIABLE, database.url.as_str())];
     for step in steps {
         let env: &[(&str, &str)] = match step[0] {
-            "doc" => &[("RUSTDOCFLAGS", "-D warnings")],
-            "test" => &[(database::VARIABLE, database.url.as_str())],
+            "test" => &test_env,
             _ => &[],
         };
         cargo(step, env)?;
     }
+    // Every test of the workspace (agent-plan's async trait included: its
+    // tests turn the feature on), several binaries at a time.
+    test_pool::run(&test_env)?;
     // The page in a real browser, with the binary the test step built.
     browser::run_with(&database.url)?;
     layers::check()?;
@@ -116,9 +116,10 @@ fn ci() -> Result<(), String> {
     outside::check()?;
     package::check()?;
     tidy::check()?;
+    // The docs of every crate, warnings as errors, and the public API.
     public_api::run(true)?;
     // The README's loop example, against the scripted model.
-    loop_demo::run(true)?;
+    loop_demo::run_built(true)?;
     eprintln!("xtask: ci passed");
     Ok(())
 }
@@ -127,13 +128,15 @@ fn ci() -> Result<(), String> {
 /// cargo unifies features over the packages it builds, so building
 /// `agent-cli` alone and running `agentctx-tests` alone would compile the
 /// workspace's crates twice (four minutes on 2 cores).
-const RELEASE_BUILD: [&str; 7] = [
+const RELEASE_BUILD: [&str; 9] = [
     "build",
     "--release",
     "-p",
     "agent-cli",
     "-p",
     "agentctx-tests",
+    "--features",
+    "agentctx-tests/bench",
     "--bins",
 ];
 

@@ -4,6 +4,10 @@
 //! runs) it fails with a diff when the API changed and the snapshot did
 //! not, so every change of the public API is a reviewed change of a file.
 //!
+//! The same rustdoc run is CI's documentation check: every crate's docs,
+//! the binaries' too, built with warnings as errors (a broken intra-doc
+//! link fails it), so the docs are not built a second time as HTML.
+//!
 //! The items come from rustdoc's JSON output, rendered by the `public-api`
 //! crate. That output is unstable: `RUSTC_BOOTSTRAP=1` asks the one stable
 //! toolchain for it, and the `public-api` version in `xtask/Cargo.toml`
@@ -40,7 +44,7 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     let target = crate::bench::target_dir()?.join("public-api");
     let root = workspace_root()?;
     let mut changed = Vec::new();
-    build_json(&target)?;
+    build_json(&target, &["--lib"], &CRATES)?;
     for krate in CRATES {
         let api = render(krate, &target)?;
         let path = root.join(SNAPSHOTS).join(format!("{krate}.txt"));
@@ -56,8 +60,11 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
             eprintln!("xtask: wrote {}", path.display());
         }
     }
+    // The binaries' docs, checked the same way (their JSON is not kept:
+    // `agentctx`, the binary, would be written over the facade's).
+    build_json(&target, &["--bins"], &["agent-cli", "xtask"])?;
     eprintln!(
-        "xtask: public API of {} crates in {:.0} s",
+        "xtask: public API of {} crates, and every crate's docs, in {:.0} s",
         CRATES.len(),
         started.elapsed().as_secs_f64()
     );
@@ -71,15 +78,17 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     ))
 }
 
-/// Builds rustdoc's JSON of every crate of [`CRATES`], in one cargo run
-/// (one feature resolution, crates documented in parallel).
+/// Builds rustdoc's JSON of the `targets` of `crates`, in one cargo run
+/// (one feature resolution, crates documented in parallel), with
+/// rustdoc's warnings as errors.
 ///
 /// In a target directory of its own: `RUSTC_BOOTSTRAP` is an input of
 /// build scripts (proc-macro2's, serde's), so sharing the main one would
 /// rebuild them, and everything above them, on every switch.
-fn build_json(target: &Path) -> Result<(), String> {
-    let mut args = vec!["doc", "-q", "--no-deps", "--lib", "--all-features"];
-    for krate in CRATES {
+fn build_json(target: &Path, targets: &[&str], crates: &[&str]) -> Result<(), String> {
+    let mut args = vec!["doc", "-q", "--no-deps", "--all-features"];
+    args.extend(targets);
+    for krate in crates {
         args.extend(["-p", krate]);
     }
     crate::cargo(
@@ -87,7 +96,10 @@ fn build_json(target: &Path) -> Result<(), String> {
         &[
             ("CARGO_TARGET_DIR", &target.to_string_lossy()),
             ("RUSTC_BOOTSTRAP", "1"),
-            ("RUSTDOCFLAGS", "-Z unstable-options --output-format json"),
+            (
+                "RUSTDOCFLAGS",
+                "-Z unstable-options --output-format json -D warnings",
+            ),
         ],
     )
 }
