@@ -268,7 +268,7 @@ fn r33_ten_megabyte_strings_and_huge_arrays_load() {
 #[test]
 fn r3_numbers_of_any_size_round_trip_exactly() {
     // serde_json's arbitrary_precision keeps a number's text: nothing is
-    // rounded through f64 or refused for its size (decision D20).
+    // rounded through f64 or refused for its size (D20: numbers keep their text).
     for number in [
         "123456789012345678901234567890",
         "-18446744073709551617",

@@ -13,7 +13,7 @@
 //! own side and one of the other (caches, CPU frequency, the allocator's
 //! free memory). The caller reports the per-round ratios;
 //! `cargo xtask bench` turns them into a median and a spread and says
-//! when the spread is too wide to judge (decision D51).
+//! when the spread is too wide to judge (D51: interleaved ratios).
 
 use agent_core::{json, json::Value};
 use std::time::{Duration, Instant};

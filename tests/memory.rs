@@ -94,7 +94,7 @@ fn r1_a_context_of_many_instances_loads_in_at_most_three_times_its_size() {
     // Each instance costs its line in the log (1×) and its 12 bytes of
     // index, a 56-byte layer map entry (its key sharing the kind's text),
     // the id's text once for the key and the instance list, and no view
-    // until one is read (D40); see docs/performance.md.
+    // until one is read (D40: short layers refolded); see docs/performance.md.
     assert!(
         peak <= 3.0 * file + CONSTANT,
         "peak {peak} for {file} bytes: {:.2}×",

@@ -1,4 +1,4 @@
-//! The facade's cold open against the store's own (decision D50):
+//! The facade's cold open against the store's own (D50: facade opens in O(tail)):
 //! `facade-open [MESSAGES]` prints `{"about":{…},"rows":[…]}`, one row per
 //! store, in the shape of the suite's interleaved rows (`cargo xtask bench`
 //! judges their spread).

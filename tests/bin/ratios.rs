@@ -140,7 +140,7 @@ fn w1(rounds: usize, rows: &mut Vec<Value>) {
 fn w2(rounds: usize, rows: &mut Vec<Value>) {
     let ctx = workloads::load(&workloads::w1_jsonl(MESSAGES));
     let messages: Vec<Message> = ctx.messages().collect();
-    // The baselines borrow each path, as an append does (D80), from one
+    // The baselines borrow each path, as an append does (D80: global write folded once), from one
     // vector of them; they own each value, so a copy is made untimed
     // before every run. (Borrowing the paths from the messages themselves
     // makes the in-place writes about twice as slow, as they are read from
@@ -214,7 +214,7 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
         &b,
     ));
     // What an append keeps besides the write: each message's line written
-    // and chained (D19, D46). Over the same baseline, this row is the
+    // and chained (D19: messages as text; D46: the chain). Over the same baseline, this row is the
     // least W2 can be, less one.
     let line_and_digest = || {
         timed_before_drop(|| {
@@ -233,7 +233,7 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
         &a,
         &b,
     ));
-    // The baseline an append is judged against (D88): the same writes in
+    // The baseline an append is judged against (D88: recorded baseline): the same writes in
     // place, recorded as the log records them.
     let recorded_inplace = || {
         let ops = ops.clone();
@@ -251,7 +251,7 @@ fn w2(rounds: usize, rows: &mut Vec<Value>) {
     let (a, b) = interleave(rounds, append, recorded_inplace);
     rows.push(row(
         "W2-append-vs-recorded-inplace",
-        "agent_core::write in place, each message's line written after the last and chained (D88)",
+        "agent_core::write in place, each message's line written after the last and chained (D88: recorded baseline)",
         &a,
         &b,
     ));

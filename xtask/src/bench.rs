@@ -54,7 +54,7 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// it, a path costs more than its baseline explains. W2, W3, W4 and W6
 /// are held to 1.5: appending near a write that keeps the same record,
 /// opening and rendering near parsing and printing. An append is judged
-/// against the write in place with its line written and chained (D88):
+/// against the write in place with its line written and chained (D88: recorded baseline):
 /// `W2-append-vs-inplace` is printed, not judged, as a bare write keeps
 /// no record; the record alone (`W2-line-and-digest-vs-inplace`) is held
 /// to 3, so a slower writer or digest, shared by both sides of W2, shows.

@@ -7,7 +7,7 @@
 //!   Each run appends a line, and the next run reads it in the tail: the
 //!   file is not cut back, since the head record kept beside it holds the
 //!   file's change time, which no restore can put back, and an open that
-//!   finds the record contradicted reads the whole log (D44). From a
+//!   finds the record contradicted reads the whole log (D44: files beside never overrule). From a
 //!   32-line tail, 31 runs (30 rounds and the warm-up) stay under the 64
 //!   messages after which a commit writes a new snapshot; with more rounds
 //!   one run writes it, and the median shrugs it off.

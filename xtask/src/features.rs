@@ -1,4 +1,4 @@
-//! `cargo xtask features`: the features cut what they promise (D61).
+//! `cargo xtask features`: the features cut what they promise (D61: features cut).
 //!
 //! - `cargo tree -p agentctx --no-default-features -e normal` holds no HTTP
 //!   or database client and none of the heavy optional dependencies: a crate
@@ -7,7 +7,8 @@
 //!   features (which builds every layer below the loop and the worker with
 //!   none of theirs), and with only `postgres` and `async` (the worker
 //!   without the loop). The default and all-features builds are the rest of
-//!   CI's; agent-data without `schema` is tested by CI (`tests/no_schema.rs`).
+//!   CI's; agent-data without `schema` is tested by CI in
+//!   `tests/outside/one-layer` (`tests/no_schema.rs`).
 
 use crate::cargo;
 use std::process::Command;

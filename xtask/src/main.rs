@@ -74,7 +74,7 @@ fn ci() -> Result<(), String> {
     // run at once; a started cluster stops when `database` drops.
     let database = database::provide()?;
     browser::tools()?;
-    let steps: [&[&str]; 3] = [
+    let steps: [&[&str]; 2] = [
         &["fmt", "--all", "--", "--check"],
         &[
             "clippy",
@@ -86,16 +86,6 @@ fn ci() -> Result<(), String> {
             "--",
             "-D",
             "warnings",
-        ],
-        // agent-data without `schema`: logs load, unchecked appends are
-        // refused (the other feature sets: `features::check` below).
-        &[
-            "test",
-            "-p",
-            "agent-data",
-            "--no-default-features",
-            "--test",
-            "no_schema",
         ],
     ];
     let test_env = [(database::VARIABLE, database.url.as_str())];

@@ -1,15 +1,17 @@
 //! The crates outside the workspace: each its own workspace, built apart
 //! from ours so that its dependencies' features are not unified with the
-//! workspace's (D66).
+//! workspace's (D66: serde_json defaults).
 //!
 //! - `downstream`: a user's crate depending on `agentctx`, whose own
 //!   serde_json code (untagged enums, flatten, the recursion limit, `json!`)
 //!   behaves as serde_json's defaults say next to agentctx;
 //! - `one-layer`: a user's crate depending on agent-data alone (no schemas)
 //!   with its `proptest` feature, property-testing merge semantics with the
-//!   exported strategies and reference model (D67);
+//!   exported strategies and reference model (D67: proptest feature), and
+//!   checking that what a schema would check is refused without the
+//!   validator (D61: features cut);
 //! - `crates/agent-json/oracle`: agent-json against serde_json with the
-//!   exact and ordered features it replaced (D58), which only this build
+//!   exact and ordered features it replaced (D58: own JSON value), which only this build
 //!   turns on.
 
 use crate::cargo;

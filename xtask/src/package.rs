@@ -1,5 +1,5 @@
 //! `cargo xtask package`: every crate packages as a self-contained crate,
-//! and every dependency builds on the declared `rust-version` (D62).
+//! and every dependency builds on the declared `rust-version` (D62: packaging).
 //!
 //! - each crate's manifest has a readme, keywords and categories and no
 //!   placeholder URL, each library has docs.rs metadata, and its directory

@@ -1,5 +1,5 @@
 //! The median of a workload's per-round ratios and their spread, and the
-//! rule that says when the spread is too wide to judge (decision D51).
+//! rule that says when the spread is too wide to judge (D51: interleaved ratios).
 //!
 //! Every timed ratio of the bench comes from rounds in which ours and its
 //! baseline ran in turns; a probe prints the per-round ratios as `ratios`.

@@ -73,6 +73,7 @@ pub(crate) fn check() -> Result<(), String> {
     collect(&root, "fuzz", &mut fuzz)?;
     problems.extend(code::issue_comments(&sources));
     problems.extend(code::issue_comments(&fuzz));
+    problems.extend(code::bare_decisions(&sources));
     let examples: Vec<String> = sources
         .iter()
         .filter(|(path, _)| path.contains("/examples/"))

@@ -1,5 +1,5 @@
 //! What the command line does for arguments as users type them: typos
-//! named (decision D63), instance aliases and unknown instances (D64),
+//! named (D63: typos refused), instance aliases and unknown instances (D64: arguments as typed),
 //! strings that look like references.
 
 use crate::Failure;
@@ -20,7 +20,7 @@ fn allow_hint(key: &str) -> String {
     format!(" (--allow-key {key})")
 }
 
-/// Refuses a call with a `_` key the engine does not read (D63); `what`
+/// Refuses a call with a `_` key the engine does not read (D63: typos refused); `what`
 /// says which call (`CALL`, `PLAN call 2`).
 pub(crate) fn check_call(call: &Call, what: &str) -> Result<(), Failure> {
     call.check_keys(allowed()).map_err(|e| {
@@ -32,7 +32,7 @@ pub(crate) fn check_call(call: &Call, what: &str) -> Result<(), Failure> {
     })
 }
 
-/// Refuses messages with a `_` key the engine does not read (D63).
+/// Refuses messages with a `_` key the engine does not read (D63: typos refused).
 pub(crate) fn check_messages(messages: &[Message], what: &str) -> Result<(), Failure> {
     for (i, message) in messages.iter().enumerate() {
         message.check_keys(allowed()).map_err(|fault| {
@@ -75,7 +75,7 @@ pub(crate) fn warn_literal_references(call: &Call, context: &Context, what: &str
 }
 
 /// The instance an `--instance` argument names: an id of the context as
-/// typed, else `#1`…`#50` for ①…㊿ (D64). An id the context does not have
+/// typed, else `#1`…`#50` for ①…㊿ (D64: arguments as typed). An id the context does not have
 /// is still read (R5) with a warning naming the ones it has.
 pub(crate) fn instance_arg(
     context: &Context,

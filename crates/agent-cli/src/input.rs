@@ -9,7 +9,7 @@ use std::io::Read;
 /// A stored context of any kind: a file, or (spec §10) a PostgreSQL URL.
 pub(crate) type AnyStore = Box<dyn Store + Send>;
 
-/// How much of a context a command reads (decision D37).
+/// How much of a context a command reads (D37: snapshots).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reading {
     /// The views, from the newest snapshot and the messages after it:

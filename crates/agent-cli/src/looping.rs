@@ -319,7 +319,7 @@ fn provider(args: &LoopArgs) -> Result<Box<dyn Provider>, Failure> {
     let timeout = Duration::from_secs(args.timeout);
     let retry = Retry::default();
     // A question waiting on a person, asked while the answer streams,
-    // would hold the stream open against its deadline (decision D77).
+    // would hold the stream open against its deadline (D77: calls start while streaming).
     let streamed = !args.no_stream && !args.confirm;
     Ok(match args.provider.as_str() {
         "openai" => Box::new(

@@ -159,7 +159,7 @@ const RUN_KEY_HELP: &str = "With --write: append each call's result at most once
 fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
     let text = crate::input::print_value(&json!(report), pretty);
     let count = |f: fn(&Status) -> bool| report.calls.iter().filter(|c| f(&c.status)).count();
-    // The store failed: nothing after it ran (decision D42).
+    // The store failed: nothing after it ran (D42: one readiness rule).
     if let Some(error) = report.calls.iter().find_map(|c| match &c.status {
         Status::Stopped { error } => Some(error),
         _ => None,

@@ -1,5 +1,5 @@
 //! `agentctx worker` and `agentctx status`: many processes running the
-//! newest plan message of a context in PostgreSQL (decision D41).
+//! newest plan message of a context in PostgreSQL (D41: claims and leases).
 
 use crate::Failure;
 use agent_core::json;

@@ -1,4 +1,4 @@
-//! Arguments as users type them (decision D64): negative numbers and
+//! Arguments as users type them (D64: arguments as typed): negative numbers and
 //! strings as results, unknown instances named with the ones there are,
 //! ASCII aliases for the generated ids ①…㊿.
 

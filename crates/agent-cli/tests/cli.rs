@@ -80,7 +80,7 @@ fn view_of_kind_without_messages_is_unresolved_exit_3() {
     let run = agentctx(&["view", &fixture("example1.json"), "state"], None);
     assert_eq!(run.code, 3);
     assert_eq!(run.stdout, "");
-    // The error names the kinds there are (D63).
+    // The error names the kinds there are (D63: typos refused).
     assert_eq!(
         run.stderr,
         "error: ¶state: no message of this kind; the kinds are ¶user\n"

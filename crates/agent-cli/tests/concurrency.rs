@@ -175,7 +175,7 @@ fn eight_writers(test: &str, name: &str, initial: &str) {
     assert_check_ok(&path);
     let mut expected = vec![name.to_owned()];
     if name.ends_with(".jsonl") {
-        // Writers crossing the threshold left a snapshot (D37), and the
+        // Writers crossing the threshold left a snapshot (D37: snapshots), and the
         // view read through it is the full fold's: a copy has none.
         let snapshot = format!(".{name}.snapshot");
         assert!(dir.0.join(&snapshot).is_file(), "no snapshot was written");
@@ -967,14 +967,14 @@ fn r34b_append_objects_arrays_and_files() {
             format!("@{}", s(&json_in)),
         ];
         for (i, step) in steps.iter().enumerate() {
-            // `_extra` is the application's own key (D63): kept as given (R3).
+            // `_extra` is the application's own key (D63: typos refused): kept as given (R3).
             let run = agentctx(&["--allow-key", "_extra", "append", s(&path), step]);
             assert_eq!(
                 (run.code, run.stdout.as_str()),
                 (0, ""),
                 "{target} step {i}"
             );
-            // stdout stays empty; stderr says what landed (D65).
+            // stdout stays empty; stderr says what landed (D65: machine-readable output).
             assert!(
                 run.stderr.starts_with("appended ") && run.stderr.contains(" now has "),
                 "{target} step {i}: {run:?}"

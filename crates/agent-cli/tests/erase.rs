@@ -108,7 +108,7 @@ fn r10b_cli_an_erase_in_an_instance_does_not_fall_through() {
 fn r10b_cli_a_call_reading_an_erased_path_is_blocked_again_by_run() {
     let ctx = context("run.jsonl");
     // The reader comes first in the plan: it depends on the erase all the
-    // same (D18), runs after it, and finds its input gone.
+    // same (D18: dependencies by overlap), runs after it, and finds its input gone.
     let plan = r#"[{"_tool":"use","rows":"†state.steps.fetch.rows","_outputPath":"†state.used"},
                    {"_tool":"reset","_outputPath":"†state.steps.fetch","_outputMethod":"erase"}]"#;
     let (code, out, err) = agentctx(&[

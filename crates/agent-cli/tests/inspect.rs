@@ -1,4 +1,4 @@
-//! Time travel on the command line (R34f) and `agentctx inspect` (D75):
+//! Time travel on the command line (R34f) and `agentctx inspect` (D75: inspect server):
 //! the real binary, real HTTP over TCP, a real PostgreSQL server for the
 //! PostgreSQL cases. Every read has a timeout: a server that hangs fails
 //! the test instead of holding it.

@@ -1,4 +1,4 @@
-//! `agentctx inspect`'s plan, prompt and provenance routes (D78): the
+//! `agentctx inspect`'s plan, prompt and provenance routes (D78: inspect page): the
 //! real binary over real HTTP, a real PostgreSQL server for the worker
 //! plan's calls table.
 

@@ -1,5 +1,5 @@
 //! Machine-readable output everywhere, completions and the manual page
-//! (decision D65).
+//! (D65: machine-readable output).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 

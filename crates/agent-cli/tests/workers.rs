@@ -538,7 +538,7 @@ fn stopped_past_its_lease(url: &str, other: &str, args: &[&str]) -> (Run, Run) {
         &json!({"type": "plan", "calls": [{"_tool": "t", "_outputPath": "†state.r"}]}),
     );
     // Its activity outlives the stop: activities run in their own process
-    // group (D35), so only the worker is stopped, and the result waits.
+    // group (D35: activity process groups), so only the worker is stopped, and the result waits.
     let victim = worker(
         url,
         "victim",

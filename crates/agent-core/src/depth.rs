@@ -3,7 +3,7 @@
 //! Depth counts nested arrays and objects, the outermost included: a scalar
 //! is 0 deep, `{}` is 1, `{"a": [1]}` is 2. A *message* may be
 //! [`MAX_DEPTH`] deep, its own object counted (the outer array of a JSON
-//! context file is not, D6). Everything that becomes part of a message is
+//! context file is not, D6: depth per message). Everything that becomes part of a message is
 //! measured by the message it becomes — a call recorded as `_call` sits one
 //! level down, a result written at a path `|path| + 1` levels down — and
 //! checked where it becomes one; a call the engine only reads is held to the

@@ -1,6 +1,6 @@
 //! The `_` keys the engine reads, and the nearest of a set of names: a
 //! misspelt key, method or kind is an error that names what was meant
-//! (decision D63).
+//! (D63: typos refused).
 
 use crate::quoted;
 

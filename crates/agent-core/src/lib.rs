@@ -13,7 +13,7 @@
 //!   limit (R33) and its one way of counting.
 //! - [`json`](mod@json): agentctx's own JSON value — exact numbers, ordered members,
 //!   the depth limit as the reader's own check — which every layer holds
-//!   (decisions D58, D66): the `agent-json` crate, re-exported.
+//!   (D58: own JSON value; D66: serde_json defaults): the `agent-json` crate, re-exported.
 //! - [`CALL_KEYS`], [`MESSAGE_KEYS`], [`check_keys`] and [`nearest`]: the
 //!   `_` keys the engine reads, and the name a typo most likely meant.
 //!

@@ -326,7 +326,7 @@ fn r10b_erase_then_accumulate_starts_from_nothing() {
         ok(after, ".u", Method::Merge, json!({"b": 2})),
         json!({"u": {"b": 2}})
     );
-    // A null hole left in an array takes any method as "no value yet" (D1).
+    // A null hole left in an array takes any method as "no value yet" (D1: null intermediates).
     let holed = erased(Some(json!({"l": [[1], "s"]})), ".l[0]");
     assert_eq!(
         ok(holed.clone(), ".l[0]", Method::Concat, json!([7])),

@@ -37,7 +37,7 @@ fn small_object() -> impl Strategy<Value = Value> {
 
 /// Objects whose keys `a`–`c` always hold objects and `x`–`z` always hold
 /// leaves: every path has one shape across generated values. Deep merge is
-/// associative only on such values (see docs/decisions.md, D3).
+/// associative only on such values (see docs/decisions.md, D3: merge associativity).
 fn shaped_object() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(json!(null)),

@@ -22,7 +22,7 @@ pub enum Problem {
         violation: SchemaViolation,
     },
     /// A layer with a schema whose view was not checked: agent-data was
-    /// built without its `schema` feature (D61).
+    /// built without its `schema` feature (D61: features cut).
     Unchecked {
         /// The layer.
         identity: Identity,

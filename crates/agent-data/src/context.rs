@@ -54,7 +54,7 @@ const COPY_LIMIT: usize = 1 << 20;
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub(crate) log: Log,
-    pub(crate) layers: crate::layer_map::LayerMap<Layer>,
+    pub(crate) layers: crate::identity_map::LayerMap<Layer>,
     /// Instance ids in order of first appearance, found through the layers.
     pub(crate) instances: Instances,
     /// Every kind of a layer: layer keys share these, so a context of many
@@ -318,9 +318,9 @@ impl Context {
     /// compacted one reads and serialises markedly faster (rendering the W3
     /// benchmark context takes about half the time). The view of a layer
     /// whose messages and view are short is dropped instead, and folded
-    /// again from them on first read (D40). A view made by one message, or
+    /// again from them on first read (D40: short layers refolded). A view made by one message, or
     /// by more than a mebibyte of messages, is left where it is: copying
-    /// it would hold it twice (D48). Loading compacts as it goes and once
+    /// it would hold it twice (D48: snapshot holds once). Loading compacts as it goes and once
     /// at the end. Views and reads are unchanged.
     pub fn compact(&mut self) {
         let mut start = 0;

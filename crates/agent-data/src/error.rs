@@ -104,7 +104,7 @@ pub enum MessageFault {
     #[error(transparent)]
     InvalidKind(agent_core::InvalidKind),
     /// A `_` key the engine does not read, in a message being appended or
-    /// (at `calls[N]`) a call of a plan message (decision D63).
+    /// (at `calls[N]`) a call of a plan message (D63: typos refused).
     #[error("{}{key}", call.map(|i| format!("calls[{i}]: ")).unwrap_or_default())]
     UnknownKey {
         /// The call of a plan message it is in, if any.
@@ -163,7 +163,7 @@ pub enum MessageFault {
         reason: String,
     },
     /// A schema to compile in a build of agent-data without its `schema`
-    /// feature, which cannot check anything against it (D61).
+    /// feature, which cannot check anything against it (D61: features cut).
     #[error("cannot check a JSON Schema: agent-data was built without its `schema` feature")]
     SchemaUnsupported,
 }
@@ -235,7 +235,7 @@ pub enum Error {
     },
     /// An append to a layer that has a schema, in a build of agent-data
     /// without its `schema` feature: the view cannot be checked, so the
-    /// append is refused rather than taken unchecked (D61).
+    /// append is refused rather than taken unchecked (D61: features cut).
     #[error(
         "message {index} (¶{identity}) refused: its layer has a schema, and agent-data was built without its `schema` feature, which checks it"
     )]

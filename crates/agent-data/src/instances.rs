@@ -9,7 +9,7 @@ use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
 /// The layer map the positions below point into.
-pub(crate) type Layers = crate::layer_map::LayerMap<Layer>;
+pub(crate) type Layers = crate::identity_map::LayerMap<Layer>;
 
 /// Instance ids in order of first appearance, as positions of layers.
 #[derive(Debug, Clone, Default)]

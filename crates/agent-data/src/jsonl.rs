@@ -1,8 +1,8 @@
 //! Reading JSONL line by line (R1, R34): each line is offered as text
-//! first (a loader may take it unread, D81), then parsed and handed over;
+//! first (a loader may take it unread, D81: unread instance lines), then parsed and handed over;
 //! a torn last line is told apart from a bad one.
 
-use crate::chained::{BATCH, CHAINED_APART_FROM, ChainThread};
+use crate::chain::thread::{BATCH, CHAINED_APART_FROM, ChainThread};
 use crate::load::{Checked, Extended, Position, Warning, parse_compact, too_deep};
 use crate::{Context, Error, Message, Result};
 use agent_core::json::Value;

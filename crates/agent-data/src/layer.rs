@@ -54,7 +54,7 @@ pub(crate) struct Write<'p> {
 /// All data messages of one identity (R4).
 ///
 /// A context may hold hundreds of thousands of instance layers of one
-/// message each, so a layer is small (D38, D40): the index of its first
+/// message each, so a layer is small (D38: small layers; D40: short layers refolded): the index of its first
 /// message and one pointer, to what most such layers lack once loaded —
 /// their other messages' indexes, their views, schema and description.
 /// A layer whose messages and view are short does not keep its own view
@@ -323,7 +323,7 @@ impl Layer {
         {
             // A new instance layer: its view is the fold of this one
             // message, which the log holds, so it is folded on first read
-            // (D40). A context of many instances of one write each builds
+            // (D40: short layers refolded). A context of many instances of one write each builds
             // no view at all while loading. (A global layer folds now: the
             // fold's skipped writes are its diagnostics, R12.)
             self.first = index;

@@ -51,16 +51,15 @@
 mod append;
 mod builder;
 mod chain;
-mod chained;
 mod check;
 mod context;
 mod elements;
 mod error;
 mod identity;
+mod identity_map;
 mod instances;
 mod jsonl;
 mod layer;
-mod layer_map;
 mod load;
 mod log;
 mod message;
@@ -71,7 +70,6 @@ mod refs;
 mod schema;
 mod scratch;
 mod snapshot;
-mod snapshot_lines;
 mod stage;
 #[cfg(feature = "proptest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "proptest")))]

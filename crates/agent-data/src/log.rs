@@ -213,7 +213,7 @@ impl Log {
         };
         self.head = head.unwrap_or_else(|| {
             let lines = self.jsonl.as_bytes().get(from..).unwrap_or_default();
-            crate::chained::chain_lines(before, lines)
+            crate::chain::thread::chain_lines(before, lines)
         });
     }
 

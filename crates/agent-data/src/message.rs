@@ -38,7 +38,7 @@ impl Message {
     }
 
     /// Refuses a `_` key the engine does not read and `allowed` does not
-    /// name (decision D63): in a data message, any but R2's; in a `plan`
+    /// name (D63: typos refused): in a data message, any but R2's; in a `plan`
     /// message, any in a call (of `plan` in a loop plan, of `calls` in a
     /// worker plan, decision D69) but the keys of R18–R20 and R36. Text and
     /// other messages are the application's. For messages being appended;
@@ -63,7 +63,7 @@ impl Message {
             Message::Data(d) => &d.fields,
             Message::Opaque(opaque) if opaque.type_name() == "plan" => {
                 // A loop plan's calls are under `plan`, a worker plan's
-                // under `calls` (decision D69); both are checked.
+                // under `calls` (D69: loop and worker plans); both are checked.
                 let key = match opaque.plan_sort() {
                     Some(crate::PlanSort::Loop) => "plan",
                     _ => "calls",

@@ -52,7 +52,7 @@ pub(crate) fn normalise(value: Value, out: &mut Vec<Message>) -> Result<bool, Me
         Some(Value::String(t)) => {
             // Copied, though a borrow would do: without this copy, glibc
             // left the heap of loading 200,000 `state` shorthands 30 MB
-            // larger (where each instance id landed; D79).
+            // larger (where each instance id landed; D79: lines stored as read).
             let t = t.clone();
             let (message, verbatim) = typed(Typed::of(&t), fields)?;
             out.push(message);

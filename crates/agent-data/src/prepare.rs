@@ -64,19 +64,19 @@ impl Context {
     /// a message nested too deep (R33) or carrying an invalid schema, or a
     /// write that is a type error against the view the earlier messages
     /// leave, is an error naming the index it would have had. The batch's
-    /// writes to one layer are judged together (decision D39): the view its
+    /// writes to one layer are judged together (D39: batch judged together): the view its
     /// last write there leaves must satisfy the layer's schema (`required`
     /// tolerated), and, for a global layer, must make no instance layer's
-    /// write fail (decision D4); if not, the error names that last write.
+    /// write fail (D4: instances unbroken); if not, the error names that last write.
     /// A view between two writes of the batch is never checked: no reader
     /// can see it.
     ///
     /// # Errors
     /// [`Error::Message`] for a message nested past R33's limit or whose `schema` is invalid
     /// (R25); [`Error::TypeError`] for a write that is a type error against its view (R13) or,
-    /// to a global layer, breaks an instance layer's write (D4); [`Error::Schema`] when the
+    /// to a global layer, breaks an instance layer's write (D4: instances unbroken); [`Error::Schema`] when the
     /// view a layer's last write leaves breaks its schema (R25); [`Error::SchemaUnchecked`]
-    /// when that schema cannot be checked, in a build without the `schema` feature (D61). Each
+    /// when that schema cannot be checked, in a build without the `schema` feature (D61: features cut). Each
     /// names the index the message would have had.
     pub fn prepare<'m>(&self, batch: &'m [Message]) -> Result<Prepared<'m>> {
         let mut scratch = Scratch::new(self, false);
@@ -153,7 +153,7 @@ impl Context {
         Ok(start..self.len())
     }
 
-    /// Appends one message after validating it (R13, R25, D4); returns its
+    /// Appends one message after validating it (R13, R25, D4: instances unbroken); returns its
     /// index. A refused message changes nothing. The context keeps the message as
     /// its JSON text and the value it writes in the view; the caller keeps
     /// `message`.
@@ -196,7 +196,7 @@ impl Context {
     /// Appends several messages atomically, validated as
     /// [`Context::prepare`] validates them: a type error is judged against
     /// the views the earlier messages leave, a layer's schema and D4 on the
-    /// view the batch's last write to it leaves (decision D39). Either all
+    /// view the batch's last write to it leaves (D39: batch judged together). Either all
     /// are appended or, on the first error, none is. Returns the new
     /// messages' index range.
     ///

@@ -3,7 +3,7 @@
 //!
 //! Without the `schema` feature nothing is compiled: a layer keeps its
 //! schema as declared, and whatever would have to be checked against it is
-//! refused instead (decision D61), so no build accepts what it cannot check.
+//! refused instead (D61: features cut), so no build accepts what it cannot check.
 
 use crate::{MessageFault, SchemaViolation};
 #[cfg(feature = "schema")]
@@ -51,7 +51,7 @@ impl Compiled {
     }
 
     /// `None` when this build cannot check schemas (no `schema` feature):
-    /// the caller refuses what it was asked to check (D61).
+    /// the caller refuses what it was asked to check (D61: features cut).
     #[cfg(feature = "schema")]
     pub(crate) fn violations(&self, view: &Value, complete: bool) -> Option<Vec<SchemaViolation>> {
         let validator = if complete { &self.full } else { &self.lenient };
@@ -70,7 +70,7 @@ impl Compiled {
     }
 
     /// `None` when this build cannot check schemas (no `schema` feature):
-    /// the caller refuses what it was asked to check (D61).
+    /// the caller refuses what it was asked to check (D61: features cut).
     #[cfg(not(feature = "schema"))]
     pub(crate) fn violations(
         &self,
@@ -103,7 +103,7 @@ impl Schema {
     /// [`MessageFault::InvalidSchema`] for a schema that is not a valid JSON
     /// Schema (or whose `$ref` chains are too long), and
     /// [`MessageFault::SchemaUnsupported`] in a build without the `schema`
-    /// feature, which can check nothing against it (D61).
+    /// feature, which can check nothing against it (D61: features cut).
     pub fn compile(schema: &Value) -> Result<Self, MessageFault> {
         if cfg!(not(feature = "schema")) {
             return Err(MessageFault::SchemaUnsupported);
@@ -187,7 +187,7 @@ fn compile(schema: &Value) -> Result<Compiled, MessageFault> {
 }
 
 /// The schema as declared, uncompiled: this build checks nothing against
-/// it, and refuses whatever would need checking (D61).
+/// it, and refuses whatever would need checking (D61: features cut).
 #[cfg(not(feature = "schema"))]
 fn compile(schema: &Value) -> Result<Compiled, MessageFault> {
     Ok(Compiled {

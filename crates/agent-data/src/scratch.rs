@@ -3,8 +3,8 @@
 //!
 //! Each message's write is checked for a type error against the views the
 //! earlier ones leave; the checks that look at a whole view — the layer's
-//! schema, and that a global write breaks no instance layer (D4) — run once
-//! per layer, at the batch's last write to it (decision D39), so a batch
+//! schema, and that a global write breaks no instance layer (D4: instances unbroken) — run once
+//! per layer, at the batch's last write to it (D39: batch judged together), so a batch
 //! costs time linear in its size, not in its size times its views.
 
 use crate::identity::IdentityRef;
@@ -47,7 +47,7 @@ pub(crate) fn own_schema(
 }
 
 /// For each message of `batch`, whether it is the batch's last write to its
-/// layer: the write after which the layer's whole view is checked (D39).
+/// layer: the write after which the layer's whole view is checked (D39: batch judged together).
 pub(crate) fn closing_writes(batch: &[Message]) -> Vec<bool> {
     if let [message] = batch {
         // A batch of one, the common case: no hashing.
@@ -100,7 +100,7 @@ pub(crate) struct Pending {
 /// Validation state for one batch (or, when staging, one instance's items).
 pub(crate) struct Scratch<'c, 'm> {
     context: &'c Context,
-    pub(crate) layers: crate::layer_map::LayerMap<Pending>,
+    pub(crate) layers: crate::identity_map::LayerMap<Pending>,
     pub(crate) entries: Vec<Entry<'m>>,
     /// Staging: layers of the context read, with their lengths then.
     pub(crate) reads: Option<Vec<(Identity, usize)>>,
@@ -150,7 +150,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     }
 
     /// R13 for one data message and, at the batch's last write to its layer,
-    /// R25 and D4 for the view it leaves (D39); on success records its write.
+    /// R25 and D4 for the view it leaves (D39: batch judged together); on success records its write.
     fn validate(
         &mut self,
         data: &DataMessage,
@@ -372,7 +372,7 @@ impl<'c, 'm> Scratch<'c, 'm> {
     /// A write of instance `x` — the context's or the batch's so far — that
     /// fails over `after` (the global view the batch's last global write of
     /// `kind` leaves) and is not one of the context's writes that already
-    /// failed over the context's global view, if any (D4, D39).
+    /// failed over the context's global view, if any (D4: instances unbroken; D39: batch judged together).
     fn breaks(&self, kind: &Kind, x: &Instance, after: Option<&Value>) -> Option<Diagnostic> {
         let new = self.fold_diagnostics(kind, x, after, true);
         if new.is_empty() {

@@ -1,5 +1,5 @@
-//! Loading a line without reading its values (D81): the first write of an
-//! instance layer, whose view the layer does not keep (D40), so the value
+//! Loading a line without reading its values (D81: unread instance lines): the first write of an
+//! instance layer, whose view the layer does not keep (D40: short layers refolded), so the value
 //! it writes need not be built while loading.
 //!
 //! A line is taken only when it is a compact object that

@@ -71,7 +71,7 @@ impl OpaqueMessage {
         &self.fields
     }
 
-    /// Which plan this is, when its `type` is `plan` (decision D69): a
+    /// Which plan this is, when its `type` is `plan` (D69: loop and worker plans): a
     /// *loop plan* has a top-level `plan` key (the calls of one of the
     /// model's answers, carried by the loop); any other plan message is a
     /// *worker plan* (`calls`, run by `agentctx worker`). A worker never
@@ -96,7 +96,7 @@ impl OpaqueMessage {
     }
 }
 
-/// The two sorts of `plan` message (decision D69).
+/// The two sorts of `plan` message (D69: loop and worker plans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PlanSort {

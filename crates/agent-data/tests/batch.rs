@@ -61,7 +61,7 @@ enum Verdict {
     Accepted,
     TypeError(usize),
     Schema(usize),
-    /// A global write makes an instance layer's write fail (D4).
+    /// A global write makes an instance layer's write fail (D4: instances unbroken).
     BreaksInstance(usize),
 }
 

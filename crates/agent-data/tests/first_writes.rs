@@ -1,5 +1,5 @@
 //! Loading JSONL adds a line that opens an instance layer with one data
-//! message or shorthand without reading its value (D81). These tests hold it to the
+//! message or shorthand without reading its value (D81: unread instance lines). These tests hold it to the
 //! rule that makes that safe: the context is exactly what reading every
 //! line gives — the same log, chain, layers, instances, views and
 //! diagnostics, and the same errors.
@@ -251,7 +251,7 @@ fn d81_a_planted_held_line_is_read_as_when_spelled_otherwise() {
         .snapshot(&agent_core::json!(null))
         .unwrap();
     let text = String::from_utf8(bytes).unwrap();
-    // Held packed (D87): the line without what every instance write repeats.
+    // Held packed (D87: packed snapshot lines): the line without what every instance write repeats.
     let held = r#"["item","i1",{"n":1}]"#;
     assert!(text.contains(held), "{text}");
     for planted in [

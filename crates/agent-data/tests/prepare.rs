@@ -127,7 +127,7 @@ fn r13_a_batch_whose_global_writes_break_an_instance_layer_is_refused() {
     )
     .unwrap();
     // D4, judged on the global view the batch's last global write leaves
-    // (D39): that write is named, with the instance layer it breaks.
+    // (D39: batch judged together): that write is named, with the instance layer it breaks.
     let batch = [
         set("†state.tags", json!("s")),
         set("†state.other", json!(1)),

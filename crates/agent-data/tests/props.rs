@@ -172,7 +172,7 @@ proptest! {
         let before = state(&ctx);
         ctx.compact();
         prop_assert_eq!(&before, &state(&ctx));
-        // Compaction drops the views of short layers (D40); a write to one
+        // Compaction drops the views of short layers (D40: short layers refolded); a write to one
         // folds it again first, and lands as in a context that kept it.
         ctx.compact();
         for message in later.into_iter().map(Message::from) {
@@ -185,7 +185,7 @@ proptest! {
     fn r13_append_all_accepts_what_appending_one_by_one_accepts(messages in log(16), batch in log(6)) {
         // A batch whose messages are each accepted appended one at a time
         // lands exactly as they would. The converse does not hold: a batch
-        // judges a layer on the view its last write there leaves (D39), so
+        // judges a layer on the view its last write there leaves (D39: batch judged together), so
         // a view one of its messages breaks and a later one repairs is
         // accepted (`batch.rs` checks exactly what is).
         let batch: Vec<Message> = batch.into_iter().map(Message::from).collect();

@@ -1,4 +1,4 @@
-//! Snapshots (decision D37): a context opened from a snapshot of a prefix
+//! Snapshots (D37: snapshots): a context opened from a snapshot of a prefix
 //! of its log, plus the messages after it, reads and validates exactly as
 //! the full fold of the whole log (R5, R12, R13, R14, R24, R25).
 
@@ -211,7 +211,7 @@ proptest! {
         let full = load(&jsonl(&messages));
         let resumed = resumed(&messages, cut);
         prop_assert_eq!(observed(&resumed), observed(&full));
-        // Appends are validated identically (R13, R25, D4).
+        // Appends are validated identically (R13, R25, D4: instances unbroken).
         let extra = batch(&extra);
         prop_assert_eq!(appended(&resumed, &extra), appended(&full, &extra));
         // A snapshot of the resumed context is the full context's snapshot.
@@ -349,7 +349,7 @@ fn r34c_a_damaged_snapshot_is_an_error_saying_so() {
             text.replace(r#""at":1"#, r#""at":5"#),
             "invalid snapshot: layer ¶g is at position 5, not 2",
         ),
-        // A held line may be packed (D87) or as the log holds it.
+        // A held line may be packed (D87: packed snapshot lines) or as the log holds it.
         (
             text.replace(r#"["s","b",2]"#, r#"{"type":"data","kind":"s","data":2}"#),
             "invalid snapshot: held message 2: not an instance layer's",
@@ -403,7 +403,7 @@ fn r34c_a_snapshot_holds_each_message_once_and_is_no_bigger_than_the_log() {
             "marker-{i}"
         );
     }
-    // Packed (D87), each line without what every instance write repeats.
+    // Packed (D87: packed snapshot lines), each line without what every instance write repeats.
     let ratio = bytes.len() as f64 / lines.len() as f64;
     assert!(
         ratio <= 1.0,

@@ -216,5 +216,8 @@ fn batches_with_global_writes_run_sequentially_with_same_result() {
     let rb = apply_batch(&mut b, items(), &clock(), Schedule::Parallel);
     assert_eq!(format!("{ra:?}"), format!("{rb:?}"));
     assert_eq!(a.to_jsonl(), b.to_jsonl());
-    assert!(ra[1].is_err(), "the global write would break ①'s push (D4)");
+    assert!(
+        ra[1].is_err(),
+        "the global write would break ①'s push (D4: instances unbroken)"
+    );
 }

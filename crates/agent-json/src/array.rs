@@ -18,7 +18,7 @@ use super::held::Held;
 /// ```
 ///
 /// An array the reader found nested 16 or more containers deep is kept
-/// as its text until something asks for its items (D86): reading them
+/// as its text until something asks for its items (D86: held arrays): reading them
 /// builds them once; changing them makes the array an ordinary one.
 #[derive(Clone)]
 pub struct Array(Items);
@@ -60,7 +60,7 @@ impl Array {
 
     /// An array held as its text `[…]`, which the reader has just read as
     /// a nonempty array `depth` containers deep (`None`: not known),
-    /// `compact` or not (D86).
+    /// `compact` or not (D86: held arrays).
     pub(crate) fn held(text: &str, compact: bool, depth: Option<usize>) -> Array {
         Array(Items::Held(Box::new(Held::new(text, compact, depth))))
     }

@@ -27,7 +27,7 @@ pub fn within_depth(value: &Value, limit: usize) -> bool {
         let (value, depth) = current;
         let children: &mut dyn Iterator<Item = &Value> = match value {
             // A held container knows its depth: it is not read for it
-            // (D85, D86).
+            // (D85: held objects; D86: held arrays).
             value if value.held_depth().is_some() => &mut std::iter::empty(),
             Value::Array(items) => &mut items.iter(),
             Value::Object(map) => &mut map.values(),

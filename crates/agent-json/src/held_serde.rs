@@ -1,5 +1,5 @@
-//! serde for a held container's compact text, without building it (D85,
-//! D86): the same calls to the serializer, in the same order, as the
+//! serde for a held container's compact text, without building it (D85:
+//! held objects; D86: held arrays): the same calls to the serializer, in the same order, as the
 //! container read into a value would make, driven by one pass over the
 //! text that finds where each container ends.
 

@@ -4,7 +4,7 @@
 //! depth — without asking anything of serde_json's features. agent-core
 //! re-exports this crate as `agent_core::json`.
 //!
-//! Every layer of agentctx holds this value (decisions D58 and D66), and
+//! Every layer of agentctx holds this value (D58: own JSON value; D66: serde_json defaults), and
 //! asks nothing of serde_json's features, so a program's own serde_json
 //! code behaves as serde_json's defaults say. It is checked against
 //! serde_json *with* its exact and ordered features
@@ -15,7 +15,7 @@
 //! - [`Value`], [`Map`], [`Array`], [`Number`]: the value, 32 bytes a
 //!   node. An object or array the reader finds inside sixteen or more
 //!   containers is kept as its text until something asks for what it holds
-//!   (D85, D86): a deep value costs about its text, and prints without
+//!   (D85: held objects; D86: held arrays): a deep value costs about its text, and prints without
 //!   being built.
 //! - [`from_str`], [`from_str_within`]: reading, with the depth limit
 //!   (R33) as the reader's own check, without recursion;

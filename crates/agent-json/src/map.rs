@@ -40,7 +40,7 @@ const INDEXED_FROM: usize = 9;
 /// ```
 ///
 /// An object the reader found nested 16 or more containers deep is kept
-/// as its text until something asks for its members (D85): the methods
+/// as its text until something asks for its members (D85: held objects): the methods
 /// below read it then, once, and behave exactly as for any other object.
 #[derive(Clone, Default)]
 pub struct Map(Members);
@@ -174,7 +174,7 @@ impl Map {
 
     /// An object held as its text `{…}`, which the reader has just read as
     /// a nonempty object `depth` containers deep (`None`: not known),
-    /// `compact` or not (D85).
+    /// `compact` or not (D85: held objects).
     pub(crate) fn held(text: &str, compact: bool, depth: Option<usize>) -> Map {
         Map(Members {
             entries: ThinVec::new(),
@@ -213,7 +213,7 @@ impl Map {
 
     /// A held object's members read into an object of their own, when
     /// they have not been read in place: for a writer that drops them
-    /// once written (D85). `None` for any other object.
+    /// once written (D85: held objects). `None` for any other object.
     pub(crate) fn read_apart(&self) -> Option<Map> {
         self.held_part().and_then(Held::read_apart).map(Map)
     }

@@ -1,4 +1,4 @@
-//! [`Number`]: a JSON number kept as the text it means (R3, D20).
+//! [`Number`]: a JSON number kept as the text it means (R3, D20: numbers keep their text).
 
 use std::fmt;
 use std::str::FromStr;

@@ -139,7 +139,7 @@ pub fn from_str_compact_within(text: &str, limit: usize) -> Result<(Value, bool)
     read(text, limit, HELD_FROM)
 }
 
-/// Reads a held container's text with every container built (D85, D86);
+/// Reads a held container's text with every container built (D85: held objects; D86: held arrays);
 /// its depth was checked when it was first read.
 pub(super) fn from_str_unheld(text: &str) -> Result<Value, ParseError> {
     read(text, usize::MAX, usize::MAX).map(|(value, _)| value)
@@ -198,7 +198,7 @@ pub(super) struct Parser<'a> {
     /// write for it.
     pub(super) compact: bool,
     /// Objects and arrays inside this many containers are kept as their
-    /// text (D85, D86).
+    /// text (D85: held objects; D86: held arrays).
     held_from: usize,
 }
 
@@ -327,7 +327,7 @@ impl Parser<'_> {
     /// Reads the object or array at its `{` or `[`, inside `outside`
     /// containers, exactly as [`Parser::value`] would (the same faults at
     /// the same places, the same compactness), building none of it: its
-    /// text becomes a held object (D85) or array (D86).
+    /// text becomes a held object (D85: held objects) or array (D86: held arrays).
     fn held(&mut self, outside: usize) -> Result<Value, ParseError> {
         let start = self.index;
         let compact_before = std::mem::replace(&mut self.compact, true);

@@ -51,7 +51,7 @@ impl Serialize for Value {
     }
 }
 
-/// Serialises a held container without reading it in place (D85, D86):
+/// Serialises a held container without reading it in place (D85: held objects; D86: held arrays):
 /// its compact text is walked, any other text read apart and dropped.
 /// The serializer back for a container that is not held, or already read.
 fn serialize_held<S: Serializer>(

@@ -186,7 +186,7 @@ impl Value {
     }
 
     /// A held container's compact text and depth, while it is unread
-    /// (D85, D86): a writer can copy it instead of reading it.
+    /// (D85: held objects; D86: held arrays): a writer can copy it instead of reading it.
     pub(crate) fn held_compact_text(&self) -> Option<(&str, usize)> {
         match self {
             Value::Array(items) => items.compact_text(),

@@ -1,5 +1,5 @@
 //! Writing a [`Value`] as JSON text, byte for byte as serde_json wrote the
-//! same value (so digests over compact text, D46, do not change).
+//! same value (so digests over compact text, D46: the chain, do not change).
 //!
 //! Iterative like the parser: any value the type can hold is written
 //! without recursion.
@@ -60,7 +60,7 @@ pub fn write_object_within(out: &mut String, map: &Map, limit: usize) -> bool {
         return false;
     }
     if map.is_unread() {
-        // A held object (D85), written as any value holding one is: its
+        // A held object (D85: held objects), written as any value holding one is: its
         // text copied or read apart, not read in place. A copy is its text.
         let value = Value::Object(map.clone());
         return write(out, Some(&value), Vec::new(), None, limit);
@@ -112,7 +112,7 @@ fn write<'v>(
             if container && stack.len() >= limit {
                 return false;
             }
-            // A held container (D85, D86), within the limit: its compact
+            // A held container (D85: held objects; D86: held arrays), within the limit: its compact
             // text copied. Past it, read apart below, so the refusal comes
             // where it always did.
             let copied = value
@@ -198,8 +198,8 @@ fn write<'v>(
 }
 
 /// Writes compact text as the pretty writer writes the value it holds,
-/// from `level`: a held container is written without being read (D85,
-/// D86).
+/// from `level`: a held container is written without being read (D85:
+/// held objects; D86: held arrays).
 fn push_pretty(out: &mut String, compact: &str, mut level: usize) {
     let bytes = compact.as_bytes();
     let (mut at, mut copied) = (0, 0);

@@ -1,6 +1,6 @@
 //! Property test: the reader says a text is compact exactly when the
 //! writer gives the same bytes back for the value read (what lets a log
-//! keep a line's own text as the message's compact JSON, D46).
+//! keep a line's own text as the message's compact JSON, D46: the chain).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 

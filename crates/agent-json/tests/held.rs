@@ -1,5 +1,5 @@
 //! Objects and arrays nested 16 or more containers deep are kept as their
-//! text until read (D85, D86). Property tests: a deep value read from any
+//! text until read (D85: held objects; D86: held arrays). Property tests: a deep value read from any
 //! spelling reads, writes, compares and changes exactly as the same value
 //! built in memory.
 

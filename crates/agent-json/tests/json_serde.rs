@@ -1,4 +1,4 @@
-//! serde in and out of agentctx's value (D66): `json!`, `to_value` and
+//! serde in and out of agentctx's value (D66: serde_json defaults): `json!`, `to_value` and
 //! `from_value` keep what the log keeps — keys as written, numbers as
 //! their text.
 

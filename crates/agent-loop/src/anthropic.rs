@@ -136,7 +136,7 @@ impl Anthropic {
     /// The reply in a response body: the `input` of the `tool_use` block
     /// of the `answer` tool; else the only `tool_use` block, read as an
     /// answer when its input has `calls`; else the text blocks, read as
-    /// the answer's JSON text (decision D53).
+    /// the answer's JSON text (D53: untrusted server).
     ///
     /// # Errors
     /// [`Error::BadReply`] when `body` has no `content` array. A reply whose answer cannot be

@@ -1,5 +1,5 @@
 //! A successful response, read whole as JSON or as a stream of events, up
-//! to the size limit (decisions D53, D56).
+//! to the size limit (D53: untrusted server; D56: streamed answers).
 
 use crate::Error;
 use crate::http::describe_io;

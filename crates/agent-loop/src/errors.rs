@@ -105,7 +105,7 @@ pub(crate) fn shortened(text: &str, max: usize) -> String {
 
 /// The `error` message for a failed call (R39): `data` is `{"call": CALL,
 /// "error": TEXT}`, pushed onto the `error` view so every error stays
-/// visible in merged rendering (decision D32). A call too deep to record
+/// visible in merged rendering (D32: errors pushed). A call too deep to record
 /// is replaced by `null` and the text says so.
 pub(crate) fn error_message(call: Value, error: &str) -> Result<Message> {
     let entry = |call: Value, error: String| json!({"call": call, "error": error});

@@ -2,7 +2,7 @@
 //! untrusted: no redirect is followed, the answer — a JSON body or a stream
 //! of events — is read up to a size limit, one deadline covers a request
 //! and its retries, and what the server says is quoted before anyone
-//! prints it (decisions D53, D56). Faults no retry mends (no connection,
+//! prints it (D53: untrusted server; D56: streamed answers). Faults no retry mends (no connection,
 //! 401, 404) fail at once.
 
 use crate::body::{Fault, Received, Success, read_at_most};

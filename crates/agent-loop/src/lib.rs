@@ -22,7 +22,7 @@
 //!   server is untrusted: no redirect is followed, a response is read up
 //!   to [`MAX_ANSWER_BYTES`] (or the provider's `max_answer_bytes`), its
 //!   error text is quoted, and [`RetryNotice`]s go to the caller's
-//!   observer rather than to the terminal (decision D53).
+//!   observer rather than to the terminal (D53: untrusted server).
 //!
 //! ```
 //! use agent_data::Context;

@@ -120,7 +120,7 @@ impl OpenAi {
     /// The reply in a response body: the JSON text of
     /// `choices[0].message.content` (text parts joined, when it is an
     /// array of parts), or else a native tool call carrying the answer
-    /// (decision D53).
+    /// (D53: untrusted server).
     ///
     /// # Errors
     /// [`Error::BadReply`] when `body` has no `choices[0].message`. A reply whose answer cannot

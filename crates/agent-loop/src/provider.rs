@@ -158,7 +158,7 @@ pub(crate) fn usage(body: &Value, input: &str, output: &str) -> Usage {
 pub(crate) const ANSWER_NAME: &str = "answer";
 
 /// A tool call the server gave natively instead of the answer where the
-/// format puts it (decision D53): read as the answer when it is named
+/// format puts it (D53: untrusted server): read as the answer when it is named
 /// `answer`, or when its arguments are an object with `calls` — they are
 /// then checked like any answer; any other call is an error naming it.
 pub(crate) fn native_answer(name: &str, arguments: &Value) -> std::result::Result<Answer, String> {

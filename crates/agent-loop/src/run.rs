@@ -251,7 +251,7 @@ impl Loop {
     /// owed that are ready run before the model is asked.
     ///
     /// The answer's leading explicit calls that read nothing a call may
-    /// write start while it is still streaming (decision D77): `confirm`
+    /// write start while it is still streaming (D77: calls start while streaming): `confirm`
     /// is then asked from inside the stream's reader, so a `confirm` that
     /// waits holds the stream, whose deadline keeps running.
     ///
@@ -349,7 +349,7 @@ impl Loop {
                 })
             };
             // The answer's calls are judged as they arrive; those nothing
-            // unseen can change start before it ends (decision D77).
+            // unseen can change start before it ends (D77: calls start while streaming).
             let (reply, calls) = std::thread::scope(|scope| {
                 let mut early = Early::new();
                 let mut seen: Vec<Value> = Vec::new();

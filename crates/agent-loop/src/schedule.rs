@@ -66,7 +66,7 @@ pub(crate) struct Ran {
 /// `rules.parallel` activities at once) against
 /// `target`, telling `on_calls(running, done, waiting)` whenever an
 /// activity starts or a result is written, and asking `confirm` about each
-/// ready call before it runs. `Err` is the store's failure: the turn ends (decision D42),
+/// ready call before it runs. `Err` is the store's failure: the turn ends (D42: one readiness rule),
 /// after the activities already started have returned.
 #[allow(clippy::too_many_arguments)] // one turn's whole setting
 pub(crate) fn run_plan(

@@ -225,7 +225,7 @@ pub(crate) fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<C
     };
     // A misspelt `_outputPath` would send the result nowhere; the model is
     // told which key it meant. `_` keys the tool's schema declares are the
-    // application's own (decision D63).
+    // application's own (D63: typos refused).
     let declared: Vec<String> = tool
         .properties()
         .into_iter()

@@ -2,7 +2,7 @@
 //! running it as a turn yields the same views as running the same calls as
 //! a plan (`agentctx run`) with the same activities (spec R39); when the
 //! calls cannot be ordered, it writes what its leading calls that read
-//! nothing wrote, as they started while the answer arrived (decision D77).
+//! nothing wrote, as they started while the answer arrived (D77: calls start while streaming).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
@@ -96,7 +96,7 @@ proptest! {
             }
             // Calls that read each other in a cycle: no plan runs, but the
             // answer's leading calls that read nothing started as they
-            // arrived, and what ran is written (decision D77).
+            // arrived, and what ran is written (D77: calls start while streaming).
             Err(_) => {
                 let leading: Vec<Value> = calls
                     .iter()

@@ -1,5 +1,5 @@
 //! A model's misspelt `_` key is its call's error, naming the key it
-//! meant (decision D63); `_` keys the tool's schema declares are the
+//! meant (D63: typos refused); `_` keys the tool's schema declares are the
 //! application's own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests

@@ -93,7 +93,7 @@ impl Call {
     /// Refuses a `_` key the engine does not read ([`agent_core::CALL_KEYS`])
     /// unless `allowed` names it: a misspelt `_outputPath` would otherwise
     /// be a parameter nobody reads, and the result would go nowhere
-    /// (decision D63). For calls being applied, run or answered; a call
+    /// (D63: typos refused). For calls being applied, run or answered; a call
     /// recorded in a log is never judged again.
     ///
     /// ```

@@ -1,7 +1,7 @@
 //! The write time stamped on output messages (`_date`, R20).
 //!
 //! Times are `std::time::SystemTime`, so no date library's version is part
-//! of this crate's API (decision D60); chrono only formats them.
+//! of this crate's API (D60: semver hygiene); chrono only formats them.
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -68,7 +68,7 @@ impl Clock for FixedClock {
 }
 
 /// RFC 3339 in UTC with a `Z` and only as many fraction digits as needed
-/// (decision D12); a time outside the years 0000 to 9999 has no such form.
+/// (D12: _date format); a time outside the years 0000 to 9999 has no such form.
 pub(crate) fn stamp(time: SystemTime) -> Result<String, crate::Error> {
     let utc = match time.duration_since(UNIX_EPOCH) {
         Ok(after) => TimeDelta::from_std(after)

@@ -29,7 +29,7 @@ pub enum Outcome {
 /// appending them. A call without `_outputPath` yields none (R21). An
 /// erase's messages hold `null` at their paths, not the outcome's value
 /// (R10b). The
-/// call is recorded once per result (D36): the first message carries it as
+/// call is recorded once per result (D36: fan-out recorded once): the first message carries it as
 /// `_call`, each later destination's message `_callAt`, how many messages
 /// back that one is (`-1`, `-2`, …), since a result's messages are appended
 /// together.
@@ -114,7 +114,7 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
             fields.insert("data".into(), destination.path.nest(value.clone()));
             fields.insert("_outputPath".into(), destination.to_string().into());
             fields.insert("_outputMethod".into(), method.as_str().into());
-            // The call once per result (D36): the first message carries it,
+            // The call once per result (D36: fan-out recorded once): the first message carries it,
             // each later one says how many messages back that one is.
             if position == 0 {
                 fields.insert("_call".into(), call.as_value().clone());
@@ -134,7 +134,7 @@ pub fn messages_for(call: &Call, outcome: Outcome, clock: &dyn Clock) -> Result<
 
 /// `_callAt` of the message at `position` (0-based) among one result's
 /// messages: the (negative) offset back to the first, which carries `_call`
-/// (D36).
+/// (D36: fan-out recorded once).
 fn call_at(position: usize) -> Value {
     // A `Vec` holds fewer than `i64::MAX` messages; saturate rather than
     // panic all the same.

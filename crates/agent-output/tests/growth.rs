@@ -44,7 +44,7 @@ fn assert_linear(what: &str, t_small: Duration, t_large: Duration) {
 #[test]
 fn r20_a_fanned_out_result_records_its_call_in_bytes_linear_in_the_destinations() {
     // Deterministic: the call (itself linear in n) is stored once per
-    // result, not once per destination (D36), which made this about 100.
+    // result, not once per destination (D36: fan-out recorded once), which made this about 100.
     let bytes = |n: usize| -> usize {
         let messages = messages_for(&fan_out(n), Outcome::Success(json!("v")), &clock()).unwrap();
         assert_eq!(messages.len(), n);
@@ -94,7 +94,7 @@ fn apply_time(ctx: &Context, call: &Call, n: usize) -> Duration {
 #[test]
 fn r25_a_fanned_out_result_is_checked_against_the_schema_in_linear_time() {
     // The schema judges every destination. Checking the whole view after
-    // each message was quadratic; the batch's view is judged once (D39).
+    // each message was quadratic; the batch's view is judged once (D39: batch judged together).
     let ctx = Context::from_json(
         r#"[{"type":"state","data":{"x":1},"schema":{"type":"object",
             "properties":{"x":{"type":"integer"}},
@@ -116,8 +116,8 @@ fn r25_a_fanned_out_result_is_checked_against_the_schema_in_linear_time() {
 #[test]
 fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_time() {
     // Every global write must leave each instance layer's writes valid
-    // (D4). Refolding the instance layers after each message was quadratic;
-    // they are refolded once, over the view the batch leaves (D39).
+    // (D4: instances unbroken). Refolding the instance layers after each message was quadratic;
+    // they are refolded once, over the view the batch leaves (D39: batch judged together).
     let mut messages = vec![json!({"type": "state", "data": {"x": 1}})];
     messages.extend((0..1_000).map(|i| {
         json!({"type": "state", "data": {"log": i}, "_outputPath": "†state.log",
@@ -134,7 +134,7 @@ fn r13_a_fanned_out_global_result_is_checked_against_instance_layers_in_linear_t
     );
     assert!(
         refused.is_err(),
-        "a string under the instances' pushes is refused (D4)"
+        "a string under the instances' pushes is refused (D4: instances unbroken)"
     );
     let t_small = apply_time(&ctx, &fan_out(1_000), 1_000);
     let t_large = apply_time(&ctx, &fan_out(10_000), 10_000);

@@ -12,7 +12,7 @@
 //! refusal (the result breaks a schema or a type, R13/R25) fails the call;
 //! any other store failure is not the call's outcome — its result is not in
 //! the log — so the run stops and says why, and the call is left to be run
-//! again (decision D42).
+//! again (D42: one readiness rule).
 
 use crate::Plan;
 use crate::graph::{self, Access};

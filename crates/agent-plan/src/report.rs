@@ -55,7 +55,7 @@ impl Taken {
 #[non_exhaustive]
 pub enum Status {
     /// The activity ran and its outcome was written (or there was no
-    /// `_outputPath`, R21). A handled failure is done (D17).
+    /// `_outputPath`, R21). A handled failure is done (D17: run statuses).
     Done {
         /// Which outcome it took.
         taken: Taken,
@@ -84,7 +84,7 @@ pub enum Status {
         because: usize,
     },
     /// Not written, or not run: the store failed, so the run stopped
-    /// (decision D42). Nothing of the call is in the log; running the plan
+    /// (D42: one readiness rule). Nothing of the call is in the log; running the plan
     /// again runs it.
     Stopped {
         /// The store's error.

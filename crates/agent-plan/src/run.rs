@@ -340,7 +340,7 @@ fn written_path(message: &Message) -> Option<String> {
 }
 
 /// Without the `rayon` feature the same pipelines run in sequence on the
-/// calling thread, with the same results (decision D61).
+/// calling thread, with the same results (D61: features cut).
 #[cfg(not(feature = "rayon"))]
 mod sequential {
     /// `par_iter` as a plain `iter`.

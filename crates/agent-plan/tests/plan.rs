@@ -164,7 +164,7 @@ fn failures_blocks_skips_and_panics() {
             paths: vec!["†state.err".into()],
             failure: Some(json!("it broke")),
         },
-        "a handled failure is done (D17) and says where it went"
+        "a handled failure is done (D17: run statuses) and says where it went"
     );
     assert_eq!(
         report.calls[3].status,

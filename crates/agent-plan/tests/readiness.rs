@@ -1,4 +1,4 @@
-//! The one readiness rule (decision D42): the in-process runner, the rule
+//! The one readiness rule (D42: one readiness rule): the in-process runner, the rule
 //! as `status` applies it, and what a failed write means.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests

@@ -191,7 +191,7 @@ fn anthropic(messages: &[ChatMessage]) -> Result<Value> {
 /// Tokens in `text` under the `o200k_base` encoding (GPT-4o family), for
 /// sizing contexts. Special-token text is counted as ordinary text. Only
 /// with the `tiktoken` feature (a default): a build without the tokenizer
-/// has no count rather than an estimate that looks like one (D61).
+/// has no count rather than an estimate that looks like one (D61: features cut).
 #[cfg(feature = "tiktoken")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tiktoken")))]
 pub fn count_tokens(text: &str) -> usize {

@@ -110,7 +110,7 @@ impl Renderer {
         };
         let mut out = Vec::with_capacity(blocks);
         // Where in `out` the newest plan of each sort went, so a later one
-        // of its sort can take it out (decision D69).
+        // of its sort can take it out (D69: loop and worker plans).
         let mut plans: Vec<(PlanSort, Option<usize>)> = Vec::new();
         let mut superseded: Vec<usize> = Vec::new();
         for index in 0..context.len() {

@@ -175,7 +175,7 @@ fn r28_a_superseded_plan_stays_in_the_log_and_is_not_rendered() {
     ]));
     assert_eq!(c.len(), 5);
     // Merged: the newest loop plan and the newest worker plan, where they
-    // stand; each supersedes only its own sort (decision D69).
+    // stand; each supersedes only its own sort (D69: loop and worker plans).
     let merged = texts(&c, RenderMode::Merged);
     assert_eq!(merged.len(), 3);
     assert_eq!(merged[0], "between");

@@ -168,7 +168,7 @@ pub enum Error {
         call: usize,
     },
     /// The result of a plan's call was not appended because the claim it
-    /// was run under is no longer the call's current one (decision D43):
+    /// was run under is no longer the call's current one (D43: fencing):
     /// the call was claimed again after this claim's lease ran out, given
     /// back, given up (failed), or finished under another claim. Only the
     /// worker holding the call's current claim, while the call is running,

@@ -54,11 +54,9 @@ mod files;
 mod memory;
 #[cfg(feature = "postgres")]
 mod pg;
-mod recovery;
 mod retry;
 mod snapshot;
 mod store;
-mod trust;
 mod url;
 mod verify;
 

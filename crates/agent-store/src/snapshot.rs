@@ -1,6 +1,6 @@
-//! What the stores share about snapshots (decision D37): when one is due,
-//! how its bytes are sealed with a checksum, and how a file context keeps
-//! one beside it.
+//! What the stores share about snapshots (D37: snapshots): when one is due,
+//! and how its bytes are sealed with a checksum (a file context keeps its
+//! snapshot beside it: `files/snapshot.rs`).
 //!
 //! A snapshot is a cache of the folded views at a known length, verified
 //! against the log before it is used and ignored when it does not match:
@@ -8,12 +8,7 @@
 //! So it is written without fsync, through a fresh file renamed into place.
 
 use crate::Result;
-use crate::recovery::{dir_of, sidecar, temp_prefix};
-use crate::trust::{self, Found, Log};
-use agent_data::Warning;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
 
 /// A snapshot is due once this many messages followed the last one…
 pub const SNAPSHOT_AFTER: usize = 64;
@@ -78,13 +73,13 @@ impl Since {
 
 /// A checksum of `bytes`, the same in every build: eight bytes at a time,
 /// so checking a snapshot costs little beside parsing it.
-pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn word_checksum(bytes: &[u8]) -> u64 {
     let mut sum = Checksum::default();
     sum.update(bytes);
     sum.finish()
 }
 
-/// [`checksum`] of bytes given a piece at a time, so a snapshot can be
+/// [`word_checksum`] of bytes given a piece at a time, so a snapshot can be
 /// sealed as it is written instead of held whole.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Checksum {
@@ -92,7 +87,8 @@ pub(crate) struct Checksum {
     /// The start of a word whose end has not come yet.
     pending: [u8; 8],
     filled: usize,
-    len: u64,
+    /// Bytes summed.
+    pub(crate) len: u64,
 }
 
 impl Default for Checksum {
@@ -150,9 +146,9 @@ impl Checksum {
 }
 
 /// A writer that checksums what passes through it.
-struct Summing<W> {
-    inner: W,
-    sum: Checksum,
+pub(crate) struct Summing<W> {
+    pub(crate) inner: W,
+    pub(crate) sum: Checksum,
 }
 
 impl<W: Write> Write for Summing<W> {
@@ -175,14 +171,14 @@ const MAGIC: &str = "agentctx-snapshot";
 /// a copy would double what writing it holds).
 #[cfg(any(feature = "postgres", test))]
 pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
-    let head = seal_line(checksum(&body));
+    let head = seal_line(word_checksum(&body));
     body.splice(0..0, head.into_bytes());
     body
 }
 
 /// The first line of a sealed snapshot whose body has checksum `sum`:
 /// always the same length, so it can be written last, over a placeholder.
-fn seal_line(sum: u64) -> String {
+pub(crate) fn seal_line(sum: u64) -> String {
     format!("{MAGIC} {sum:016x}\n")
 }
 
@@ -192,39 +188,7 @@ pub(crate) fn unseal(sealed: &[u8]) -> Option<&[u8]> {
     let head = std::str::from_utf8(&sealed[..newline]).ok()?;
     let sum = u64::from_str_radix(head.strip_prefix(MAGIC)?.trim(), 16).ok()?;
     let body = &sealed[newline + 1..];
-    (checksum(body) == sum).then_some(body)
-}
-
-/// Reads the snapshot beside `target`, the log `log` describes; `None`
-/// when there is none, it may not be believed (a warning says why: see
-/// [`trust`]), or it cannot be read — it is only a cache.
-pub(crate) fn read_beside(
-    target: &Path,
-    log: &Log,
-    warnings: &mut Vec<Warning>,
-) -> Option<Vec<u8>> {
-    let mut file = open_beside(target, log, warnings)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
-}
-
-/// The snapshot beside `target`, opened to be read, as [`read_beside`]
-/// decides whether to believe it.
-pub(crate) fn open_beside(
-    target: &Path,
-    log: &Log,
-    warnings: &mut Vec<Warning>,
-) -> Option<std::fs::File> {
-    let path = sidecar(target, "snapshot");
-    match trust::open(&path, log).ok()? {
-        Found::Missing => None,
-        Found::Ignored(warning) => {
-            warnings.push(warning);
-            None
-        }
-        Found::Trusted(file) => Some(file),
-    }
+    (word_checksum(body) == sum).then_some(body)
 }
 
 /// A sealed snapshot read as it streams by: its first line names the
@@ -284,40 +248,6 @@ impl<R: io::BufRead> io::BufRead for Unsealing<R> {
     }
 }
 
-/// Replaces the snapshot beside `target` with the body `write` writes,
-/// sealed as it is written (it is never held whole): a fresh file
-/// (`O_EXCL`, random name) renamed into place, so a reader sees the old
-/// snapshot or the new one, and a planted symlink is replaced, never
-/// written through. It gets the log's group and read and write bits (never
-/// set-id bits): it holds the same data, so whoever may read the context
-/// may read its snapshot (and nobody else). No fsync: a snapshot lost in a
-/// crash is rebuilt. Returns the sealed snapshot's size.
-pub(crate) fn write_beside(
-    target: &Path,
-    log: &Log,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<u64> {
-    let mut file = tempfile::Builder::new()
-        .prefix(&temp_prefix(target, "snapshot."))
-        .suffix(".tmp")
-        .tempfile_in(dir_of(target))?;
-    log.dress(file.as_file())?;
-    let placeholder = seal_line(0);
-    file.as_file_mut().write_all(placeholder.as_bytes())?;
-    let mut body = Summing {
-        inner: file.as_file_mut(),
-        sum: Checksum::default(),
-    };
-    write(&mut body)?;
-    let sum = body.sum;
-    let size = placeholder.len() as u64 + sum.len;
-    file.as_file()
-        .write_all_at(seal_line(sum.finish()).as_bytes(), 0)?;
-    file.persist(sidecar(target, "snapshot"))
-        .map_err(|e| e.error)?;
-    Ok(size)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,24 +288,6 @@ mod tests {
         assert_eq!(unseal(&sealed[..sealed.len() - 1]), None);
     }
 
-    #[cfg(unix)]
-    #[test]
-    fn r34c_a_snapshot_has_the_permissions_of_its_context_file() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        for mode in [0o600, 0o640, 0o644] {
-            let target = dir.path().join(format!("c{mode:o}.jsonl"));
-            std::fs::write(&target, "").unwrap();
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
-            let log = Log::of(&std::fs::metadata(&target).unwrap());
-            write_beside(&target, &log, |out| out.write_all(b"body")).unwrap();
-            let sealed = std::fs::read(sidecar(&target, "snapshot")).unwrap();
-            assert_eq!(unseal(&sealed), Some(&b"body"[..]));
-            let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();
-            assert_eq!(written.permissions().mode() & 0o777, mode);
-        }
-    }
-
     #[test]
     fn r34c_a_checksum_taken_in_pieces_is_the_checksum_of_the_whole() {
         let bytes: Vec<u8> = (0..100u8).map(|b| b.wrapping_mul(37)).collect();
@@ -387,12 +299,16 @@ mod tests {
                 sum.update(&bytes[second..]);
                 assert_eq!(
                     sum.finish(),
-                    checksum(&bytes),
+                    word_checksum(&bytes),
                     "cut at {first} and {second}"
                 );
             }
         }
-        assert_ne!(checksum(b"ab"), checksum(b"ab\0"), "the length counts");
+        assert_ne!(
+            word_checksum(b"ab"),
+            word_checksum(b"ab\0"),
+            "the length counts"
+        );
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub trait Store {
     fn load(&mut self) -> Result<Loaded>;
 
     /// Reads what reads and appends need, in O(tail): the newest snapshot
-    /// that matches the log, and the messages after it (decision D37). The
+    /// that matches the log, and the messages after it (D37: snapshots). The
     /// context holds every view, so reading, validating and appending are
     /// as after [`Store::load`], but it holds only the messages it needs
     /// again ([`Context::is_complete`]): whatever walks the messages

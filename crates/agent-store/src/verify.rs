@@ -334,7 +334,7 @@ pub(crate) fn check_snapshot(log: &Context, sealed: &[u8]) -> Vec<Finding> {
     // snapshot's body byte for byte when the views are the fold — or what
     // the body reads as, written again by this build, for a body spelled
     // otherwise with the same content (an older build's, its held lines
-    // not packed, D87): what it opens as is what counts.
+    // not packed, D87: packed snapshot lines): what it opens as is what counts.
     let mut lines = Vec::new();
     for i in 0..summarises {
         lines.extend_from_slice(json(i));

@@ -87,7 +87,7 @@ mod calls {
             ),
             "{refused}"
         );
-        // Any other claim's result is fenced off (D43): only the current
+        // Any other claim's result is fenced off (D43: fencing): only the current
         // claim of a running call writes.
         let other = Claim {
             worker: "b".into(),
@@ -420,7 +420,7 @@ mod calls {
             // Holds the pattern, but is not a plan.
             json!({"type": "note", "data": {"type": "plan"}}),
             json!({"type": "note", "data": {"text": "\u{0}"}}),
-            // A loop's plan (decision D69): never a worker's.
+            // A loop's plan (D69: loop and worker plans): never a worker's.
             json!({"type": "plan", "plan": [{"_tool": "y"}], "_pending": [0]}),
         ] {
             agent_store::Append::append_all(&mut stored, &message(value)).unwrap();

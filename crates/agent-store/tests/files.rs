@@ -197,7 +197,7 @@ fn r34_a_dead_writers_temporary_file_is_swept_by_the_next_json_append() {
     assert_eq!(log(&path), json!([1]));
 }
 
-// ------------------------------------------------------------ snapshots (D37)
+// ------------------------------------------------------------ snapshots (D37: snapshots)
 
 /// A store over `path` that committed `n` pushes one by one.
 fn pushed(path: &std::path::Path, n: usize) {

@@ -1,4 +1,4 @@
-//! Append keys on a JSONL file (R34b, D47): the same key appends once,
+//! Append keys on a JSONL file (R34b, D47: append keys): the same key appends once,
 //! also from writers racing in parallel; an entry whose bytes never landed
 //! (its writer died between the entry and the append) frees its key.
 

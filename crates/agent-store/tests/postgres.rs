@@ -618,7 +618,7 @@ mod postgres_store {
         assert!(matches!(error, Error::Refused(_)), "{error}");
     }
 
-    // -------------------------------------------------------- snapshots (D37)
+    // -------------------------------------------------------- snapshots (D37: snapshots)
 
     fn every_view(context: &Context) -> Vec<Value> {
         let mut out = vec![json!(context.len())];

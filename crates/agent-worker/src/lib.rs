@@ -13,7 +13,7 @@
 //!   transaction ([`agent_store::PgStore::commit_call`]), however often
 //!   its activity ran — and only while its claim is the call's current
 //!   one: a result from a claim another worker took over, or of a call
-//!   that finished or failed meanwhile, is fenced off (decision D43);
+//!   that finished or failed meanwhile, is fenced off (D43: fencing);
 //! - **retries** failed activities with backoff, and waits out a database
 //!   that is down for its patience;
 //! - sleeps between rounds until a notification, a finished activity, a

@@ -20,7 +20,7 @@ pub struct WorkerReport {
     /// Outcomes it did not write, give back or give up because its claim was
     /// no longer the call's current one: another worker claimed the call
     /// after this one's lease ran out, or it finished or failed meanwhile
-    /// (decision D43). Not tried again.
+    /// (D43: fencing). Not tried again.
     pub fenced: usize,
     /// Failed attempts it gave back to be tried again.
     pub retried: usize,

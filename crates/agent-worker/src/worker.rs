@@ -1,12 +1,12 @@
 //! A worker: one of any number of processes, on any machines, running the
-//! newest plan of a context stored in PostgreSQL together (decision D41).
+//! newest plan of a context stored in PostgreSQL together (D41: claims and leases).
 //!
 //! One thread coordinates: it reads where the calls stand, claims ready
 //! calls up to the concurrency, hands each to a thread that runs its
 //! activity, and commits what comes back — one call's result at a time,
 //! through [`PgStore::commit_call`], which writes a call's result once
 //! however often its activity ran, and only from the call's current claim
-//! (decision D43): a result from a claim another worker took over is
+//! (D43: fencing): a result from a claim another worker took over is
 //! fenced off, counted and dropped. Between rounds it sleeps until a
 //! notification (another worker committed or gave a call back), one of its
 //! activities finishes, a lease it must renew or watch runs out, or a
@@ -311,7 +311,7 @@ impl<'w> Running<'w> {
             .register(&name, &self.worker.activities.tools(), lease)?;
         for claim in self.mine.values() {
             // A claim lost to another worker is not renewed; its activity
-            // runs on, and its commit is fenced off (D43).
+            // runs on, and its commit is fenced off (D43: fencing).
             self.calls.renew(claim, lease)?;
         }
         self.renewed = Instant::now();
@@ -488,7 +488,7 @@ impl<'w> Running<'w> {
                 self.report.already_written += 1;
                 Ok(())
             }
-            // The call is no longer this claim's (D43): another worker holds
+            // The call is no longer this claim's (D43: fencing): another worker holds
             // it, or it finished or failed meanwhile. Its row and the log are
             // as that left them; sending again would be refused again.
             Err(StoreError::Fenced(_)) => {

@@ -12,7 +12,7 @@ use std::borrow::Borrow;
 /// [`ContextExt::append_value`](crate::ContextExt::append_value) take:
 /// one message or an array of them as JSON (R1 shapes, normalised as
 /// loading would), a [`Message`], or a slice or `Vec` of them. Either way
-/// every message's `_` keys are checked (decision D63) and the batch is
+/// every message's `_` keys are checked (D63: typos refused) and the batch is
 /// appended all or none.
 ///
 /// Implemented here only (sealed), so it can grow without breaking

@@ -34,8 +34,8 @@ pub enum Error {
     /// One result of a batch written all or none
     /// ([`StoredContext::apply_all`](crate::StoredContext::apply_all)) was
     /// refused, so nothing was written; `index` is its place in the batch.
-    /// A schema (R25) or an instance layer's write (D4) is judged on the
-    /// view the batch's *last* write to that layer leaves (D39), so for
+    /// A schema (R25) or an instance layer's write (D4: instances unbroken) is judged on the
+    /// view the batch's *last* write to that layer leaves (D39: batch judged together), so for
     /// those `index` is the last call writing the layer, which may not be
     /// the one whose value broke it.
     #[error("call {index} of the batch: {source}")]

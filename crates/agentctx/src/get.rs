@@ -99,7 +99,7 @@ pub trait ContextExt {
     /// [`Message`]s ([`Appendable`]) — validated (R13, R25), all or none,
     /// as [`StoredContext::append`](crate::StoredContext::append) does: a
     /// `_` key the engine does not read is refused as the typo it most
-    /// likely is (decision D63). Returns how many messages were appended.
+    /// likely is (D63: typos refused). Returns how many messages were appended.
     ///
     /// ```
     /// use agentctx::prelude::*;
@@ -125,7 +125,7 @@ pub trait ContextExt {
     /// without `_outputPath`, R21): the messages
     /// [`StoredContext::apply_call`](crate::StoredContext::apply_call)
     /// writes, byte for byte, for the same clock. A `_` key the engine
-    /// does not read is refused (D63).
+    /// does not read is refused (D63: typos refused).
     ///
     /// ```
     /// use agentctx::prelude::*;

@@ -20,7 +20,7 @@
 //! do, in O(tail): the store's snapshot and the messages after it. What
 //! walks every message ([`StoredContext::render`],
 //! [`StoredContext::message`], [`StoredContext::whole`]) reads the whole
-//! log the first time it is asked, once (decision D50).
+//! log the first time it is asked, once (D50: facade opens in O(tail)).
 //! Rule numbers (R1–R41) are those of agentctx's normative spec,
 //! `docs/spec.md` in the repository; `docs/concepts.md` introduces them.
 //!
@@ -74,7 +74,7 @@ pub use stored::StoredContext;
 /// agentctx's JSON value (`Value`, `Map`, `Number`, reading and writing
 /// text) and the [`json!`](crate::json!) macro: numbers kept exactly,
 /// members in order, depth bounded — without changing how serde_json
-/// behaves in the application's own code (D58).
+/// behaves in the application's own code (D58: own JSON value).
 pub use agent_core::json;
 
 /// Paths, references, kinds, instance ids and the six write methods

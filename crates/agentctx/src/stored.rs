@@ -41,14 +41,14 @@ use std::borrow::Borrow;
 ///
 /// [`open`](Self::open) and [`open_existing`](Self::open_existing) read
 /// what reads and appends need, as the `agentctx` commands that read
-/// views do (decision D37): the store's newest snapshot that matches the
+/// views do (D37: snapshots): the store's newest snapshot that matches the
 /// log, and the messages after it ([`Store::load_tail`]); a context with
 /// no usable snapshot is read whole. Views, [`get`](Self::get), appends,
 /// [`apply`](Self::apply) and [`run`](Self::run) are the same either way.
 /// Such a handle holds every view but not every message
 /// ([`Context::is_complete`] is false, [`Context::held_from`] says from
 /// where it holds them all), so what walks the messages reads the whole
-/// log the first time it is asked, once (decision D50):
+/// log the first time it is asked, once (D50: facade opens in O(tail)):
 /// [`render`](Self::render), [`message`](Self::message) of a message
 /// before the snapshot's end, and [`whole`](Self::whole), which hands out
 /// the complete context. That read goes through a store of its own, so a
@@ -63,7 +63,7 @@ pub struct StoredContext {
     /// the store's name leaves out), to open a store for a whole read.
     address: Address,
     clock: Box<dyn Clock + Send + Sync>,
-    /// The application's own `_` keys (decision D63).
+    /// The application's own `_` keys (D63: typos refused).
     allowed: Vec<String>,
 }
 
@@ -151,7 +151,7 @@ impl StoredContext {
     /// Admits `keys`, the application's own `_` keys, in the messages
     /// and calls this handle appends, applies and runs. Any other `_` key
     /// the engine does not read is refused as the typo it most likely is,
-    /// naming the key meant (decision D63).
+    /// naming the key meant (D63: typos refused).
     ///
     /// ```
     /// use agentctx::prelude::*;
@@ -391,7 +391,7 @@ impl StoredContext {
     /// # Errors
     ///
     /// [`Error::Plan`] for a plan that does not build (a bad call, a cycle).
-    /// A call that fails, or a store failure that stops the run (D42), is
+    /// A call that fails, or a store failure that stops the run (D42: one readiness rule), is
     /// not an error: the [`Report`] says so.
     pub fn run(&mut self, plan: Vec<Value>, activities: &Activities) -> Result<Report> {
         let plan = Plan::new(plan)?;

@@ -1,4 +1,4 @@
-//! The facade composes (decision D68): one append for a value or messages
+//! The facade composes (D68: facade composes): one append for a value or messages
 //! on both contexts, an in-memory `apply` that writes what the stored one
 //! writes, `apply_call` with a parsed call, `apply_all` in one commit and
 //! all or none, reads that borrow, and typed addresses.
@@ -260,7 +260,7 @@ fn d68_apply_all_writes_every_result_in_one_commit() {
     let before = std::fs::read_to_string(&path).unwrap();
 
     // Result 0 alone would break the schema (n at most 1); result 2
-    // brings n back. Validated as one batch (D39), the view between them
+    // brings n back. Validated as one batch (D39: batch judged together), the view between them
     // is never checked — only one append can land them.
     let n = call(json!({"_tool": "n", "_outputPath": "†state.n"}));
     let results = vec![
@@ -566,7 +566,7 @@ fn d68_apply_all_in_postgresql_is_one_commit_all_or_nothing() {
     });
     let n = call(json!({"_tool": "n", "_outputPath": "†state.n"}));
     // n = 5 alone breaks the schema; in one commit with n = 1 after it,
-    // it lands (D39).
+    // it lands (D39: batch judged together).
     let written = ctx
         .apply_all([
             (&n, Outcome::Success(json!(5))),

@@ -1,4 +1,4 @@
-//! Opening a `StoredContext` costs O(tail) (decisions D37, D50): it goes
+//! Opening a `StoredContext` costs O(tail) (D37: snapshots; D50: facade opens in O(tail)): it goes
 //! through the store's snapshot, holds every view but not every message,
 //! and reads the whole log once when something walks the messages —
 //! rendering exactly what a whole read renders. A snapshot that does not

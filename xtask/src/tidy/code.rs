@@ -46,6 +46,57 @@ pub(super) fn issue_comments(sources: &[(String, String)]) -> Vec<String> {
     problems
 }
 
+/// Parenthesised decision citations without what they are: a bare number
+/// tells a reader nothing until they open docs/decisions.md; `(D40: short
+/// layers refolded)` tells them enough to read on.
+pub(super) fn bare_decisions(sources: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in sources {
+        for block in comment_blocks(text) {
+            for at in bare_citations(&block.text) {
+                problems.push(format!(
+                    "{path}:{}: a comment cites a decision by number alone; say what it is, \
+                     as in `(D40: short layers refolded)`",
+                    block.line_of(at)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Offsets of `D<digits>` opening a parenthesised citation (after `(`,
+/// `, ` or `; ` inside parentheses) and followed by no `:`.
+fn bare_citations(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut depth = 0usize;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b'D' if depth > 0 => {
+                let opens = i >= 1 && bytes[i - 1] == b'('
+                    || i >= 2 && matches!(&bytes[i - 2..i], b", " | b"; ");
+                let digits = bytes[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                let after = bytes.get(i + 1 + digits);
+                if opens
+                    && digits > 0
+                    && after != Some(&b':')
+                    && after.is_none_or(|c| !c.is_ascii_alphanumeric())
+                {
+                    found.push(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// Runs of comment lines: their text joined by spaces, and where each
 /// line's text starts in it.
 struct Block {
@@ -133,6 +184,20 @@ fn comment_of(line: &str) -> Option<(&str, bool)> {
         from = at + 2;
     }
     None
+}
+
+#[cfg(test)]
+mod decision_tests {
+    use super::bare_citations;
+
+    #[test]
+    fn a_decision_cited_by_number_alone_is_found() {
+        assert_eq!(bare_citations("kept (D40) here").len(), 1);
+        assert_eq!(bare_citations("kept (D38, D40: short) here").len(), 1);
+        assert!(bare_citations("kept (D40: short layers refolded) here").is_empty());
+        assert!(bare_citations("as D40 says, (R25) and (Dx)").is_empty());
+        assert!(bare_citations("(D38: small; D40: refolded)").is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! `GET /api/plan`: the newest plan of the context at a point, each call
-//! in the standing `agentctx status` uses (decision D78).
+//! in the standing `agentctx status` uses (D78: inspect page).
 //!
 //! A worker plan of a PostgreSQL context, at the latest point, is shown
 //! as `status` shows it: from the calls table (who holds a call, its

@@ -28,7 +28,7 @@ impl From<Output> for Run {
 
 impl Run {
     /// stderr without `append`'s line `appended N message(s); CONTEXT now
-    /// has M message(s)` (D65): what is left is warnings and errors.
+    /// has M message(s)` (D65: machine-readable output): what is left is warnings and errors.
     pub fn stderr_without_count(&self) -> String {
         self.stderr
             .lines()

@@ -1,5 +1,5 @@
 //! `agent_json` against serde_json with the workspace's exact and
-//! ordered features, which it replaces (D58): the same text reads to the
+//! ordered features, which it replaces (D58: own JSON value): the same text reads to the
 //! same value, writes back to the same bytes, and fails with the same
 //! message at the same place.
 

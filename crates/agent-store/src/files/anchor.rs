@@ -2,7 +2,6 @@
 //! is still the one it summarises.
 
 use super::lock::LockedFile;
-use crate::snapshot;
 use agent_core::{json, json::Value};
 use agent_data::Position;
 use std::io;
@@ -60,7 +59,7 @@ impl FileAnchor {
         let start = offset.saturating_sub(WINDOW);
         let bytes = file.read_range(start, offset)?;
         let at_line_end = offset == 0 || bytes.last() == Some(&b'\n');
-        Ok(at_line_end && snapshot::checksum(&bytes) == self.window)
+        Ok(at_line_end && crate::snapshot::word_checksum(&bytes) == self.window)
     }
 }
 
@@ -70,5 +69,5 @@ pub(super) fn window(file: &std::fs::File, end: u64) -> io::Result<u64> {
     let start = end.saturating_sub(WINDOW);
     let mut bytes = vec![0; usize::try_from(end - start).unwrap_or(0)];
     file.read_exact_at(&mut bytes, start)?;
-    Ok(snapshot::checksum(&bytes))
+    Ok(crate::snapshot::word_checksum(&bytes))
 }

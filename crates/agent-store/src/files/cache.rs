@@ -8,9 +8,9 @@ use super::anchor::{FileAnchor, window};
 use super::lock::LockedFile;
 use super::record::{self, Identity, Record};
 use super::store::{FileStore, Seen};
+use super::trust::{self, Log};
 use crate::Result;
 use crate::snapshot::{self, Since};
-use crate::trust::{self, Log};
 use agent_data::{Context, Format, Loaded};
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -22,7 +22,7 @@ impl FileStore {
     pub(super) fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
         let log = Log::of(&file.metadata().map_err(self.io("read"))?);
         let mut warnings = Vec::new();
-        let found = snapshot::open_beside(file.target(), &log, &mut warnings);
+        let found = super::snapshot::open_beside(file.target(), &log, &mut warnings);
         self.note(warnings);
         let Some(found) = found else {
             return Ok(None);
@@ -110,7 +110,7 @@ impl FileStore {
             window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
         };
         let anchor = anchor.value();
-        let size = snapshot::write_beside(&target, &Log::of(&meta), |out| {
+        let size = super::snapshot::write_beside(&target, &Log::of(&meta), |out| {
             context.snapshot_to(&anchor, out).map_err(io::Error::other)
         })
         .map_err(self.io("write a snapshot of"))?;
@@ -179,7 +179,7 @@ impl FileStore {
             return true;
         }
         self.record_disagrees = true;
-        let path = crate::recovery::sidecar(file.target(), "head");
+        let path = super::recovery::sidecar(file.target(), "head");
         self.note(vec![trust::ignored(
             &path,
             format!(

@@ -5,8 +5,8 @@
 //! two checkpoints instead of anywhere before the record's end.
 
 use super::lock::LockedFile;
-use crate::recovery::sidecar;
-use crate::trust::{self, Found, Log};
+use super::recovery::sidecar;
+use super::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

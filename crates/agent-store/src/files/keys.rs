@@ -13,9 +13,9 @@
 //! [`PRUNE_AT`].
 
 use super::lock::LockedFile;
+use super::recovery::{dir_of, fnv1a, sidecar, temp_prefix};
 use super::store::FileStore;
-use crate::recovery::{checksum, dir_of, sidecar, temp_prefix};
-use crate::trust::{self, Found, Log};
+use super::trust::{self, Found, Log};
 use crate::{AppendKey, Error, KEY_DAYS, Once, Result, Store};
 use agent_data::{Context, Format, Message, Prepared};
 use std::io::{Read, Write};
@@ -176,7 +176,7 @@ impl FileStore {
             key: key.as_str().to_owned(),
             start,
             end: start + bytes.len() as u64,
-            sum: checksum(&bytes),
+            sum: fnv1a(&bytes),
             first: prepared.base(),
             count: prepared.len(),
             at,
@@ -191,7 +191,7 @@ impl FileStore {
         let bytes = file
             .read_range(entry.start, entry.end)
             .map_err(self.io("read"))?;
-        Ok(checksum(&bytes) == entry.sum)
+        Ok(fnv1a(&bytes) == entry.sum)
     }
 
     /// The entries beside the file; none when there is no keys file. One

@@ -65,7 +65,7 @@ impl LockedFile {
     fn open_locked(path: &Path, options: &OpenOptions, exclusive: bool) -> io::Result<LockedFile> {
         for _ in 0..MAX_TRIES {
             // A FIFO or a device is refused here, before any read can hang.
-            let file = crate::trust::open_regular(path, &mut options.clone())?;
+            let file = super::trust::open_regular(path, &mut options.clone())?;
             if exclusive {
                 file.lock()?;
             } else {
@@ -255,7 +255,7 @@ impl LockedFile {
                 format!("{}: not a file inside a directory", self.target.display()),
             ));
         };
-        let prefix = crate::recovery::temp_prefix(&self.target, "");
+        let prefix = super::recovery::temp_prefix(&self.target, "");
         let old = self.file.metadata()?;
         // `tmp` deletes its file when dropped, which covers every early return below.
         let mut tmp = tempfile::Builder::new()

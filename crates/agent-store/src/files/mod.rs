@@ -16,12 +16,18 @@
 //!   the file is still the one it summarises;
 //! - [`cache`]: opening through the snapshot when the head record says the
 //!   file is as a writer left it; writing both;
-//! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47);
+//! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47: append keys);
 //! - [`checkpoints`]: the chain's digest every 256 messages, for `verify`;
 //! - [`record`]: the head record, `.NAME.head` (R34e);
 //! - [`json`]: splicing appends into a JSON array's text;
 //! - [`open`]: deciding a file's format without hanging on a FIFO, and the
-//!   byte order mark a context file may not start with.
+//!   byte order mark a context file may not start with;
+//! - [`snapshot`]: the snapshot kept beside a file, read when believed and
+//!   replaced through a rename;
+//! - [`recovery`]: a batch a crash cut short undone, torn tails, sidecar
+//!   names and the checksum (FNV-1a) of what a handle read;
+//! - [`trust`]: which files beside a log may be believed (D44: files beside
+//!   never overrule).
 
 mod anchor;
 mod cache;
@@ -31,7 +37,10 @@ mod keys;
 mod lock;
 mod open;
 mod record;
+pub(crate) mod recovery;
+mod snapshot;
 mod store;
+pub(crate) mod trust;
 
 pub use checkpoints::EVERY as CHECKPOINT_EVERY;
 pub(crate) use lock::LockedFile;

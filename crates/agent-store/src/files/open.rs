@@ -1,7 +1,7 @@
 //! Opening a context file safely: its format decided through a
 //! descriptor that cannot hang, and the bytes it may not start with.
 
-use crate::trust;
+use super::trust;
 use agent_data::Format;
 use std::io::{self, Read};
 use std::path::Path;

@@ -12,8 +12,8 @@
 //! writers after every append and by readers after a full read, through a
 //! temporary file and a rename, with the log's group and mode.
 
-use crate::recovery::{dir_of, sidecar, temp_prefix};
-use crate::trust::{self, Found, Log};
+use super::recovery::{dir_of, sidecar, temp_prefix};
+use super::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};

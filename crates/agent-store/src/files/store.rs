@@ -5,9 +5,10 @@
 use super::json::{json_body, splice};
 use super::lock::LockedFile;
 use super::open::{BOM, detect};
-use crate::snapshot::{self, Since};
-use crate::trust::{self, Log};
-use crate::{Error, Result, Store, recovery};
+use super::recovery;
+use super::trust::{self, Log};
+use crate::snapshot::Since;
+use crate::{Error, Result, Store};
 use agent_data::{Context, Digest, Format, Loaded, Position, Prepared, Warning};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -280,7 +281,7 @@ impl FileStore {
     fn read_json(&mut self, file: &mut LockedFile, context: &mut Context) -> Result<()> {
         let seen = self.seen;
         let bytes = file.read_from(0).map_err(self.io("read"))?;
-        let whole = recovery::checksum(&bytes);
+        let whole = recovery::fnv1a(&bytes);
         if seen.file.is_some() && whole == seen.whole && bytes.len() == seen.end.offset {
             return Ok(());
         }
@@ -289,7 +290,7 @@ impl FileStore {
         let (prefix_len, prefix_sum) = seen.prefix;
         let kept = bytes
             .get(..prefix_len)
-            .is_some_and(|prefix| recovery::checksum(prefix) == prefix_sum);
+            .is_some_and(|prefix| recovery::fnv1a(prefix) == prefix_sum);
         if seen.file.is_some() && !kept {
             return Err(self.replaced("replaced"));
         }
@@ -311,9 +312,9 @@ impl FileStore {
     /// Remembers a JSON file's checksums after reading or writing `bytes`.
     fn remember_json(&mut self, bytes: &[u8]) {
         self.seen.end.offset = bytes.len();
-        self.seen.whole = recovery::checksum(bytes);
+        self.seen.whole = recovery::fnv1a(bytes);
         let body = json_body(bytes);
-        self.seen.prefix = (body.len(), recovery::checksum(body));
+        self.seen.prefix = (body.len(), recovery::fnv1a(body));
     }
 
     fn replaced(&self, what: &'static str) -> Error {
@@ -347,7 +348,7 @@ impl FileStore {
             Format::Jsonl => Vec::new(),
         };
         if check && self.format == Format::Json && self.seen.file.is_some() {
-            changed = recovery::checksum(&old) != self.seen.whole;
+            changed = recovery::fnv1a(&old) != self.seen.whole;
         }
         if prepared.base() != self.seen.messages || changed {
             return Err(Error::Conflict {
@@ -505,7 +506,7 @@ impl Store for FileStore {
                 }
                 Format::Json => {
                     json = file.read_from(0).map_err(store.io("read"))?;
-                    // An empty file is an empty context, as for JSONL (D23).
+                    // An empty file is an empty context, as for JSONL (D23: readers lock).
                     let bytes: &[u8] = if json.trim_ascii().is_empty() {
                         b"[]"
                     } else {
@@ -574,7 +575,7 @@ impl Store for FileStore {
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
         let mut warnings = Vec::new();
-        let sealed = snapshot::read_beside(&target, &Log::of(&meta), &mut warnings);
+        let sealed = super::snapshot::read_beside(&target, &Log::of(&meta), &mut warnings);
         for warning in warnings {
             if let agent_data::Warning::IgnoredSidecar { path, reason } = warning {
                 verified

@@ -101,7 +101,7 @@ pub struct Claim {
     /// Which attempt this is (1 for the first claim): the claim's fencing
     /// token. Every claim of the call increments it atomically, so a newer
     /// claim always has a larger one and an older claim can never act on
-    /// the call again (decision D43).
+    /// the call again (D43: fencing).
     pub attempt: u32,
     /// The worker.
     pub worker: String,
@@ -417,7 +417,7 @@ impl PgCalls {
 }
 
 /// True when `line` is a worker plan: a message whose own `type` is
-/// `plan`, without the `plan` key of a loop plan (decision D69).
+/// `plan`, without the `plan` key of a loop plan (D69: loop and worker plans).
 fn is_plan(line: &str) -> bool {
     match agent_core::json::from_str(line) {
         Ok(agent_core::json::Value::Object(fields)) => {

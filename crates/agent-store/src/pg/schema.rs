@@ -131,7 +131,7 @@ END
 $body$;
 "#;
 
-/// Version 3: one snapshot per context (decision D37) — the folded views
+/// Version 3: one snapshot per context (D37: snapshots) — the folded views
 /// after its first `rows` rows, sealed with a checksum; a cache that
 /// readers verify against the log and ignore when it does not match, so
 /// writing one needs no lock. Deleting a context deletes its snapshot.
@@ -223,7 +223,7 @@ END
 $body$;
 "#;
 
-/// Version 5: workers are fenced (decision D43). `agentctx_commit_call`
+/// Version 5: workers are fenced (D43: fencing). `agentctx_commit_call`
 /// takes the claim's token — its attempt number, which every claim
 /// increments under the call row's lock, so it grows with each claim and
 /// names exactly one — and appends only while the call is `running` under
@@ -400,7 +400,7 @@ END
 $body$;
 "#;
 
-/// Version 7: idempotent appends (decision D47). `agentctx_keys` holds,
+/// Version 7: idempotent appends (D47: append keys). `agentctx_keys` holds,
 /// per context, each key an append was made with and the rows it wrote
 /// (and the index of its first message, which the client counts: a stored
 /// line may hold several messages, R1). `agentctx_append` takes the key
@@ -524,7 +524,7 @@ CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
 "#;
 
 /// Version 9: a snapshot's bytes are content-defined chunks, one row each
-/// in `agentctx_snapshot_chunks` by position (decision D49), so a rewrite
+/// in `agentctx_snapshot_chunks` by position (D49: chunked snapshots), so a rewrite
 /// writes only the chunks that changed. Their rows never reach TOAST
 /// (`STORAGE PLAIN`, at most 2,048 bytes a chunk: `snapshot::CHUNK_MAX`), and a page is
 /// filled only half by inserts: a changed chunk is updated in its page

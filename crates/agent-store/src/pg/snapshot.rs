@@ -5,7 +5,7 @@
 //! summarises (R34e), else the whole context is read. The rows after it
 //! are checked against the chain from there.
 //!
-//! Its sealed bytes are stored as content-defined chunks (decision D49):
+//! Its sealed bytes are stored as content-defined chunks (D49: chunked snapshots):
 //! cut where the bytes themselves say (`fastcdc`), so a change in one place
 //! moves no cut far from it, and a rewrite sends and writes only the chunks
 //! that changed — the dead versions it leaves are about the size of what

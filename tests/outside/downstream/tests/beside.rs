@@ -1,5 +1,5 @@
 //! A user's own serde_json code next to agentctx in one binary: depending
-//! on agentctx changes nothing of how it behaves (D58, D66), while agentctx
+//! on agentctx changes nothing of how it behaves (D58: own JSON value; D66: serde_json defaults), while agentctx
 //! itself keeps numbers exactly and members in order (R3).
 
 use std::collections::BTreeMap;

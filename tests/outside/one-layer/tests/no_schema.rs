@@ -1,14 +1,13 @@
-//! A build without the `schema` feature (D61): logs that carry schemas
+//! A build without the `schema` feature (D61: features cut): logs that carry schemas
 //! load and fold as ever, and whatever would have to be checked against a
 //! schema is refused with an error that names the feature — never taken
-//! unchecked. Run with `cargo test -p agent-data --no-default-features
-//! --test no_schema`; with the feature this file is empty.
+//! unchecked. This crate builds agent-data without it, as a user picking
+//! the fold alone would (`cargo xtask ci` runs it).
 
-#![cfg(not(feature = "schema"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
-use agent_core::Kind;
-use agent_core::{json, json::Value};
+use agent_data::Kind;
+use agent_data::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage, Error, Message, MessageFault, Problem, Schema};
 
 fn data(v: Value) -> Message {

@@ -11,8 +11,8 @@
 //! truncates the file back to where it started. A reader never truncates:
 //! it reads only up to where such a batch started.
 
+use super::trust::{self, Found, Log};
 use crate::files::LockedFile;
-use crate::trust::{self, Found, Log};
 use agent_data::Warning;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// FNV-1a, 64-bit: a checksum that is the same in every build and process
 /// (std's hasher may change between Rust releases).
-pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -193,8 +193,7 @@ impl Pending {
 
     /// True when the whole batch is in `file`, as recorded.
     fn landed(&self, file: &LockedFile) -> io::Result<bool> {
-        Ok(file.len()? >= self.end
-            && checksum(&file.read_range(self.before, self.end)?) == self.sum)
+        Ok(file.len()? >= self.end && fnv1a(&file.read_range(self.before, self.end)?) == self.sum)
     }
 }
 
@@ -287,7 +286,7 @@ pub(crate) fn record(
         ino: log.ino,
         before,
         end: before + batch.len() as u64,
-        sum: checksum(batch),
+        sum: fnv1a(batch),
     };
     match write_record(file.target(), &log, &pending) {
         Ok(()) => Ok(true),

@@ -15,6 +15,8 @@
 //! [`Context`]: crate::Context
 //! [`Context::message_json`]: crate::Context::message_json
 
+pub(crate) mod thread;
+
 use sha2::block_api::compress256;
 
 /// A digest of the chain: 32 bytes, shown as 64 lower-case hex digits.

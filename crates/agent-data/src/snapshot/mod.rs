@@ -1,10 +1,10 @@
 //! Snapshots: a context's folded state at a known length, so a store can
 //! open a long context by reading the snapshot and the messages after it
-//! instead of folding the whole log again (decisions D37, D48).
+//! instead of folding the whole log again (D37: snapshots; D48: snapshot holds once).
 //!
 //! A snapshot is a cache, never a replacement for the log. It is one line
 //! of JSON, the *header*, followed by the *held* messages, one per line as
-//! the log holds them or packed (`snapshot_lines.rs`, D87):
+//! the log holds them or packed (`lines.rs`, D87: packed snapshot lines):
 //!
 //! - the header holds what reads and appends need of the global layers —
 //!   each one's view, skipped writes (R12), newest schema and description
@@ -16,7 +16,7 @@
 //!   its place in the instance list, its schema and description, its view)
 //!   is read from them: a message body is never written twice, and a
 //!   snapshot of a context of many instances is smaller than their
-//!   messages when their lines pack (D87), as an instance write's
+//!   messages when their lines pack (D87: packed snapshot lines), as an instance write's
 //!   normalised line does; about their size otherwise.
 //!
 //! Global layers' messages, text messages and opaque messages are not in
@@ -24,6 +24,8 @@
 //! on ([`Context::is_complete`]). The store that writes one adds an
 //! *anchor*, its own record of where in the log the snapshot was taken,
 //! kept here verbatim.
+
+pub(crate) mod lines;
 
 use crate::identity::Identity;
 use crate::layer::Layer;
@@ -42,7 +44,7 @@ const FORMAT: &str = "agentctx-snapshot";
 
 /// The version of the layout below; another is refused (and the store
 /// reads the whole log instead). Version 3 differs only in holding no
-/// packed line (D87), so it is read too.
+/// packed line (D87: packed snapshot lines), so it is read too.
 const VERSION: u32 = 4;
 
 /// Levels the header adds around a view: the object, `globals`, the layer.
@@ -146,7 +148,7 @@ impl Serialize for Globals<'_> {
                     ))),
                 })
                 .collect::<std::result::Result<_, _>>()?;
-            // A dropped view is folded again for this, not kept (D40).
+            // A dropped view is folded again for this, not kept (D40: short layers refolded).
             let view = match layer.view_once(&context.log) {
                 Cow::Borrowed(view) => view.as_ref().map(Cow::Borrowed),
                 Cow::Owned(view) => view.map(Cow::Owned),
@@ -222,7 +224,7 @@ impl Context {
         for (index, layer) in self.log.held() {
             if self.is_instance_layer(layer) {
                 packed.clear();
-                crate::snapshot_lines::pack(self.log.json(index).unwrap_or_default(), &mut packed);
+                crate::snapshot::lines::pack(self.log.json(index).unwrap_or_default(), &mut packed);
                 packed.push(b'\n');
                 out.write_all(&packed).map_err(write)?;
             }
@@ -274,7 +276,7 @@ impl Context {
     /// # Errors
     /// [`Error::Snapshot`] when `bytes` has no header line, the header is not JSON, nests too
     /// deep or is of another format or version, the header and the held messages disagree,
-    /// or a held line starts as a packed one (D87) and is not.
+    /// or a held line starts as a packed one (D87: packed snapshot lines) and is not.
     pub fn from_snapshot(bytes: &[u8]) -> Result<(Context, Value)> {
         let split = header_end(bytes)?;
         let (header, held) = bytes.split_at(split);
@@ -283,7 +285,7 @@ impl Context {
 
     /// [`Context::from_snapshot`] reading the snapshot from `reader` to its
     /// end: each held line goes into the log's buffer as it is read
-    /// (unpacked, D87), so opening holds the snapshot's lines once and no
+    /// (unpacked, D87: packed snapshot lines), so opening holds the snapshot's lines once and no
     /// whole copy of the snapshot. `size` is what the snapshot's length is
     /// thought to be, header included (it sizes the buffer; 0 if not
     /// known).
@@ -316,7 +318,7 @@ impl Context {
         let split = header_end(&bytes)?;
         let header = read_header(&bytes[..split])?;
         bytes.drain(..split);
-        if crate::snapshot_lines::any_packed(&bytes) {
+        if crate::snapshot::lines::any_packed(&bytes) {
             let held = std::mem::take(&mut bytes);
             return restore_read(header, &mut &held[..], held.len());
         }
@@ -375,7 +377,7 @@ fn restore_read(
     // buffer to grow as lines arrive.
     let mut held = Vec::new();
     let _ = held.try_reserve(size.saturating_add(size / 2));
-    let bad = crate::snapshot_lines::unpack(reader, &mut held)
+    let bad = crate::snapshot::lines::unpack(reader, &mut held)
         .map_err(|e| invalid(format!("cannot read it: {e}")))?;
     restore(header, held, bad)
 }
@@ -384,7 +386,7 @@ fn restore_read(
 /// messages (`held`, JSONL), checking that they are consistent: runs
 /// ascending within the length, as many lines as they count, each line an
 /// instance layer's data message, layers where the header puts them.
-/// `bad`: the first held line that looked packed and was not (D87).
+/// `bad`: the first held line that looked packed and was not (D87: packed snapshot lines).
 fn restore(header: Header, held: Vec<u8>, bad: Option<usize>) -> Result<(Context, Value)> {
     let length = header.messages;
     let lines = memchr::memchr_iter(b'\n', &held).count();
@@ -505,7 +507,7 @@ fn restore(header: Header, held: Vec<u8>, bad: Option<usize>) -> Result<(Context
 
 /// The identity of a held message whose line is the compact text of a
 /// data message without a schema or description, found without reading
-/// its values (as loading finds a first instance write's, D81); `None`
+/// its values (as loading finds a first instance write's, D81: unread instance lines); `None`
 /// for any other line, which [`read_held`] reads (and reports on).
 fn held_identity(
     line: &[u8],

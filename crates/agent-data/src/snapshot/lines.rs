@@ -1,5 +1,5 @@
 //! A snapshot's held lines, packed: what every instance write's line
-//! repeats (decision D87).
+//! repeats (D87: packed snapshot lines).
 //!
 //! A held data message's line, as the log holds it, is nearly always
 //! `{"type":"data","kind":"K","data":REST,"_instance":"I"}` where REST is

@@ -1,0 +1,103 @@
+//! A file context's snapshot, kept beside it (`c.jsonl.snapshot`): read
+//! only when [`trust`] believes it, written through a fresh file renamed
+//! into place. The sealed format is the stores' shared one
+//! (`crate::snapshot`).
+
+use super::recovery::{dir_of, sidecar, temp_prefix};
+use super::trust::{self, Found, Log};
+use crate::snapshot::{Checksum, Summing, seal_line};
+use agent_data::Warning;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Reads the snapshot beside `target`, the log `log` describes; `None`
+/// when there is none, it may not be believed (a warning says why: see
+/// [`trust`]), or it cannot be read — it is only a cache.
+pub(crate) fn read_beside(
+    target: &Path,
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<Vec<u8>> {
+    let mut file = open_beside(target, log, warnings)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The snapshot beside `target`, opened to be read, as [`read_beside`]
+/// decides whether to believe it.
+pub(crate) fn open_beside(
+    target: &Path,
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<std::fs::File> {
+    let path = sidecar(target, "snapshot");
+    match trust::open(&path, log).ok()? {
+        Found::Missing => None,
+        Found::Ignored(warning) => {
+            warnings.push(warning);
+            None
+        }
+        Found::Trusted(file) => Some(file),
+    }
+}
+
+/// Replaces the snapshot beside `target` with the body `write` writes,
+/// sealed as it is written (it is never held whole): a fresh file
+/// (`O_EXCL`, random name) renamed into place, so a reader sees the old
+/// snapshot or the new one, and a planted symlink is replaced, never
+/// written through. It gets the log's group and read and write bits (never
+/// set-id bits): it holds the same data, so whoever may read the context
+/// may read its snapshot (and nobody else). No fsync: a snapshot lost in a
+/// crash is rebuilt. Returns the sealed snapshot's size.
+pub(crate) fn write_beside(
+    target: &Path,
+    log: &Log,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<u64> {
+    let mut file = tempfile::Builder::new()
+        .prefix(&temp_prefix(target, "snapshot."))
+        .suffix(".tmp")
+        .tempfile_in(dir_of(target))?;
+    log.dress(file.as_file())?;
+    let placeholder = seal_line(0);
+    file.as_file_mut().write_all(placeholder.as_bytes())?;
+    let mut body = Summing {
+        inner: file.as_file_mut(),
+        sum: Checksum::default(),
+    };
+    write(&mut body)?;
+    let sum = body.sum;
+    let size = placeholder.len() as u64 + sum.len;
+    file.as_file()
+        .write_all_at(seal_line(sum.finish()).as_bytes(), 0)?;
+    file.persist(sidecar(target, "snapshot"))
+        .map_err(|e| e.error)?;
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::snapshot::unseal;
+
+    #[cfg(unix)]
+    #[test]
+    fn r34c_a_snapshot_has_the_permissions_of_its_context_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for mode in [0o600, 0o640, 0o644] {
+            let target = dir.path().join(format!("c{mode:o}.jsonl"));
+            std::fs::write(&target, "").unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
+            let log = Log::of(&std::fs::metadata(&target).unwrap());
+            write_beside(&target, &log, |out| out.write_all(b"body")).unwrap();
+            let sealed = std::fs::read(sidecar(&target, "snapshot")).unwrap();
+            assert_eq!(unseal(&sealed), Some(&b"body"[..]));
+            let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();
+            assert_eq!(written.permissions().mode() & 0o777, mode);
+        }
+    }
+}
