@@ -92,7 +92,7 @@ pub enum Error {
     /// The request and its retries took the whole timeout.
     #[error(
         "request to {url} timed out after {} s ({attempts} attempt(s))",
-        crate::http::seconds(*.timeout)
+        crate::provider::http::seconds(*.timeout)
     )]
     TimedOut {
         /// Where the request was sent.
@@ -115,8 +115,8 @@ pub enum Error {
     /// end after the timeout.
     #[error(
         "gave up after {attempts} attempt(s): waiting {} s more would pass the {} s timeout; the last: {last}",
-        crate::http::seconds(*.wait),
-        crate::http::seconds(*.timeout)
+        crate::provider::http::seconds(*.wait),
+        crate::provider::http::seconds(*.timeout)
     )]
     NoTimeToRetry {
         /// Attempts made.

@@ -51,33 +51,21 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod answer;
-mod anthropic;
-mod body;
 mod carry;
-mod early;
 mod error;
-mod errors;
-mod gate;
-mod guard;
-mod http;
-mod openai;
 mod provider;
 mod run;
-mod scan;
-mod schedule;
-mod sse;
-mod stream;
 mod system;
 mod tools;
 mod turn;
 
 pub use answer::{Answer, CallInstances, answer_schema};
-pub use anthropic::Anthropic;
 pub use error::{Error, Result};
-pub use gate::{Confirm, Gate, Gates};
-pub use http::{MAX_ANSWER_BYTES, Retry, RetryNotice};
-pub use openai::OpenAi;
+pub use provider::anthropic::Anthropic;
+pub use provider::http::{MAX_ANSWER_BYTES, Retry, RetryNotice};
+pub use provider::openai::OpenAi;
 pub use provider::{Provider, Reply, Request, Usage};
 pub use run::{Event, Finish, Loop, RunReport, TurnReport};
 pub use system::SYSTEM_TEXT;
 pub use tools::{Tool, Tools};
+pub use turn::gate::{Confirm, Gate, Gates};

@@ -2,11 +2,12 @@
 //! failed, until the model gives a valid final output or the turns run out.
 
 use crate::carry::{newest_loop_plan, owed, owes_the_model, plan_message};
-use crate::early::Early;
-use crate::errors::error_messages;
-use crate::gate::Tally;
-use crate::guard::Guard;
-use crate::turn::{Rules, TurnCalls, run_calls};
+use crate::turn::early::Early;
+use crate::turn::errors::error_messages;
+use crate::turn::gate::Tally;
+use crate::turn::guard::Guard;
+use crate::turn::judge::Rules;
+use crate::turn::{TurnCalls, run_calls};
 use crate::{
     CallInstances, Confirm, Error, Gates, Provider, Reply, Request, Result, SYSTEM_TEXT, Tool,
     Tools, answer_schema,

@@ -5,7 +5,7 @@
 //! prints it (D53: untrusted server; D56: streamed answers). Faults no retry mends (no connection,
 //! 401, 404) fail at once.
 
-use crate::body::{Fault, Received, Success, read_at_most};
+use crate::provider::body::{Fault, Received, Success, read_at_most};
 use crate::{Error, Result};
 use agent_core::json::Value;
 use reqwest::Url;

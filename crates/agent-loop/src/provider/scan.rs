@@ -7,7 +7,7 @@
 //! depth, the key the top-level object is at — and hands each completed
 //! element's slice to `serde_json`. It never decides whether the answer is
 //! valid: the whole text is still read by [`crate::Answer::from_text`] at
-//! the end, and [`crate::stream::Reporter`] checks that what was yielded
+//! the end, and [`crate::provider::stream::Reporter`] checks that what was yielded
 //! is what the whole answer holds.
 
 use agent_core::json::Value;

@@ -9,9 +9,8 @@
 //! whether the answer streamed or came whole.
 
 use crate::Confirm;
-use crate::guard::RESERVED_KINDS;
-use crate::schedule::{Ended, Judged, Step, ready};
-use crate::turn::{Rules, admit};
+use crate::turn::guard::RESERVED_KINDS;
+use crate::turn::judge::{Ended, Judged, Rules, Step, admit, ready};
 use agent_core::json::Value;
 use agent_data::Context;
 use agent_output::{Call, Outcome};

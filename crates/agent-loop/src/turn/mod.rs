@@ -1,13 +1,27 @@
 //! One turn (spec R39): the calls of one answer, or those still owed of
 //! the carried plan (R39c), run like a plan; every failure collected as an
 //! `error` message appended after the turn.
+//!
+//! The turn's files, each building only on those listed before it (no
+//! circle): `guard.rs` (what a model's call may do, R39b), `gate.rs`
+//! (approval gates), `errors.rs` (the bounded `error` messages), `judge.rs`
+//! (the rules a call is admitted by, whether it is ready, how it ended),
+//! `early.rs` (calls started while the answer streams), `schedule.rs`
+//! (running the calls in write order), and this file, the turn.
 
-use crate::early::Early;
-use crate::errors::shortened;
-use crate::gate::Tally;
-use crate::guard::Guard;
-use crate::schedule::run_plan;
-use crate::{Confirm, Error, Result, Tools};
+pub(crate) mod early;
+pub(crate) mod errors;
+pub(crate) mod gate;
+pub(crate) mod guard;
+pub(crate) mod judge;
+pub(crate) mod schedule;
+
+use crate::turn::early::Early;
+use crate::turn::errors::shortened;
+use crate::turn::gate::Tally;
+use crate::turn::judge::{Rules, admit};
+use crate::turn::schedule::run_plan;
+use crate::{Confirm, Error, Result};
 use agent_core::json::Value;
 use agent_data::Append;
 use agent_output::{Call, Clock};
@@ -19,18 +33,6 @@ const MAX_DEPENDENCIES: usize = 100_000;
 
 /// How many steps of a cycle an error names.
 const CYCLE_STEPS: usize = 5;
-
-/// What a turn checks each call of the answer against.
-pub(crate) struct Rules<'a> {
-    /// The tools a call may name.
-    pub tools: &'a Tools,
-    /// What a model's call may write and which instances it may name.
-    pub guard: Guard<'a>,
-    /// Calls run from one answer; the rest are refused with one error.
-    pub max_calls: usize,
-    /// Activities run at once.
-    pub parallel: usize,
-}
 
 /// What one turn did.
 #[derive(Debug, Clone, Default)]
@@ -200,40 +202,4 @@ fn cycle_error(none: &str, cycle: &[usize], calls: &[Call]) -> String {
         cycle.len(),
         steps.join(", then ")
     )
-}
-
-/// The checks a call passes before the turn orders it: an object, with a
-/// `_tool` naming a known tool, well-formed meta keys and no unknown one,
-/// and nothing R39b forbids.
-pub(crate) fn admit(written: &Value, rules: &Rules<'_>) -> std::result::Result<Call, String> {
-    let tools = rules.tools;
-    let call = Call::parse(written.clone()).map_err(|e| e.to_string())?;
-    let Some(name) = call.tool() else {
-        return Err("the call has no \"_tool\"".into());
-    };
-    let Some(tool) = tools.get(name) else {
-        let known: Vec<String> = tools.iter().map(|t| agent_core::quoted(t.name())).collect();
-        return Err(format!(
-            "unknown tool {}; the tools are {}",
-            agent_core::quoted(name),
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        ));
-    };
-    // A misspelt `_outputPath` would send the result nowhere; the model is
-    // told which key it meant. `_` keys the tool's schema declares are the
-    // application's own (D63: typos refused).
-    let declared: Vec<String> = tool
-        .properties()
-        .into_iter()
-        .flat_map(|p| p.keys())
-        .filter(|k| k.starts_with('_'))
-        .map(str::to_owned)
-        .collect();
-    call.check_keys(&declared).map_err(|e| e.to_string())?;
-    rules.guard.check(&call)?;
-    Ok(call)
 }

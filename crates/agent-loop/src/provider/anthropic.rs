@@ -1,14 +1,14 @@
 //! Anthropic Messages (spec R38): the answer schema as the input schema of
 //! one tool the model is made to use.
 
-use crate::body::Fault;
-use crate::http::{Endpoint, Http, Retry, RetryNotice};
+use crate::provider::body::Fault;
+use crate::provider::http::{Endpoint, Http, Retry, RetryNotice};
+use crate::provider::scan::Scanner;
+use crate::provider::sse::Event;
+use crate::provider::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::provider::{
     ANSWER_NAME, Provider, Reply, Request, Usage, check_key, native_answer, report_all, usage,
 };
-use crate::scan::Scanner;
-use crate::sse::Event;
-use crate::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::{Answer, Error, Result};
 use agent_core::{json, json::Value};
 use agent_render::{Provider as Format, payload};

@@ -1,6 +1,14 @@
 //! What a request carries and what comes back (spec R38), independent of
 //! the provider.
 
+pub(crate) mod anthropic;
+pub(crate) mod body;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod scan;
+pub(crate) mod sse;
+pub(crate) mod stream;
+
 use crate::{Answer, Result};
 use agent_core::json::Value;
 use agent_render::ChatMessage;
@@ -130,7 +138,7 @@ pub(crate) fn report_all(reply: &Reply, on_call: &mut dyn FnMut(usize, &Value)) 
 /// A missing key for a provider's own server (`host`), which always asks
 /// for one; servers elsewhere (local ones) may need none.
 pub(crate) fn check_key(
-    endpoint: &crate::http::Endpoint,
+    endpoint: &crate::provider::http::Endpoint,
     key: Option<&String>,
     host: &str,
     variable: &'static str,

@@ -3,9 +3,9 @@
 //! would have sent whole, so every lenient reading of D53 still applies,
 //! while the answer's calls are reported as soon as each is complete.
 
-use crate::body::{Fault, Received, Success};
 use crate::provider::Reply;
-use crate::sse::{self, Event};
+use crate::provider::body::{Fault, Received, Success};
+use crate::provider::sse::{self, Event};
 use crate::{Error, Result};
 use agent_core::json::Value;
 
@@ -162,6 +162,6 @@ pub(crate) fn event_json(event: &Event) -> Result<Value> {
 pub(crate) fn stream_error(event: &Event, fault: Fault<'_>) -> Error {
     Error::StreamError {
         url: fault.url().to_owned(),
-        message: crate::http::provider_message(&event.data),
+        message: crate::provider::http::provider_message(&event.data),
     }
 }

@@ -2,7 +2,7 @@
 //! to the size limit (D53: untrusted server; D56: streamed answers).
 
 use crate::Error;
-use crate::http::describe_io;
+use crate::provider::http::describe_io;
 use agent_core::json::Value;
 use std::io::Read;
 
@@ -68,12 +68,20 @@ impl<'a> Success<'a> {
     }
 
     /// The body's events, read as they arrive, up to the limit.
-    pub(crate) fn events(self) -> (crate::sse::Events<reqwest::blocking::Response>, Fault<'a>) {
+    pub(crate) fn events(
+        self,
+    ) -> (
+        crate::provider::sse::Events<reqwest::blocking::Response>,
+        Fault<'a>,
+    ) {
         let fault = Fault {
             url: self.url,
             limit: self.limit,
         };
-        (crate::sse::Events::new(self.response, self.limit), fault)
+        (
+            crate::provider::sse::Events::new(self.response, self.limit),
+            fault,
+        )
     }
 
     fn too_large(&self) -> Error {

@@ -4,7 +4,7 @@
 //! `false` rejects them. A held call is waiting, not failed: it is carried
 //! in the plan and named once, when the run ends.
 
-use crate::guard::GATES;
+use crate::turn::guard::GATES;
 use agent_core::{Instance, Reference};
 use agent_core::{json, json::Value};
 use agent_data::Context;

@@ -1,14 +1,14 @@
 //! OpenAI-compatible Chat Completions (spec R38): OpenAI itself and local
 //! servers (vLLM, llama.cpp's server, Ollama) through the base URL.
 
-use crate::body::Fault;
-use crate::http::{Endpoint, Http, Retry, RetryNotice};
+use crate::provider::body::Fault;
+use crate::provider::http::{Endpoint, Http, Retry, RetryNotice};
+use crate::provider::scan::Scanner;
+use crate::provider::sse::Event;
+use crate::provider::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::provider::{
     ANSWER_NAME, Provider, Reply, Request, check_key, native_answer, report_all, usage,
 };
-use crate::scan::Scanner;
-use crate::sse::Event;
-use crate::stream::{Assemble, Reporter, event_json, receive, stream_error};
 use crate::{Answer, Error, Result};
 use agent_core::{json, json::Value};
 use agent_render::{Provider as Format, payload};
