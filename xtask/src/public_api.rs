@@ -41,7 +41,7 @@ const SNAPSHOTS: &str = "docs/public-api";
 /// Writes the snapshots, or (`check`) compares them with the API as built.
 pub(crate) fn run(check: bool) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let target = crate::bench::target_dir()?.join("public-api");
+    let target = target()?;
     let root = workspace_root()?;
     let mut changed = Vec::new();
     build_json(&target, &["--lib"], &CRATES)?;
@@ -78,6 +78,22 @@ pub(crate) fn run(check: bool) -> Result<(), String> {
     ))
 }
 
+/// The target directory of this pass (and of CI's clippy, which fills it
+/// with what the docs need of the dependencies).
+pub(crate) fn target() -> Result<PathBuf, String> {
+    Ok(crate::bench::target_dir()?.join("public-api"))
+}
+
+/// What every cargo run in [`target`] runs with: that directory, and the
+/// flag rustdoc's JSON output needs (the same for clippy, or the
+/// dependencies' build scripts would run again for the docs).
+pub(crate) fn env(target: &Path) -> [(&'static str, String); 2] {
+    [
+        ("CARGO_TARGET_DIR", target.to_string_lossy().into_owned()),
+        ("RUSTC_BOOTSTRAP", "1".to_owned()),
+    ]
+}
+
 /// Builds rustdoc's JSON of the `targets` of `crates`, in one cargo run
 /// (one feature resolution, crates documented in parallel), with
 /// rustdoc's warnings as errors.
@@ -91,11 +107,12 @@ fn build_json(target: &Path, targets: &[&str], crates: &[&str]) -> Result<(), St
     for krate in crates {
         args.extend(["-p", krate]);
     }
+    let [(dir, at), (bootstrap, on)] = env(target);
     crate::cargo(
         &args,
         &[
-            ("CARGO_TARGET_DIR", &target.to_string_lossy()),
-            ("RUSTC_BOOTSTRAP", "1"),
+            (dir, &at),
+            (bootstrap, &on),
             (
                 "RUSTDOCFLAGS",
                 "-Z unstable-options --output-format json -D warnings",
