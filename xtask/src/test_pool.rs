@@ -8,6 +8,7 @@
 //! directory, with the harness's own threads), its output kept in a file
 //! and shown when it fails. The doc tests run as one more job. Every
 //! binary is bounded in time ([`LIMIT`]): one that hangs fails the run.
+//! Binaries that time themselves ([`ALONE`]) run last, one at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,6 +38,10 @@ const SLOWEST: [&str; 10] = [
     "hostile",
 ];
 
+/// Binaries that time themselves (linear growth checked as a ratio of
+/// times): run after the others, one at a time, with nothing beside them.
+const ALONE: [&str; 1] = ["growth"];
+
 /// One test binary to run.
 struct Job {
     /// `package/target` for messages (`agent-cli/concurrency`).
@@ -54,24 +59,29 @@ pub(crate) fn run(env: &[(&str, &str)]) -> Result<(), String> {
     let mut jobs: Vec<Job> = Vec::new();
     // The doc tests compile as they run: the longest job, started first.
     let mut doc = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    doc.args(["test", "--workspace", "--doc"]);
+    doc.args(["test", "--workspace", "--doc"])
+        .envs(env.iter().copied());
     jobs.push(Job {
         name: "doc tests".into(),
         command: doc,
     });
+    let mut alone: Vec<Job> = Vec::new();
     for binary in binaries {
         let mut command = Command::new(&binary.path);
-        command.current_dir(&binary.dir);
-        jobs.push(Job {
+        command.current_dir(&binary.dir).envs(env.iter().copied());
+        let job = Job {
             name: binary.name,
             command,
-        });
+        };
+        if ALONE.contains(&job.name.rsplit('/').next().unwrap_or_default()) {
+            alone.push(job);
+        } else {
+            jobs.push(job);
+        }
     }
-    for job in &mut jobs {
-        job.command.envs(env.iter().copied());
-    }
-    let count = jobs.len();
-    let failed = run_all(jobs, &out_dir);
+    let count = jobs.len() + alone.len();
+    let mut failed = run_all(jobs, &out_dir, JOBS);
+    failed.extend(run_all(alone, &out_dir.join("alone"), 1));
     eprintln!(
         "xtask: {count} test jobs, {JOBS} at a time, took {:.0} s",
         started.elapsed().as_secs_f64()
@@ -169,13 +179,16 @@ fn package_name(id: &str) -> Option<&str> {
     }
 }
 
-/// Runs `jobs` [`JOBS`] at a time, in order; returns the names of those
+/// Runs `jobs` `at_once` at a time, in order; returns the names of those
 /// that failed.
-fn run_all(jobs: Vec<Job>, out_dir: &Path) -> Vec<String> {
+fn run_all(jobs: Vec<Job>, out_dir: &Path, at_once: usize) -> Vec<String> {
+    if let Err(e) = std::fs::create_dir_all(out_dir) {
+        return vec![format!("{}: {e}", out_dir.display())];
+    }
     let queue = Mutex::new(jobs.into_iter().enumerate());
     let failed = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..JOBS {
+        for _ in 0..at_once {
             scope.spawn(|| {
                 loop {
                     let next = queue.lock().map(|mut q| q.next()).ok().flatten();

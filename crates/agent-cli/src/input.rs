@@ -92,7 +92,12 @@ fn warn(name: &str, warnings: &[agent_data::Warning]) {
 /// A value as one line of compact JSON, or pretty JSON.
 pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
     let mut text = String::new();
-    agent_core::json::write_into(&mut text, value, pretty);
+    let style = if pretty {
+        agent_core::json::Style::Pretty
+    } else {
+        agent_core::json::Style::Compact
+    };
+    agent_core::json::write_into(&mut text, value, style);
     text + "\n"
 }
 

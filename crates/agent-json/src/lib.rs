@@ -80,7 +80,7 @@ pub use ser::__to_value;
 pub use ser::to_value;
 pub use value::drop_deep;
 pub use value::{Index, Value};
-pub use write::{to_string, to_string_pretty, write_into, write_object_within, write_str};
+pub use write::{Style, to_string, to_string_pretty, write_into, write_object_within, write_str};
 
 #[doc(hidden)]
 pub use std::vec as __vec;

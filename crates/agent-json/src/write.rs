@@ -30,16 +30,30 @@ pub fn to_string_pretty(value: &Value) -> String {
     out
 }
 
-/// Appends the compact text of `value` to `out` (or the pretty text when
-/// `pretty`), as [`to_string`] and [`to_string_pretty`] would write it.
-pub fn write_into(out: &mut String, value: &Value, pretty: bool) {
-    write(
-        out,
-        Some(value),
-        Vec::new(),
-        pretty.then_some(0),
-        usize::MAX,
-    );
+/// How [`write_into`] lays text out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// No whitespace, as [`to_string`] writes.
+    Compact,
+    /// Indented by two spaces, as [`to_string_pretty`] writes.
+    Pretty,
+}
+
+/// Appends the text of `value` to `out` in `style`, as [`to_string`] and
+/// [`to_string_pretty`] would write it.
+///
+/// ```
+/// use agent_json::{Style, json, write_into};
+/// let mut out = String::from("= ");
+/// write_into(&mut out, &json!({"a": [1]}), Style::Compact);
+/// assert_eq!(out, r#"= {"a":[1]}"#);
+/// ```
+pub fn write_into(out: &mut String, value: &Value, style: Style) {
+    let indent = match style {
+        Style::Compact => None,
+        Style::Pretty => Some(0),
+    };
+    write(out, Some(value), Vec::new(), indent, usize::MAX);
 }
 
 /// Appends the compact text of the object `map` to `out` if it nests at

@@ -60,7 +60,7 @@ pub fn answer_schema(
         .iter()
         .map(|tool| {
             Value::Object(call_schema(
-                tool.for_model(explicit(tool.name())),
+                tool.for_model(crate::Execution::of(explicit(tool.name()))),
                 instances,
             ))
         })

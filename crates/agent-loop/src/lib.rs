@@ -67,5 +67,5 @@ pub use provider::openai::OpenAi;
 pub use provider::{Provider, Reply, Request, Usage};
 pub use run::{Event, Finish, Loop, RunReport, TurnReport};
 pub use system::SYSTEM_TEXT;
-pub use tools::{Tool, Tools};
+pub use tools::{Execution, Tool, Tools};
 pub use turn::gate::{Confirm, Gate, Gates};

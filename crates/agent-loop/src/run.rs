@@ -53,6 +53,7 @@ pub struct RunReport {
 
 /// What one turn did, for a progress line.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TurnReport {
     /// 1-based turn number.
     pub turn: u32,

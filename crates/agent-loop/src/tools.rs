@@ -70,9 +70,9 @@ impl Tool {
     /// The schema the model sees (R36): an explicit tool's `_output` is
     /// removed (its activity computes the result), also from `required`; a
     /// latent tool's stays, for the model to fill in.
-    pub fn for_model(&self, explicit: bool) -> Map {
+    pub fn for_model(&self, execution: Execution) -> Map {
         let mut schema = self.schema.clone();
-        if explicit {
+        if execution == Execution::Explicit {
             if let Some(Value::Object(properties)) = schema.get_mut("properties") {
                 properties.shift_remove("_output");
             }
@@ -81,6 +81,38 @@ impl Tool {
             }
         }
         schema
+    }
+}
+
+/// Who computes a tool's result (R36): an activity the application runs
+/// (explicit), or the model itself, writing `_output` (latent).
+///
+/// ```
+/// use agent_loop::{Execution, Tool};
+/// use agent_core::json;
+/// let tool = Tool::new(json!({"type": "object", "properties": {
+///     "_tool": {"const": "sum"}, "_output": {"type": "number"}}}), "example")?;
+/// assert!(tool.for_model(Execution::Latent)["properties"].get("_output").is_some());
+/// assert!(tool.for_model(Execution::Explicit)["properties"].get("_output").is_none());
+/// assert_eq!(Execution::of(true), Execution::Explicit);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// An activity computes the result: the model does not write `_output`.
+    Explicit,
+    /// The model writes the result as the call's `_output`.
+    Latent,
+}
+
+impl Execution {
+    /// [`Execution::Explicit`] when the tool has an activity.
+    pub fn of(has_activity: bool) -> Self {
+        if has_activity {
+            Execution::Explicit
+        } else {
+            Execution::Latent
+        }
     }
 }
 

@@ -37,10 +37,7 @@ impl Provider for Scripted {
             ],
             "output": if turn as u32 == TURNS { json!("finished") } else { Value::Null }
         });
-        Ok(Reply {
-            answer: Answer::from_value(answer),
-            usage: Usage::default(),
-        })
+        Ok(Reply::new(Answer::from_value(answer), Usage::default()))
     }
 }
 

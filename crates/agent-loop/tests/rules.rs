@@ -89,10 +89,10 @@ fn r36_an_explicit_tool_hides_its_output_and_a_latent_one_keeps_it() {
         "t",
     )
     .unwrap();
-    let explicit = t.for_model(true);
+    let explicit = t.for_model(agent_loop::Execution::Explicit);
     assert!(explicit["properties"].get("_output").is_none());
     assert_eq!(explicit["required"], json!(["_tool"]));
-    let latent = t.for_model(false);
+    let latent = t.for_model(agent_loop::Execution::Latent);
     assert_eq!(latent["properties"]["_output"], json!({"type": "string"}));
     assert_eq!(latent["required"], json!(["_tool", "_output"]));
     assert_eq!(t.output_schema(), Some(&json!({"type": "string"})));

@@ -21,10 +21,10 @@ struct Once(Mutex<Option<Value>>);
 impl Provider for Once {
     fn send(&self, _: &Request<'_>) -> Result<Reply, Error> {
         let calls = self.0.lock().unwrap().take().unwrap_or_else(|| json!([]));
-        Ok(Reply {
-            answer: Answer::from_value(json!({"calls": calls, "output": null})),
-            usage: Usage::default(),
-        })
+        Ok(Reply::new(
+            Answer::from_value(json!({"calls": calls, "output": null})),
+            Usage::default(),
+        ))
     }
 }
 

@@ -422,10 +422,10 @@ fn r38_a_provider_without_streaming_reports_every_call_after_the_answer() {
     struct Whole;
     impl Provider for Whole {
         fn send(&self, _: &Request<'_>) -> Result<Reply, Error> {
-            Ok(Reply {
-                answer: agent_loop::Answer::from_text(&answer_text()),
-                usage: agent_loop::Usage::default(),
-            })
+            Ok(Reply::new(
+                agent_loop::Answer::from_text(&answer_text()),
+                agent_loop::Usage::default(),
+            ))
         }
     }
     let mut reported = Vec::new();

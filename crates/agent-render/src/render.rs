@@ -199,7 +199,7 @@ impl Block {
 
     fn json(&mut self, value: &Value) {
         self.0.push('\n');
-        agent_core::json::write_into(&mut self.0, value, true);
+        agent_core::json::write_into(&mut self.0, value, agent_core::json::Style::Pretty);
     }
 
     fn finish(self) -> String {

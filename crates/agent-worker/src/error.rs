@@ -5,7 +5,7 @@ use agent_store::Error as StoreError;
 /// Why a worker stopped before its work was done.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum WorkerError {
+pub enum Error {
     /// The newest plan message is not a plan.
     #[error("the plan message at row {row}: {reason}")]
     BadPlan {

@@ -61,7 +61,7 @@ mod schedule;
 mod status;
 mod worker;
 
-pub use error::WorkerError;
+pub use error::Error;
 pub use options::WorkerOptions;
 pub use report::{CallStatus, Counts, Held, PlanStatus, Progress, WorkerReport};
 pub use status::plan_status;

@@ -1,7 +1,7 @@
 //! The listener thread: notifications on the calls' channel wake the
 //! worker, so an idle worker sleeps instead of polling.
 
-use crate::WorkerError;
+use crate::Error;
 use crate::worker::Event;
 use agent_store::Listener;
 use std::sync::mpsc::Sender;
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Starts a thread that turns notifications into [`Event::Changed`], reconnecting
 /// when the database goes away; it ends when the worker does.
-pub(crate) fn listen(url: &str, worker: &str, sender: Sender<Event>) -> Result<(), WorkerError> {
+pub(crate) fn listen(url: &str, worker: &str, sender: Sender<Event>) -> Result<(), Error> {
     let mut listener = Listener::open(url)?;
     std::thread::Builder::new()
         .name("agentctx-listen".into())
@@ -27,7 +27,7 @@ pub(crate) fn listen(url: &str, worker: &str, sender: Sender<Event>) -> Result<(
                 }
             }
         })
-        .map_err(|source| WorkerError::Thread {
+        .map_err(|source| Error::Thread {
             worker: worker.to_owned(),
             thread: "its listener".into(),
             source,

@@ -33,6 +33,7 @@ pub struct WorkerReport {
 
 /// Where the newest plan of a context stands ([`plan_status`](crate::plan_status)).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PlanStatus {
     /// The plan message's row.
     pub row: u64,
@@ -45,6 +46,17 @@ pub struct PlanStatus {
 }
 
 impl PlanStatus {
+    /// The standing of the plan at `row`: each call's standing and row, in
+    /// plan order (what [`plan_status`](crate::plan_status) reads).
+    pub fn new(row: u64, plan: Plan, standings: Vec<Standing>, rows: Vec<Option<CallRow>>) -> Self {
+        PlanStatus {
+            row,
+            plan,
+            standings,
+            rows,
+        }
+    }
+
     /// How many calls stand as `name` (`done`, `running`, `ready`,
     /// `blocked`, `failed`).
     pub fn count(&self, name: &str) -> usize {
@@ -90,6 +102,7 @@ impl PlanStatus {
 /// How many calls of a plan stand where; serialises as `{"plan", "total",
 /// "done", "running", "ready", "blocked", "failed"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Counts {
     /// The plan message's row.
     pub plan: u64,
@@ -142,6 +155,7 @@ pub struct Progress {
 /// "state", "reason"?, "worker", "since", "attempts", "error"?}` (the last
 /// four once a worker has seen the plan).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CallStatus {
     /// Its position in the plan.
     pub index: usize,

@@ -2,7 +2,7 @@
 //! stored plan, what a call's row says, when to look again, how long to
 //! back off, which store errors are worth waiting out.
 
-use crate::WorkerError;
+use crate::Error;
 use agent_core::json::Value;
 use agent_plan::{Known, Plan};
 use agent_store::{CallRow, CallState, Error as StoreError};
@@ -16,8 +16,8 @@ use std::time::Duration;
 pub(crate) const TAKEOVERS: u32 = 2;
 
 /// A plan message's calls, checked and ordered.
-pub(crate) fn parse_plan(row: u64, line: &str) -> Result<Plan, WorkerError> {
-    let bad = |reason: String| WorkerError::BadPlan { row, reason };
+pub(crate) fn parse_plan(row: u64, line: &str) -> Result<Plan, Error> {
+    let bad = |reason: String| Error::BadPlan { row, reason };
     let message: Value = agent_core::json::from_str(line).map_err(|e| bad(e.to_string()))?;
     let calls = match message.get("calls") {
         Some(Value::Array(calls)) => calls.to_vec(),

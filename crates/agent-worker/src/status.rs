@@ -2,7 +2,7 @@
 //! what the calls table says, and for the rest the readiness rule.
 
 use crate::schedule::{has_tool, known, parse_plan};
-use crate::{PlanStatus, WorkerError};
+use crate::{Error, PlanStatus};
 use agent_data::Append;
 use agent_plan::{Known, standings};
 use agent_store::{CallRow, PgCalls, PgStore, Stored};
@@ -12,14 +12,14 @@ use agent_store::{CallRow, PgCalls, PgStore, Stored};
 ///
 /// # Errors
 ///
-/// [`WorkerError::Store`] when the context cannot be opened or read,
-/// [`WorkerError::NoPlan`] when it holds no plan message and
-/// [`WorkerError::BadPlan`] when its newest one is not a plan.
-pub fn plan_status(url: &str) -> Result<PlanStatus, WorkerError> {
+/// [`Error::Store`] when the context cannot be opened or read,
+/// [`Error::NoPlan`] when it holds no plan message and
+/// [`Error::BadPlan`] when its newest one is not a plan.
+pub fn plan_status(url: &str) -> Result<PlanStatus, Error> {
     let store = PgStore::open(url)?;
     let mut calls = PgCalls::open(url)?;
     let Some((row, line)) = calls.newest_plan()? else {
-        return Err(WorkerError::NoPlan {
+        return Err(Error::NoPlan {
             name: calls.name().to_owned(),
         });
     };

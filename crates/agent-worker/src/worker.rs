@@ -15,7 +15,7 @@
 use crate::listen::listen;
 use crate::report::{Counts, Progress};
 use crate::schedule::{TAKEOVERS, has_tool, known, next_wake, parse_plan, retry_delay, transient};
-use crate::{WorkerError, WorkerOptions, WorkerReport};
+use crate::{Error, WorkerOptions, WorkerReport};
 use agent_data::Append;
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome};
@@ -78,12 +78,12 @@ impl Worker {
     ///
     /// # Errors
     ///
-    /// [`WorkerError::Store`] when the store fails for longer than the
+    /// [`Error::Store`] when the store fails for longer than the
     /// worker's patience or in a way waiting cannot mend,
-    /// [`WorkerError::NoPlan`] / [`WorkerError::BadPlan`] for a context
-    /// without a usable plan, and [`WorkerError::Thread`] when a thread cannot
+    /// [`Error::NoPlan`] / [`Error::BadPlan`] for a context
+    /// without a usable plan, and [`Error::Thread`] when a thread cannot
     /// be started.
-    pub fn run(&self) -> Result<WorkerReport, WorkerError> {
+    pub fn run(&self) -> Result<WorkerReport, Error> {
         self.run_observed(&mut |_| {})
     }
 
@@ -93,10 +93,7 @@ impl Worker {
     /// # Errors
     ///
     /// As [`Worker::run`].
-    pub fn run_observed(
-        &self,
-        observe: &mut dyn FnMut(&Progress),
-    ) -> Result<WorkerReport, WorkerError> {
+    pub fn run_observed(&self, observe: &mut dyn FnMut(&Progress)) -> Result<WorkerReport, Error> {
         let mut state = Running::open(self)?;
         let result = state.work(observe);
         let _ = state.calls.unregister(&self.options.name);
@@ -132,7 +129,7 @@ struct Running<'w> {
 }
 
 impl<'w> Running<'w> {
-    fn open(worker: &'w Worker) -> Result<Running<'w>, WorkerError> {
+    fn open(worker: &'w Worker) -> Result<Running<'w>, Error> {
         let stored = Stored::open_tail(PgStore::open(&worker.url)?)?;
         let mut calls = PgCalls::open(&worker.url)?;
         calls.register(
@@ -167,7 +164,7 @@ impl<'w> Running<'w> {
 
     /// Rounds until idle (or forever); database errors are waited out for
     /// the worker's patience.
-    fn work(&mut self, observe: &mut dyn FnMut(&Progress)) -> Result<(), WorkerError> {
+    fn work(&mut self, observe: &mut dyn FnMut(&Progress)) -> Result<(), Error> {
         let mut failing_since: Option<Instant> = None;
         loop {
             let round = self.round();
@@ -178,7 +175,7 @@ impl<'w> Running<'w> {
                     self.wait(wait);
                 }
                 Ok(None) => return Ok(()),
-                Err(WorkerError::Store(e)) if transient(&e) => {
+                Err(Error::Store(e)) if transient(&e) => {
                     let since = *failing_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > self.options().patience {
                         return Err(e.into());
@@ -209,7 +206,7 @@ impl<'w> Running<'w> {
 
     /// One round: renew, commit what came back, look, claim, start. How
     /// long to sleep at most, or `None` when idle and told to stop then.
-    fn round(&mut self) -> Result<Option<Duration>, WorkerError> {
+    fn round(&mut self) -> Result<Option<Duration>, Error> {
         self.heartbeat()?;
         self.send_unsent()?;
         // The calls are read before the context, so the context holds the
@@ -229,7 +226,7 @@ impl<'w> Running<'w> {
         self.refresh_live_tools()?;
         let Some(current) = &self.current else {
             if self.options().until_idle {
-                return Err(WorkerError::NoPlan {
+                return Err(Error::NoPlan {
                     name: self.calls.name().to_owned(),
                 });
             }
@@ -301,7 +298,7 @@ impl<'w> Running<'w> {
     }
 
     /// Renews this worker's row and its claims every third of the lease.
-    fn heartbeat(&mut self) -> Result<(), WorkerError> {
+    fn heartbeat(&mut self) -> Result<(), Error> {
         let lease = self.options().lease;
         if self.renewed.elapsed() < lease / 3 {
             return Ok(());
@@ -335,7 +332,7 @@ impl<'w> Running<'w> {
 
     /// The tools live workers have, looked up again every third of the
     /// lease (workers come and go rarely; a round should cost little).
-    fn refresh_live_tools(&mut self) -> Result<(), WorkerError> {
+    fn refresh_live_tools(&mut self) -> Result<(), Error> {
         let lease = self.options().lease;
         if self.live_at.is_none_or(|at| at.elapsed() >= lease / 3) {
             self.live = self.calls.live_tools()?;
@@ -345,7 +342,7 @@ impl<'w> Running<'w> {
     }
 
     /// Reads the newest plan message; a new one replaces the current plan.
-    fn refresh_plan(&mut self) -> Result<(), WorkerError> {
+    fn refresh_plan(&mut self) -> Result<(), Error> {
         let Some((row, line)) = self.calls.newest_plan()? else {
             self.current = None;
             return Ok(());
@@ -365,7 +362,7 @@ impl<'w> Running<'w> {
     }
 
     /// Starts the activity of a claimed call, or settles it at once.
-    fn start(&mut self, claim: Claim) -> Result<(), WorkerError> {
+    fn start(&mut self, claim: Claim) -> Result<(), Error> {
         let Some(current) = &self.current else {
             return Ok(());
         };
@@ -415,7 +412,7 @@ impl<'w> Running<'w> {
             .map_err(|source| {
                 // Never started: its lease runs out and another takes it.
                 self.mine.remove(&call_index);
-                WorkerError::Thread {
+                Error::Thread {
                     worker: self.options().name.clone(),
                     thread: format!("the activity of call {call_index}"),
                     source,
@@ -442,11 +439,7 @@ impl<'w> Running<'w> {
 
     /// Writes a finished activity's outcome, gives the call back to be
     /// tried again, or gives up on it.
-    fn finish(
-        &mut self,
-        claim: Claim,
-        outcome: Result<Outcome, String>,
-    ) -> Result<(), WorkerError> {
+    fn finish(&mut self, claim: Claim, outcome: Result<Outcome, String>) -> Result<(), Error> {
         let Some(current) = &self.current else {
             return Ok(());
         };
@@ -478,7 +471,7 @@ impl<'w> Running<'w> {
         }
     }
 
-    fn commit(&mut self, claim: Claim, messages: Vec<Message>) -> Result<(), WorkerError> {
+    fn commit(&mut self, claim: Claim, messages: Vec<Message>) -> Result<(), Error> {
         match self.stored.commit_call(&messages, &claim) {
             Ok(_) => {
                 self.report.written += 1;
@@ -505,7 +498,7 @@ impl<'w> Running<'w> {
         }
     }
 
-    fn send_unsent(&mut self) -> Result<(), WorkerError> {
+    fn send_unsent(&mut self) -> Result<(), Error> {
         // A failure puts its result back and stops: the rest wait with it.
         while let Some((claim, messages)) = self.unsent.pop() {
             self.commit(claim, messages)?;
@@ -515,7 +508,7 @@ impl<'w> Running<'w> {
 
     /// Fails the call, unless the claim is no longer its current one: then
     /// the call is left as its current holder left it, and counted fenced.
-    fn give_up(&mut self, claim: &Claim, error: &str) -> Result<(), WorkerError> {
+    fn give_up(&mut self, claim: &Claim, error: &str) -> Result<(), Error> {
         if self.calls.release(claim, error, None)? {
             self.report.failed += 1;
         } else {

@@ -42,18 +42,18 @@ fn r34d_status_counts_and_calls_say_who_holds_what_and_why_the_rest_wait() {
         retry_in: None,
         error: Some("attempt 1 failed: \"boom\"".into()),
     };
-    let status = PlanStatus {
-        row: 5,
+    let status = PlanStatus::new(
+        5,
         plan,
-        standings: vec![
+        vec![
             Standing::Running,
             Standing::Blocked {
                 reason: "waits for call 0".into(),
                 stuck: false,
             },
         ],
-        rows: vec![Some(row), None],
-    };
+        vec![Some(row), None],
+    );
     assert_eq!(
         serde_json::to_string(&status.counts()).unwrap(),
         r#"{"plan":5,"total":2,"done":0,"running":1,"ready":0,"blocked":1,"failed":0}"#

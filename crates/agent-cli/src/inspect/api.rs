@@ -41,7 +41,7 @@ pub(super) fn router() -> Router<Arc<Shared>> {
 /// A JSON response.
 fn json_response(status: StatusCode, value: &Value) -> Response {
     let mut text = String::new();
-    json::write_into(&mut text, value, false);
+    json::write_into(&mut text, value, json::Style::Compact);
     text.push('\n');
     (
         status,
@@ -456,6 +456,6 @@ async fn events(
 /// One server-sent event named `name` with `data` as its JSON.
 fn event(name: &str, data: &Value) -> Event {
     let mut text = String::new();
-    json::write_into(&mut text, data, false);
+    json::write_into(&mut text, data, json::Style::Compact);
     Event::default().event(name).data(text)
 }

@@ -295,6 +295,6 @@ fn answers(context: &Context, plan: usize) -> HashMap<String, usize> {
 /// A value's compact JSON text.
 fn text(value: &Value) -> String {
     let mut out = String::new();
-    json::write_into(&mut out, value, false);
+    json::write_into(&mut out, value, json::Style::Compact);
     out
 }

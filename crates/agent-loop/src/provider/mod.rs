@@ -61,6 +61,7 @@ impl<'a> Request<'a> {
 
 /// Tokens a request used, as the provider counted them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Usage {
     /// Tokens sent (prompt / input).
     pub input: u64,
@@ -68,14 +69,42 @@ pub struct Usage {
     pub output: u64,
 }
 
+impl Usage {
+    /// `input` tokens sent, `output` generated.
+    ///
+    /// ```
+    /// let usage = agent_loop::Usage::new(100, 10);
+    /// assert_eq!((usage.input, usage.output), (100, 10));
+    /// ```
+    pub fn new(input: u64, output: u64) -> Self {
+        Usage { input, output }
+    }
+}
+
 /// What came back: the answer, or why the reply is not one (for the model
 /// to see on its next turn, R40), and the tokens used.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Reply {
     /// The answer, or what is wrong with the reply.
     pub answer: std::result::Result<Answer, String>,
     /// Tokens used.
     pub usage: Usage,
+}
+
+impl Reply {
+    /// A reply: the answer (or why the reply is not one) and the tokens
+    /// used. What a [`Provider`] other than the two built in returns.
+    ///
+    /// ```
+    /// use agent_loop::{Answer, Reply, Usage};
+    /// let answer = Answer::from_text(r#"{"calls": [], "output": "done"}"#);
+    /// let reply = Reply::new(answer, Usage::new(120, 8));
+    /// assert!(reply.answer.is_ok());
+    /// ```
+    pub fn new(answer: std::result::Result<Answer, String>, usage: Usage) -> Self {
+        Reply { answer, usage }
+    }
 }
 
 /// A model behind an API. [`crate::OpenAi`] and [`crate::Anthropic`] speak

@@ -112,7 +112,7 @@ pub(crate) fn ready(
         return (Step::End(Ended::Failed("unknown tool".into())), None);
     };
     let explicit = judged.activities.get(tool.name()).is_some();
-    let schema = Value::Object(tool.for_model(explicit));
+    let schema = Value::Object(tool.for_model(crate::Execution::of(explicit)));
     if let Err(error) = check_tool_schema(call, context, &schema) {
         return (Step::End(Ended::Failed(error.to_string())), None);
     }
@@ -227,7 +227,7 @@ fn edited_call(
         }
         Err(error) => return fail(error.to_string(), edited),
     };
-    let schema = Value::Object(tool.for_model(explicit));
+    let schema = Value::Object(tool.for_model(crate::Execution::of(explicit)));
     if let Err(error) = check_tool_schema(&edited, context, &schema) {
         return fail(error.to_string(), edited);
     }

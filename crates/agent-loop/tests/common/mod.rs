@@ -36,13 +36,10 @@ impl Provider for Script {
             .push((texts, request.answer_schema.clone()));
         let next = self.answers.lock().unwrap().pop_front();
         let answer = next.unwrap_or_else(|| Ok(Ok(json!({"calls": [], "output": null}))))?;
-        Ok(Reply {
-            answer: answer.and_then(Answer::from_value),
-            usage: Usage {
-                input: 100,
-                output: 10,
-            },
-        })
+        Ok(Reply::new(
+            answer.and_then(Answer::from_value),
+            Usage::new(100, 10),
+        ))
     }
 }
 
