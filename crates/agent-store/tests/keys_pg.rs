@@ -13,7 +13,7 @@ mod pg;
 
 #[cfg(feature = "postgres")]
 mod keys {
-    use crate::pg::{database, fresh, fresh_name, open, raw};
+    use crate::pg::{database, fresh, fresh_name, open, raw, raw_with_tables};
     use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{AppendKey, Error, Once, Store};
@@ -106,7 +106,7 @@ mod keys {
         let url = fresh("several");
         let name = url.rsplit_once("context=").unwrap().1.to_owned();
         let line = r#"{"role":"user","content":[{"type":"state","data":{"log":["x"]}},{"type":"state","data":{"n":2}}]}"#;
-        raw()
+        raw_with_tables()
             .execute(
                 "SELECT agentctx_append($1, NULL, 0, $2, \
                  ARRAY[sha256(decode(repeat('00', 32), 'hex') || convert_to($3, 'UTF8'))])",

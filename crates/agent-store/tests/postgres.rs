@@ -26,7 +26,7 @@ mod support;
 
 #[cfg(feature = "postgres")]
 mod postgres_store {
-    use crate::pg::{database, fresh, open, raw};
+    use crate::pg::{database, fresh, open, raw, raw_with_tables};
 
     use crate::support::{assert_linearizable, log_of, plans, push, race};
     use agent_core::{json, json::Value};
@@ -329,7 +329,7 @@ mod postgres_store {
         // messages, with the row's chain digest computed as docs/store.md
         // says: SHA-256 of the digest before (32 zero bytes) and the line.
         let line = r#"{"role":"user","content":[{"type":"state","data":{"a":1}},{"type":"state","data":{"b":2}}]}"#;
-        let mut other = raw();
+        let mut other = raw_with_tables();
         other
             .execute(
                 "SELECT agentctx_append($1, NULL, 0, $2, \

@@ -4,7 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)] // each file uses a part
 
-use agent_store::PgStore;
+use agent_store::{PgStore, Store};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The test server's URL, without a `context` parameter:
@@ -55,4 +55,13 @@ pub fn open(url: &str) -> PgStore {
 /// A raw connection to the test database, for arranging and inspecting.
 pub fn raw() -> postgres::Client {
     postgres::Client::connect(&database(), postgres::NoTls).unwrap()
+}
+
+/// A raw connection to a test database whose agentctx tables exist, for
+/// rows another program appends: a store sets the tables up when it first
+/// connects, and on a fresh database no test may have connected yet.
+pub fn raw_with_tables() -> postgres::Client {
+    let error = open(&fresh("setup")).load().unwrap_err();
+    assert!(error.is_missing(), "{error}");
+    raw()
 }
