@@ -4,14 +4,8 @@
 //! in a fresh directory under the system's temporary directory for the run. Otherwise CI fails, saying what to provide:
 //! the PostgreSQL tests are never skipped.
 
-#[path = "../../tests/support/pg_cluster.rs"]
-mod pg_cluster;
-
-pub(crate) use pg_cluster::Cluster;
-
-/// The variable the tests read the server's URL from.
-pub(crate) const VARIABLE: &str = "AGENTCTX_TEST_DATABASE_URL";
-pub(crate) const DEFAULT: &str = "postgres://root@127.0.0.1:5432/test";
+pub(crate) use test_support::cluster::Cluster;
+pub(crate) use test_support::database::{DEFAULT, VARIABLE};
 
 /// A server for the tests: its URL, and the cluster to keep running (and
 /// stop when dropped) if one was started.
@@ -42,7 +36,7 @@ fn provide_from(given: Option<String>, default: &str, name: &str) -> Result<Data
     if given.is_some() {
         return Err(format!("{VARIABLE}={} does not answer: {why}", shown(&url)));
     }
-    if pg_cluster::bin_dir().is_none() {
+    if test_support::cluster::bin_dir().is_none() {
         return Err(format!(
             "the PostgreSQL tests need a server, and none answers at {default} ({why}); \
              initdb and pg_ctl are not installed to start one. Set {VARIABLE} to the URL of a \

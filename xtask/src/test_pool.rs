@@ -6,7 +6,9 @@
 //! built by one `cargo test --no-run` and run [`JOBS`] at a time, the
 //! slowest first, each exactly as cargo would run it (from its package's
 //! directory, with the harness's own threads), its output kept in a file
-//! and shown when it fails. The doc tests run as one more job. Every
+//! and shown when it fails. A crate's integration tests are one binary
+//! (`tests/it/`, linked once); each of its modules runs as a job of its
+//! own, as the files did when each was a binary. The doc tests run as one more job. Every
 //! binary is bounded in time ([`LIMIT`]): one that hangs fails the run.
 //! Binaries that time themselves ([`ALONE`]) run last, one at a time.
 
@@ -66,11 +68,16 @@ pub(crate) fn run(env: &[(&str, &str)]) -> Result<(), String> {
         command: doc,
     });
     let mut alone: Vec<Job> = Vec::new();
-    for binary in binaries {
-        let mut command = Command::new(&binary.path);
-        command.current_dir(&binary.dir).envs(env.iter().copied());
+    for part in parts(&binaries)? {
+        let mut command = Command::new(&part.binary.path);
+        command
+            .current_dir(&part.binary.dir)
+            .envs(env.iter().copied());
+        if !part.tests.is_empty() {
+            command.arg("--exact").args(&part.tests);
+        }
         let job = Job {
-            name: binary.name,
+            name: part.name,
             command,
         };
         if ALONE.contains(&job.name.rsplit('/').next().unwrap_or_default()) {
@@ -128,15 +135,76 @@ fn build() -> Result<Vec<Binary>, String> {
             output.status
         ));
     }
-    let mut binaries = binaries_in(&String::from_utf8_lossy(&output.stdout));
-    binaries.sort_by_key(|b| {
+    Ok(binaries_in(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The name of the binary holding a crate's integration tests.
+const MERGED: &str = "it";
+
+/// A job's share of a binary: all of it, or one module's tests.
+struct Part<'a> {
+    /// `package/target`, or `package/module` for a module of [`MERGED`].
+    name: String,
+    binary: &'a Binary,
+    /// The tests to run by exact name; empty for all.
+    tests: Vec<String>,
+}
+
+/// Each binary as the jobs it runs as, in the order to start them: the
+/// [`SLOWEST`] first, then the largest binaries.
+fn parts(binaries: &[Binary]) -> Result<Vec<Part<'_>>, String> {
+    let mut parts = Vec::new();
+    for binary in binaries {
+        let (package, target) = binary.name.rsplit_once('/').unwrap_or(("?", &binary.name));
+        if target != MERGED {
+            parts.push(Part {
+                name: binary.name.clone(),
+                binary,
+                tests: Vec::new(),
+            });
+            continue;
+        }
+        let listed = Command::new(&binary.path)
+            .args(["--list", "--format", "terse"])
+            .current_dir(&binary.dir)
+            .output()
+            .map_err(|e| format!("cannot list the tests of {}: {e}", binary.name))?;
+        if !listed.status.success() {
+            return Err(format!("listing the tests of {} failed", binary.name));
+        }
+        for (module, tests) in by_module(&String::from_utf8_lossy(&listed.stdout)) {
+            parts.push(Part {
+                name: format!("{package}/{module}"),
+                binary,
+                tests,
+            });
+        }
+    }
+    parts.sort_by_key(|p| {
         let rank = SLOWEST
             .iter()
-            .position(|s| b.name.rsplit('/').next() == Some(*s))
+            .position(|s| p.name.rsplit('/').next() == Some(*s))
             .unwrap_or(SLOWEST.len());
-        (rank, std::cmp::Reverse(b.size))
+        (rank, std::cmp::Reverse(p.binary.size))
     });
-    Ok(binaries)
+    Ok(parts)
+}
+
+/// The tests of `--list --format terse` (`path::name: test` lines), grouped
+/// by their first module, in order of first appearance.
+fn by_module(list: &str) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for line in list.lines() {
+        let Some(test) = line.strip_suffix(": test") else {
+            continue;
+        };
+        let module = test.split_once("::").map_or(test, |(module, _)| module);
+        match groups.iter_mut().find(|(m, _)| m == module) {
+            Some((_, tests)) => tests.push(test.to_owned()),
+            None => groups.push((module.to_owned(), vec![test.to_owned()])),
+        }
+    }
+    groups
 }
 
 /// The test binaries among cargo's JSON messages.
@@ -256,6 +324,26 @@ fn run_one(job: &mut Job, out: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merged_binary_runs_as_one_job_per_module() {
+        let list = "concurrency::a: test\nconcurrency::inner::b: test\nloop::c: test\n\
+                    support::d: benchmark\nkeys::e: test\n";
+        assert_eq!(
+            by_module(list),
+            [
+                (
+                    "concurrency".to_owned(),
+                    vec![
+                        "concurrency::a".to_owned(),
+                        "concurrency::inner::b".to_owned()
+                    ]
+                ),
+                ("loop".to_owned(), vec!["loop::c".to_owned()]),
+                ("keys".to_owned(), vec!["keys::e".to_owned()]),
+            ]
+        );
+    }
 
     #[test]
     fn package_names_are_read_from_both_id_forms() {

@@ -17,7 +17,9 @@
 //! - every ```rust block of the README is the text of an example that
 //!   compiles (`crates/*/examples/*.rs`), so it cannot drift;
 //! - no source file of `crates/*/src/` or `xtask/src/` is longer than 700
-//!   lines, and no comment cites an issue number ([`code`]);
+//!   lines, no comment cites an issue number, and tests share code through
+//!   the test-support crate, each crate's integration tests one binary
+//!   (`tests/it/`) ([`code`]);
 //! - `docs/decisions.md` opens with an index of its decisions, and
 //!   `docs/architecture.md` names every directory of `crates/` ([`docs`]).
 
@@ -74,6 +76,7 @@ pub(crate) fn check() -> Result<(), String> {
     problems.extend(code::issue_comments(&sources));
     problems.extend(code::issue_comments(&fuzz));
     problems.extend(code::bare_decisions(&sources));
+    problems.extend(code::test_layout(&sources));
     let examples: Vec<String> = sources
         .iter()
         .filter(|(path, _)| path.contains("/examples/"))

@@ -1,5 +1,5 @@
 //! The system text that teaches the model the context and the answer
-//! (spec R38). Kept in one place; `tests/golden/system.txt` holds a copy so
+//! (spec R38). Kept in one place; `tests/it/golden/system.txt` holds a copy so
 //! any change to what every model reads is a deliberate one.
 
 /// What the model reads before the context: blocks and labels, references,

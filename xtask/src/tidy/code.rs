@@ -28,6 +28,34 @@ pub(super) fn long_files(sources: &[(String, String)]) -> Vec<String> {
     problems
 }
 
+/// Test code shared by file inclusion (`#[path = …]`) or integration
+/// tests outside their crate's one binary (`crates/*/tests/it/`): shared
+/// test code lives in the test-support crate (`tests/support`), and each
+/// crate's integration tests are modules of one binary, linked once.
+pub(super) fn test_layout(sources: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in sources {
+        if let Some(line) = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("#[path ="))
+        {
+            problems.push(format!(
+                "{path}:{}: a file included by path; share it through the test-support crate",
+                line + 1
+            ));
+        }
+        let parts: Vec<&str> = path.split('/').collect();
+        if let ["crates", _, "tests", file] = parts.as_slice()
+            && file.ends_with(".rs")
+        {
+            problems.push(format!(
+                "{path}: an integration test outside tests/it/; make it a module of the crate's one test binary"
+            ));
+        }
+    }
+    problems
+}
+
 /// Comments that cite a tracker number (the word `issue` and a number): a
 /// reader of the code cannot follow them, so a comment says why instead.
 /// Consecutive comment lines are read as one text, so a citation broken
@@ -206,6 +234,23 @@ mod tests {
 
     fn source(path: &str, text: &str) -> Vec<(String, String)> {
         vec![(path.to_owned(), text.to_owned())]
+    }
+
+    #[test]
+    fn tests_outside_the_one_binary_or_included_by_path_are_named() {
+        let mut sources = source("crates/a/tests/loose.rs", "#[test]\nfn t() {}\n");
+        sources.extend(source(
+            "crates/a/tests/it/main.rs",
+            "mod x;\n#[path = \"../../b/y.rs\"]\nmod y;\n",
+        ));
+        sources.extend(source("crates/a/tests/it/x.rs", "#[test]\nfn t() {}\n"));
+        assert_eq!(
+            test_layout(&sources),
+            [
+                "crates/a/tests/loose.rs: an integration test outside tests/it/; make it a module of the crate's one test binary",
+                "crates/a/tests/it/main.rs:2: a file included by path; share it through the test-support crate",
+            ]
+        );
     }
 
     #[test]

@@ -1,0 +1,7 @@
+//! agent-render's tests: what the model sees.
+//! The files of `tests/` are modules of this one binary, linked once;
+//! `cargo xtask ci` runs each module as a job of its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+mod rules;

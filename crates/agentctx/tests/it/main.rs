@@ -1,0 +1,11 @@
+//! The facade's tests: opening, composing, the whole stack through one crate.
+//! The files of `tests/` are modules of this one binary, linked once;
+//! `cargo xtask ci` runs each module as a job of its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+mod support;
+
+mod compose;
+mod facade;
+mod open;
