@@ -53,8 +53,12 @@ impl Server {
                 let (seen, script) = (seen.clone(), script.clone());
                 std::thread::spawn(move || {
                     if let Some(request) = read_request(&mut stream) {
+                        // Kept before the script answers: a client that
+                        // has its answer may count the requests at once.
+                        seen.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(request.clone());
                         script(&mut stream, &request, n);
-                        seen.lock().unwrap_or_else(|e| e.into_inner()).push(request);
                     }
                 });
             }
