@@ -1,6 +1,8 @@
 //! Generated benchmark workloads, from a fixed seed so every run measures
 //! the same contexts.
 
+use agent_store::SnapshotWhen;
+
 use agent_core::{Method, Path, Reference, write};
 use agent_core::{json, json::Value};
 use agent_data::{Context, DataMessage, Format};
@@ -251,7 +253,9 @@ pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
     std::fs::write(path, &jsonl[..cut]).map_err(|e| e.to_string())?;
     let mut store = FileStore::open(path).map_err(|e| e.to_string())?;
     let mut context = store.load().map_err(|e| e.to_string())?.context;
-    store.snapshot(&context, true).map_err(|e| e.to_string())?;
+    store
+        .snapshot(&context, SnapshotWhen::Now)
+        .map_err(|e| e.to_string())?;
     let snapshot = path.with_file_name(format!(
         ".{}.snapshot",
         path.file_name().unwrap_or_default().to_string_lossy()

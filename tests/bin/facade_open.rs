@@ -27,6 +27,8 @@
 //! this process's own, dropped when it ends.
 #![forbid(unsafe_code)]
 
+use agent_store::SnapshotWhen;
+
 use agent_core::{json, json::Value};
 use agent_data::{Context, Format, Message};
 use agent_store::Store;
@@ -205,7 +207,9 @@ impl Scratch {
         agent_store::copy_context(&head, &mut store).map_err(|e| e.to_string())?;
         let mut store = agent_store::open(&self.url).map_err(|e| e.to_string())?;
         let mut held = store.load().map_err(|e| e.to_string())?.context;
-        store.snapshot(&held, true).map_err(|e| e.to_string())?;
+        store
+            .snapshot(&held, SnapshotWhen::Now)
+            .map_err(|e| e.to_string())?;
         let mut tail = Vec::new();
         for line in jsonl[cut..].lines() {
             let value: Value = agent_core::json::from_str(line).map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use agent_data::Context;
-use agent_render::{Provider, RenderMode, Renderer, payload};
+use agent_render::{PayloadFormat, RenderMode, Renderer, payload};
 use std::path::{Path, PathBuf};
 
 const FIXTURES: [&str; 4] = [
@@ -15,18 +15,18 @@ const FIXTURES: [&str; 4] = [
     // A loop plan superseded by a later one, and a worker plan (R28).
     "plans.jsonl",
 ];
-const PROVIDERS: [Provider; 4] = [
-    Provider::Plain,
-    Provider::OpenAi,
-    Provider::Anthropic,
-    Provider::Text,
+const PROVIDERS: [PayloadFormat; 4] = [
+    PayloadFormat::Plain,
+    PayloadFormat::OpenAi,
+    PayloadFormat::Anthropic,
+    PayloadFormat::Text,
 ];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-fn render(fixture: &str, mode: RenderMode, provider: Provider) -> String {
+fn render(fixture: &str, mode: RenderMode, provider: PayloadFormat) -> String {
     let ctx = Context::load_file(&root().join("fixtures").join(fixture))
         .unwrap()
         .context;
@@ -49,7 +49,7 @@ fn r32_renders_match_golden_files() {
                 } else {
                     "append"
                 };
-                let ext = if provider == Provider::Text {
+                let ext = if provider == PayloadFormat::Text {
                     "txt"
                 } else {
                     "json"

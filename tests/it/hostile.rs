@@ -8,7 +8,7 @@
 use agent_core::{json, json::Value};
 use agent_data::{CheckMode, Context, DataMessage, Format, Message};
 use agent_output::{FixedClock, Outcome, OutputPath};
-use agent_render::{Provider, RenderMode, Renderer, payload};
+use agent_render::{PayloadFormat, RenderMode, Renderer, payload};
 use proptest::prelude::*;
 
 /// Everything the library offers, run on one context and one call; the
@@ -31,10 +31,10 @@ fn exercise(ctx: &Context, call: &Value) {
     for mode in [RenderMode::Merged, RenderMode::Append] {
         let chat = Renderer::new().render(ctx, mode);
         for provider in [
-            Provider::Plain,
-            Provider::OpenAi,
-            Provider::Anthropic,
-            Provider::Text,
+            PayloadFormat::Plain,
+            PayloadFormat::OpenAi,
+            PayloadFormat::Anthropic,
+            PayloadFormat::Text,
         ] {
             let _ = payload(&chat, provider).map(|p| p.to_text(true));
         }
@@ -246,7 +246,7 @@ fn r33_ten_megabyte_strings_and_huge_arrays_load() {
     );
     assert!(ctx.check(CheckMode::Complete).is_empty());
     let chat = Renderer::new().render(&ctx, RenderMode::Merged);
-    assert!(payload(&chat, Provider::OpenAi).is_ok());
+    assert!(payload(&chat, PayloadFormat::OpenAi).is_ok());
     assert!(agent_vars::resolve_call(&json!({"s": "†state.s"}), &ctx).is_ok());
     let clock = FixedClock::parse("2026-01-01T00:00:00Z").unwrap();
     let call =

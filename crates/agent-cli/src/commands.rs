@@ -115,7 +115,7 @@ pub(crate) fn render(
     tokens: bool,
     pretty: bool,
 ) -> Result<String, Failure> {
-    let provider: agent_render::Provider = provider.parse().map_err(Failure::usage)?;
+    let provider: agent_render::PayloadFormat = provider.parse().map_err(Failure::usage)?;
     let mode = crate::input::render_mode(mode)?;
     let ctx = load_context(context, Reading::Whole)?;
     let chat = agent_render::Renderer::new().render(&ctx, mode);

@@ -3,7 +3,7 @@
 
 use crate::Failure;
 use crate::input::AnyStore;
-use agent_data::{Append, AppendError, AppendKey, Build, Once};
+use agent_data::{Append, AppendError, AppendKey, BuildMessages, KeyedOutcome};
 use agent_data::{Context, Message};
 use agent_store::Stored;
 use std::ops::Range;
@@ -68,11 +68,15 @@ impl Append for Noting<'_> {
         self.stored.append_all(messages)
     }
 
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
+    fn append_built(&mut self, build: &mut BuildMessages<'_>) -> Result<Range<usize>, AppendError> {
         self.stored.append_built(build)
     }
 
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once, AppendError> {
+    fn append_once(
+        &mut self,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<KeyedOutcome, AppendError> {
         let once = self.stored.append_once(messages, key)?;
         if once.is_already() {
             self.already.push(key.clone());

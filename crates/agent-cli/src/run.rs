@@ -200,7 +200,7 @@ pub(crate) fn demo(json: bool, file: &std::path::Path) -> Result<String, Failure
     write_whole(&context, file)?;
     let shown = file.display().to_string();
     let chat = agent_render::Renderer::new().render(&context, agent_render::RenderMode::Merged);
-    let transcript = agent_render::payload(&chat, agent_render::Provider::Text)
+    let transcript = agent_render::payload(&chat, agent_render::PayloadFormat::Text)
         .map_err(Failure::invalid)?
         .to_text(false);
     if json {

@@ -78,7 +78,9 @@ mod unread;
 mod verbatim;
 
 pub use agent_core::{Instance, Kind, Method, Path, Reference, json};
-pub use append::{Append, AppendError, AppendKey, Build, KeyedAppend, MAX_KEY_BYTES, Once};
+pub use append::{
+    Append, AppendError, AppendKey, BuildMessages, KeyedAppend, KeyedOutcome, MAX_KEY_BYTES,
+};
 pub use builder::DataMessageBuilder;
 pub use chain::{BadDigest, Digest};
 pub use check::Problem;

@@ -3,7 +3,7 @@
 
 use crate::carry::{newest_loop_plan, owed, owes_the_model, plan_message};
 use crate::turn::early::Early;
-use crate::turn::errors::error_messages;
+use crate::turn::error_messages::error_messages;
 use crate::turn::gate::Tally;
 use crate::turn::guard::Guard;
 use crate::turn::judge::Rules;

@@ -9,20 +9,20 @@
 //!   stays byte-stable for prompt caching. Opaque messages (`plan`, `tool`,
 //!   …) go through a registry of [`OpaqueRenderer`]s, [`GenericBlock`] by
 //!   default. Nothing starting with `_` is rendered (R29).
-//! - [`payload`] serialises for a [`Provider`]: `plain`, `openai`,
+//! - [`payload`] serialises for a [`PayloadFormat`]: `plain`, `openai`,
 //!   `anthropic`, or a `text` transcript (R31). Output is deterministic (R32).
 //! - [`count_tokens`] sizes a payload (`o200k_base`).
 //!
 //! ```
 //! use agent_data::Context;
-//! use agent_render::{payload, RenderMode, Payload, Provider, Renderer};
+//! use agent_render::{payload, RenderMode, Payload, PayloadFormat, Renderer};
 //!
 //! let ctx = Context::from_json(r#"[
 //!   {"type": "text", "role": "system", "text": "You moderate comments."},
 //!   {"type": "input", "data": {"comment": "great post"}, "_instance": "①"}
 //! ]"#)?;
 //! let chat = Renderer::new().render(&ctx, RenderMode::Merged);
-//! let Payload::Json(p) = payload(&chat, Provider::OpenAi)? else { unreachable!() };
+//! let Payload::Json(p) = payload(&chat, PayloadFormat::OpenAi)? else { unreachable!() };
 //! assert_eq!(p["messages"][0]["role"], "system");
 //! assert!(p["messages"][1]["content"].as_str().unwrap().starts_with("## Data: ¶input@①\n"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -43,5 +43,5 @@ pub use chat::ChatMessage;
 pub use error::{Error, Result};
 #[cfg(feature = "tiktoken")]
 pub use payload::count_tokens;
-pub use payload::{Payload, Provider, payload};
+pub use payload::{Payload, PayloadFormat, payload};
 pub use render::{GenericBlock, INPUT_LINE, OpaqueRenderer, RenderMode, Renderer};

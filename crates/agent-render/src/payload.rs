@@ -1,4 +1,4 @@
-//! Provider payloads (R31) and token counts.
+//! Payloads in each provider's format (R31) and token counts.
 
 use crate::{ChatMessage, Error, Result};
 use agent_core::{json, json::Value};
@@ -6,7 +6,7 @@ use agent_core::{json, json::Value};
 /// Where the chat messages go (R31).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
-pub enum Provider {
+pub enum PayloadFormat {
     /// `[{"role", "content"}]`, one element per chat message.
     #[default]
     Plain,
@@ -18,26 +18,26 @@ pub enum Provider {
     Text,
 }
 
-impl Provider {
+impl PayloadFormat {
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
-            Provider::Plain => "plain",
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Text => "text",
+            PayloadFormat::Plain => "plain",
+            PayloadFormat::OpenAi => "openai",
+            PayloadFormat::Anthropic => "anthropic",
+            PayloadFormat::Text => "text",
         }
     }
 }
 
-impl std::str::FromStr for Provider {
+impl std::str::FromStr for PayloadFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         [
-            Provider::Plain,
-            Provider::OpenAi,
-            Provider::Anthropic,
-            Provider::Text,
+            PayloadFormat::Plain,
+            PayloadFormat::OpenAi,
+            PayloadFormat::Anthropic,
+            PayloadFormat::Text,
         ]
         .into_iter()
         .find(|p| p.name() == s)
@@ -65,12 +65,12 @@ impl Payload {
     /// `text` transcript as a JSON string.
     ///
     /// ```
-    /// use agent_render::{payload, ChatMessage, Provider};
+    /// use agent_render::{payload, ChatMessage, PayloadFormat};
     /// use agent_core::json;
     ///
     /// let chat = [ChatMessage::new("user", "hi")];
-    /// assert_eq!(payload(&chat, Provider::Plain)?.into_value(), json!([{"role": "user", "content": "hi"}]));
-    /// assert_eq!(payload(&chat, Provider::Text)?.into_value(), json!("[user]\nhi\n\n"));
+    /// assert_eq!(payload(&chat, PayloadFormat::Plain)?.into_value(), json!([{"role": "user", "content": "hi"}]));
+    /// assert_eq!(payload(&chat, PayloadFormat::Text)?.into_value(), json!("[user]\nhi\n\n"));
     /// # Ok::<(), agent_render::Error>(())
     /// ```
     pub fn into_value(self) -> Value {
@@ -99,18 +99,18 @@ impl Payload {
 /// has no place for.
 ///
 /// ```
-/// use agent_render::{payload, ChatMessage, Payload, Provider};
+/// use agent_render::{payload, ChatMessage, Payload, PayloadFormat};
 /// use agent_core::json;
 ///
 /// let chat = [ChatMessage::new("system", "Be brief."), ChatMessage::new("user", "a"), ChatMessage::new("user", "b")];
-/// let Payload::Json(p) = payload(&chat, Provider::Anthropic)? else { unreachable!() };
+/// let Payload::Json(p) = payload(&chat, PayloadFormat::Anthropic)? else { unreachable!() };
 /// assert_eq!(p, json!({
 ///     "system": "Be brief.",
 ///     "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
 /// }));
 /// # Ok::<(), agent_render::Error>(())
 /// ```
-pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> {
+pub fn payload(messages: &[ChatMessage], provider: PayloadFormat) -> Result<Payload> {
     let simple = || -> Vec<Value> {
         messages
             .iter()
@@ -118,8 +118,8 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
             .collect()
     };
     Ok(match provider {
-        Provider::Plain => Payload::Json(Value::Array(simple().into())),
-        Provider::OpenAi => {
+        PayloadFormat::Plain => Payload::Json(Value::Array(simple().into())),
+        PayloadFormat::OpenAi => {
             let mut out = Vec::with_capacity(messages.len());
             for m in messages {
                 match m.native_fields() {
@@ -129,8 +129,8 @@ pub fn payload(messages: &[ChatMessage], provider: Provider) -> Result<Payload> 
             }
             Payload::Json(json!({"messages": out}))
         }
-        Provider::Anthropic => Payload::Json(anthropic(messages)?),
-        Provider::Text => Payload::Text(
+        PayloadFormat::Anthropic => Payload::Json(anthropic(messages)?),
+        PayloadFormat::Text => Payload::Text(
             messages
                 .iter()
                 .map(|m| format!("[{}]\n{}\n\n", m.role(), m.text()))

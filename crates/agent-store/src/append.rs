@@ -2,7 +2,7 @@
 //! ([`agent_data::Append`]), so the layers that write reach a store
 //! without knowing it; and how this crate's errors cross that seam.
 
-use crate::{AppendKey, Build, Error, Once, Result, Store};
+use crate::{AppendKey, BuildMessages, Error, KeyedOutcome, Result, Store};
 use agent_data::{Append, AppendError, Context, Loaded, Message, Warning};
 use std::ops::Range;
 
@@ -156,7 +156,7 @@ impl<S: Store> Append for Stored<S> {
 
     fn append_built(
         &mut self,
-        build: &mut Build<'_>,
+        build: &mut BuildMessages<'_>,
     ) -> std::result::Result<Range<usize>, AppendError> {
         Ok(self.store.commit_with(&mut self.context, build)?)
     }
@@ -166,7 +166,7 @@ impl<S: Store> Append for Stored<S> {
         &mut self,
         messages: &[Message],
         key: &AppendKey,
-    ) -> std::result::Result<Once, AppendError> {
+    ) -> std::result::Result<KeyedOutcome, AppendError> {
         Ok(self.store.commit_once(&mut self.context, messages, key)?)
     }
 }

@@ -61,7 +61,9 @@ mod url;
 mod verify;
 
 /// The append seam, from agent-data: what the layers above write through.
-pub use agent_data::{Append, AppendError, AppendKey, Build, KeyedAppend, MAX_KEY_BYTES, Once};
+pub use agent_data::{
+    Append, AppendError, AppendKey, BuildMessages, KeyedAppend, KeyedOutcome, MAX_KEY_BYTES,
+};
 pub use append::Stored;
 pub use error::{Error, Fenced, Result};
 pub use files::{CHECKPOINT_EVERY, FileStore};
@@ -69,9 +71,10 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use pg::{
-    CallRow, CallState, Claim, Listener, MAX_NAME_BYTES, PgCalls, PgStore, SCHEMA_VERSION,
+    CallRow, CallState, Claim, ClaimRequest, Listener, MAX_NAME_BYTES, PgCalls, PgStore,
+    SCHEMA_VERSION,
 };
 pub use snapshot::SNAPSHOT_AFTER;
-pub use store::{KEY_DAYS, MAX_ATTEMPTS, Store, copy, copy_context, open};
+pub use store::{KEY_DAYS, MAX_ATTEMPTS, SnapshotWhen, Store, copy, copy_context, open};
 pub use url::{is_mistyped_postgres_url, is_postgres_url, without_password};
 pub use verify::{Finding, Verified};

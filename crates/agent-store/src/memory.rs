@@ -4,7 +4,7 @@
 //! that want a store's behaviour without a file.
 
 use crate::retry::retry_on_conflict;
-use crate::{AppendKey, Error, Once, Result, Store};
+use crate::{AppendKey, Error, KeyedOutcome, Result, Store};
 use agent_data::{Context, Format, Loaded, Position, Prepared};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -196,15 +196,15 @@ impl Store for MemoryStore {
         context: &mut Context,
         messages: &[agent_data::Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         let name = self.name.clone();
         retry_on_conflict(&name, || {
             self.catch_up(context)?;
             if let Some(range) = self.shared().keys.get(key).cloned() {
-                return Ok(Once::Already(range));
+                return Ok(KeyedOutcome::Already(range));
             }
             if messages.is_empty() {
-                return Ok(Once::Appended(context.len()..context.len()));
+                return Ok(KeyedOutcome::Appended(context.len()..context.len()));
             }
             let prepared = context
                 .prepare(messages)
@@ -212,7 +212,7 @@ impl Store for MemoryStore {
             self.append_keyed(&prepared, Some(key))?;
             context
                 .append_prepared(prepared)
-                .map(Once::Appended)
+                .map(KeyedOutcome::Appended)
                 .map_err(|e| Error::Refused(Box::new(e)))
         })
     }

@@ -49,9 +49,10 @@ impl Since {
     /// read-only file system, a lost connection) costs later opens time.
     pub(crate) fn write_if_due(
         &self,
-        now: bool,
+        when: crate::SnapshotWhen,
         write: impl FnOnce() -> Result<()>,
     ) -> Result<bool> {
+        let now = when == crate::SnapshotWhen::Now;
         if !(now || self.due()) {
             return Ok(false);
         }

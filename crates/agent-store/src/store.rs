@@ -1,7 +1,7 @@
 //! The seam between the engine and where a context lives.
 
 use crate::retry::retry_on_conflict;
-use crate::{AppendKey, Build, Error, Once, Result};
+use crate::{AppendKey, BuildMessages, Error, KeyedOutcome, Result};
 use agent_data::{Context, Loaded, Message, Prepared};
 use std::ops::Range;
 
@@ -12,6 +12,28 @@ pub const MAX_ATTEMPTS: usize = 64;
 /// How long a store keeps a key, in days: a retry with the same key within
 /// this window never appends twice (docs/store.md, "Idempotent appends").
 pub const KEY_DAYS: u32 = 7;
+
+/// When [`Store::snapshot`] writes a snapshot.
+///
+/// ```
+/// use agent_store::{FileStore, SnapshotWhen, Store};
+/// let dir = tempfile::tempdir()?;
+/// let mut store = FileStore::open(dir.path().join("c.jsonl"))?;
+/// let mut context = agent_data::Context::new();
+/// store.commit(&mut context, &agent_data::Message::from_value(agent_core::json!({"type": "state", "data": {"n": 1}}))?)?;
+/// // One message is far from the threshold; asked for one now, it is written.
+/// assert!(!store.snapshot(&context, SnapshotWhen::Due)?);
+/// assert!(store.snapshot(&context, SnapshotWhen::Now)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotWhen {
+    /// When the messages since the last snapshot crossed the threshold;
+    /// failing to write one is not an error (a snapshot is a cache).
+    Due,
+    /// Now, however few messages came since; failing is an error.
+    Now,
+}
 
 /// Where a context lives: a file ([`crate::FileStore`]), or a database.
 ///
@@ -55,17 +77,18 @@ pub trait Store {
     }
 
     /// Writes a snapshot of `context` — loaded from this store and caught
-    /// up — when the messages since the last one crossed the threshold
-    /// ([`crate::SNAPSHOT_AFTER`] messages and a quarter of its size in
-    /// bytes), or at once with `now`. Returns whether one was written.
-    /// Without `now`, failing to write one is not an error: it is a cache.
+    /// up — [`SnapshotWhen::Due`]: when the messages since the last one
+    /// crossed the threshold ([`crate::SNAPSHOT_AFTER`] messages and a
+    /// quarter of its size in bytes), or [`SnapshotWhen::Now`]. Returns
+    /// whether one was written. When due, failing to write one is not an
+    /// error: it is a cache.
     ///
     /// # Errors
-    /// Only with `now`, when the snapshot cannot be written: [`Error::Load`] when `context`
+    /// Only [`SnapshotWhen::Now`], when the snapshot cannot be written: [`Error::Load`] when `context`
     /// cannot be summarised, [`Error::Io`] or [`Error::SizeLimit`] for a file,
     /// [`Error::Database`] for PostgreSQL. This default never fails.
-    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
-        let _ = (context, now);
+    fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
+        let _ = (context, when);
         Ok(false)
     }
 
@@ -144,20 +167,20 @@ pub trait Store {
             self.unlock();
             result
         })?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range)
     }
 
     /// [`Store::commit`] at most once per `key`: the store keeps the key
     /// with the append, atomically, so a retry with the same key — after
     /// any outcome, [`Error::InDoubt`] included, from any process — never
-    /// appends twice. Returns [`Once::Appended`] with the new messages'
+    /// appends twice. Returns [`KeyedOutcome::Appended`] with the new messages'
     /// range, or, when an append with this key had landed, appends nothing
-    /// and returns [`Once::Already`] with the range that append wrote
+    /// and returns [`KeyedOutcome::Already`] with the range that append wrote
     /// (`context` caught up to include it). Keys are kept
     /// [`crate::KEY_DAYS`] days; a retry after that appends again. An
     /// empty batch appends nothing and records no key: it returns
-    /// [`Once::Appended`] with an empty range on a store that keeps keys,
+    /// [`KeyedOutcome::Appended`] with an empty range on a store that keeps keys,
     /// so it tells whether a store does before anything is run.
     ///
     /// This default keeps no keys: [`Error::KeysUnsupported`], appending
@@ -172,7 +195,7 @@ pub trait Store {
         context: &mut Context,
         messages: &[Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         let _ = (context, messages, key);
         Err(Error::KeysUnsupported {
             name: self.name().to_owned(),
@@ -190,7 +213,7 @@ pub trait Store {
     fn commit_with(
         &mut self,
         context: &mut Context,
-        build: &mut Build<'_>,
+        build: &mut BuildMessages<'_>,
     ) -> Result<Range<usize>> {
         let name = self.name().to_owned();
         let range = retry_on_conflict(&name, || {
@@ -205,7 +228,7 @@ pub trait Store {
             self.unlock();
             result
         })?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range)
     }
 }
@@ -245,8 +268,8 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn load_tail(&mut self) -> Result<Loaded> {
         (**self).load_tail()
     }
-    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
-        (**self).snapshot(context, now)
+    fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
+        (**self).snapshot(context, when)
     }
     fn verify(&mut self) -> Result<crate::Verified> {
         (**self).verify()
@@ -269,7 +292,7 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn commit_with(
         &mut self,
         context: &mut Context,
-        build: &mut Build<'_>,
+        build: &mut BuildMessages<'_>,
     ) -> Result<Range<usize>> {
         (**self).commit_with(context, build)
     }
@@ -278,7 +301,7 @@ impl<S: Store + ?Sized> Store for Box<S> {
         context: &mut Context,
         messages: &[Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         (**self).commit_once(context, messages, key)
     }
 }

@@ -20,7 +20,7 @@ use agent_data::Append;
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome};
 use agent_plan::{Activities, Known, Plan, Standing, standings};
-use agent_store::{CallRow, Claim, Error as StoreError, PgCalls, PgStore, Stored};
+use agent_store::{CallRow, Claim, ClaimRequest, Error as StoreError, PgCalls, PgStore, Stored};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -279,13 +279,13 @@ impl<'w> Running<'w> {
             })
             .map(|(call, _)| call)
             .collect();
-        let claims = self.calls.claim(
-            row,
-            &candidates,
-            &self.options().name,
-            self.options().lease,
-            free,
-        )?;
+        let claims = self.calls.claim(&ClaimRequest {
+            plan: row,
+            candidates: &candidates,
+            worker: &self.options().name,
+            lease: self.options().lease,
+            max: free,
+        })?;
         let mut counts = Counts::of(row, &standing);
         let claimed = claims.len().min(counts.ready);
         counts.ready -= claimed;

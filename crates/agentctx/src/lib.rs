@@ -9,7 +9,7 @@
 //! saves in one motion; [`StoredContext::apply_all`] writes many results in
 //! one commit), appends and applies that read the same on a context in
 //! memory ([`ContextExt::append_value`], [`ContextExt::apply`]),
-//! [`render()`] (a provider payload as one JSON value) and [`activity`]
+//! [`payload()`] (what the model sees, in a provider's format, as one JSON value) and [`activity`]
 //! (activity closures that use `?` on any error).
 //!
 //! The layers stay usable alone; this crate adds no behaviour of its own.
@@ -45,8 +45,8 @@
 //! assert!(plan.run(&mut ctx, &activities, &SystemClock).all_done());
 //!
 //! assert_eq!(ctx.get("†state.greeting")?, json!("Hello, user 7!"));
-//! let payload = render(&ctx, Provider::OpenAi, RenderMode::Merged)?;
-//! assert_eq!(payload["messages"][0]["role"], "user");
+//! let openai = payload(&ctx, PayloadFormat::OpenAi, RenderMode::Merged)?;
+//! assert_eq!(openai["messages"][0]["role"], "user");
 //!
 //! // A forgotten † is a syntax error whose text points at it.
 //! let error = ctx.get("state.greeting").unwrap_err();
@@ -103,7 +103,7 @@ pub use agent_output as output;
 #[doc(inline)]
 pub use agent_plan as plan;
 /// What the model sees: chat messages and provider payloads (the
-/// `agent-render` crate). The function [`render()`] is its common case.
+/// `agent-render` crate). The function [`payload()`] is its common case.
 #[doc(inline)]
 pub use agent_render as render;
 /// Where contexts live: files and PostgreSQL (the `agent-store` crate).
@@ -122,7 +122,7 @@ pub use agent_worker as worker;
 
 /// What a small agent flow imports: `use agentctx::prelude::*;`.
 pub mod prelude {
-    pub use crate::{ContextExt, Failure, StoredContext, activity, render};
+    pub use crate::{ContextExt, Failure, StoredContext, activity, payload};
     pub use agent_core::{Instance, Kind, Method, Path, Reference};
     pub use agent_core::{json, json::Value};
     pub use agent_data::{Context, Message};
@@ -130,23 +130,31 @@ pub mod prelude {
     pub use agent_loop::{Anthropic, Finish, Loop, OpenAi, Tool};
     pub use agent_output::{Call, Clock, FixedClock, Outcome, SystemClock};
     pub use agent_plan::{Activities, Activity, Plan, Report, Status};
-    pub use agent_render::{Provider, RenderMode};
+    pub use agent_render::{PayloadFormat, RenderMode};
 }
 
 /// What the model sees of `context`: rendered in `mode` (spec R28, R30)
-/// and serialised for `provider` (R31) as one JSON value — the payload for
+/// and serialised in `format` (R31) as one JSON value — the payload for
 /// `plain`, `openai` and `anthropic`, a JSON string for `text`.
+///
+/// ```
+/// use agentctx::prelude::*;
+/// let ctx = Context::from_json(r#"[{"type": "text", "text": "Hello"}]"#)?;
+/// let openai = payload(&ctx, PayloadFormat::OpenAi, RenderMode::Merged)?;
+/// assert_eq!(openai["messages"][0]["content"], json!("Hello"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 ///
 /// [`Error::Render`] when the provider cannot carry the rendered
 /// conversation (an Anthropic payload opening with an assistant turn, a
 /// role it has no place for).
-pub fn render(
+pub fn payload(
     context: &data::Context,
-    provider: agent_render::Provider,
+    format: agent_render::PayloadFormat,
     mode: agent_render::RenderMode,
 ) -> Result<agent_core::json::Value> {
     let chat = agent_render::Renderer::new().render(context, mode);
-    Ok(agent_render::payload(&chat, provider)?.into_value())
+    Ok(agent_render::payload(&chat, format)?.into_value())
 }

@@ -8,7 +8,7 @@ use agent_data::Append;
 use agent_data::{Context, Message, Warning};
 use agent_output::{Call, Clock, Outcome, SystemClock};
 use agent_plan::{Activities, Plan, Report};
-use agent_render::{Provider, RenderMode};
+use agent_render::{PayloadFormat, RenderMode};
 use agent_store::{Store, Stored};
 use std::borrow::Borrow;
 
@@ -32,7 +32,7 @@ use std::borrow::Borrow;
 ///
 /// let mut reopened = StoredContext::open(path)?;
 /// assert_eq!(reopened.get("†state.forecast")?, json!("sunny"));
-/// let payload = reopened.render(Provider::OpenAi, RenderMode::Merged)?; // every message
+/// let payload = reopened.render(PayloadFormat::OpenAi, RenderMode::Merged)?; // every message
 /// assert_eq!(payload["messages"][0]["role"], "user");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -405,7 +405,7 @@ impl StoredContext {
         Ok(plan.run(&mut self.stored, activities, self.clock.as_ref()))
     }
 
-    /// What the model sees: [`crate::render()`] of this context, with
+    /// What the model sees: [`crate::payload()`] of this context, with
     /// every message — read whole first when this handle holds only the
     /// tail ([`whole`](Self::whole)), so it renders exactly what a handle
     /// that read the whole log would.
@@ -413,8 +413,8 @@ impl StoredContext {
     /// # Errors
     ///
     /// [`Error::Store`] when the whole log cannot be read, and those of
-    /// [`crate::render()`].
-    pub fn render(&mut self, provider: Provider, mode: RenderMode) -> Result<Value> {
-        crate::render(self.whole()?, provider, mode)
+    /// [`crate::payload()`].
+    pub fn render(&mut self, provider: PayloadFormat, mode: RenderMode) -> Result<Value> {
+        crate::payload(self.whole()?, provider, mode)
     }
 }

@@ -25,8 +25,8 @@ pub(super) fn prompt(context: &Context, mode: &str) -> Result<Value, String> {
         }
     };
     let chat = Renderer::new().render(context, mode);
-    let payload =
-        agent_render::payload(&chat, agent_render::Provider::OpenAi).map_err(|e| e.to_string())?;
+    let payload = agent_render::payload(&chat, agent_render::PayloadFormat::OpenAi)
+        .map_err(|e| e.to_string())?;
     let messages: Vec<Value> = chat
         .iter()
         .map(|m| {

@@ -101,7 +101,7 @@ impl std::fmt::Display for AppendKey {
 /// What an append with a key did ([`Append::append_once`](crate::Append::append_once)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Once {
+pub enum KeyedOutcome {
     /// This append landed: the index range of its messages.
     Appended(Range<usize>),
     /// An earlier append with the same key had landed, and nothing was
@@ -109,17 +109,17 @@ pub enum Once {
     Already(Range<usize>),
 }
 
-impl Once {
+impl KeyedOutcome {
     /// The messages' index range, whichever append wrote them.
     pub fn range(&self) -> Range<usize> {
         match self {
-            Once::Appended(range) | Once::Already(range) => range.clone(),
+            KeyedOutcome::Appended(range) | KeyedOutcome::Already(range) => range.clone(),
         }
     }
 
     /// True when an earlier append with the key had landed.
     pub fn is_already(&self) -> bool {
-        matches!(self, Once::Already(_))
+        matches!(self, KeyedOutcome::Already(_))
     }
 }
 

@@ -6,7 +6,7 @@ mod error;
 mod key;
 
 pub use error::AppendError;
-pub use key::{AppendKey, MAX_KEY_BYTES, Once};
+pub use key::{AppendKey, KeyedOutcome, MAX_KEY_BYTES};
 
 use crate::{Context, Message};
 use std::ops::Range;
@@ -14,7 +14,7 @@ use std::ops::Range;
 /// Makes the messages to append from the context as it is when they land
 /// ([`Append::append_built`]): fresh instance ids, say, which another
 /// writer must not make stale.
-pub type Build<'a> = dyn FnMut(&Context) -> Result<Vec<Message>, crate::Error> + 'a;
+pub type BuildMessages<'a> = dyn FnMut(&Context) -> Result<Vec<Message>, crate::Error> + 'a;
 
 /// Somewhere validated messages can be appended: a [`Context`] in memory,
 /// or a stored context whose every append is a commit (agent-store's
@@ -56,18 +56,22 @@ pub trait Append {
     /// # Errors
     /// [`AppendError::Refused`] when `build` fails or what it makes fails validation; for a
     /// stored context, [`AppendError::Store`] when its store fails. Nothing is appended.
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError>;
+    fn append_built(&mut self, build: &mut BuildMessages<'_>) -> Result<Range<usize>, AppendError>;
 
     /// [`Append::append_all`] at most once per `key`: when an append with
     /// `key` had landed, nothing is appended and the range it wrote is
-    /// [`Once::Already`]. Only a store that keeps keys can promise that;
+    /// [`KeyedOutcome::Already`]. Only a store that keeps keys can promise that;
     /// this default (and a context in memory) is
     /// [`AppendError::KeysUnsupported`], appending nothing.
     ///
     /// # Errors
     /// [`AppendError::KeysUnsupported`] from this default and a context in memory; for a
     /// stored context, [`AppendError::Store`] when its store fails.
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once, AppendError> {
+    fn append_once(
+        &mut self,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<KeyedOutcome, AppendError> {
         let _ = (messages, key);
         Err(AppendError::KeysUnsupported {
             name: "a context in memory".into(),
@@ -84,7 +88,7 @@ impl Append for Context {
         Context::append_all(self, messages).map_err(|e| AppendError::Refused(Box::new(e)))
     }
 
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
+    fn append_built(&mut self, build: &mut BuildMessages<'_>) -> Result<Range<usize>, AppendError> {
         let messages = build(self).map_err(|e| AppendError::Refused(Box::new(e)))?;
         Append::append_all(self, &messages)
     }
@@ -141,13 +145,17 @@ impl<A: Append + ?Sized> Append for KeyedAppend<'_, A> {
     /// Built once, from the context as last read, and appended under the
     /// key: a key names one batch, so a batch another writer made stale is
     /// refused rather than built again.
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
+    fn append_built(&mut self, build: &mut BuildMessages<'_>) -> Result<Range<usize>, AppendError> {
         let messages =
             build(self.target.context()).map_err(|e| AppendError::Refused(Box::new(e)))?;
         self.append_all(&messages)
     }
 
-    fn append_once(&mut self, messages: &[Message], key: &AppendKey) -> Result<Once, AppendError> {
+    fn append_once(
+        &mut self,
+        messages: &[Message],
+        key: &AppendKey,
+    ) -> Result<KeyedOutcome, AppendError> {
         self.target.append_once(messages, key)
     }
 }

@@ -11,7 +11,7 @@ use crate::provider::{
 };
 use crate::{Answer, Error, Result};
 use agent_core::{json, json::Value};
-use agent_render::{Provider as Format, payload};
+use agent_render::{PayloadFormat as Format, payload};
 use std::time::Duration;
 
 /// A Chat Completions server: `POST {base}/chat/completions` with the

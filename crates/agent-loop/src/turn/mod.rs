@@ -4,20 +4,20 @@
 //!
 //! The turn's files, each building only on those listed before it (no
 //! circle): `guard.rs` (what a model's call may do, R39b), `gate.rs`
-//! (approval gates), `errors.rs` (the bounded `error` messages), `judge.rs`
+//! (approval gates), `error_messages.rs` (the bounded `error` messages), `judge.rs`
 //! (the rules a call is admitted by, whether it is ready, how it ended),
 //! `early.rs` (calls started while the answer streams), `schedule.rs`
 //! (running the calls in write order), and this file, the turn.
 
 pub(crate) mod early;
-pub(crate) mod errors;
+pub(crate) mod error_messages;
 pub(crate) mod gate;
 pub(crate) mod guard;
 pub(crate) mod judge;
 pub(crate) mod schedule;
 
 use crate::turn::early::Early;
-use crate::turn::errors::shortened;
+use crate::turn::error_messages::shortened;
 use crate::turn::gate::Tally;
 use crate::turn::judge::{Rules, admit};
 use crate::turn::schedule::run_plan;

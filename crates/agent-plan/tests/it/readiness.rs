@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 use agent_core::{json, json::Value};
-use agent_data::{Append, AppendError, Build};
+use agent_data::{Append, AppendError, BuildMessages};
 use agent_data::{Context, Message};
 use agent_output::FixedClock;
 use agent_plan::{Activities, Known, Plan, Standing, Status, standings};
@@ -46,7 +46,7 @@ impl Append for FailingStore {
         self.check()?;
         Append::append_all(&mut self.context, messages)
     }
-    fn append_built(&mut self, build: &mut Build<'_>) -> Result<Range<usize>, AppendError> {
+    fn append_built(&mut self, build: &mut BuildMessages<'_>) -> Result<Range<usize>, AppendError> {
         self.check()?;
         self.context.append_built(build)
     }

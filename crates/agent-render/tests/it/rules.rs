@@ -8,7 +8,7 @@ use agent_core::{
 };
 use agent_data::Context;
 use agent_render::{
-    ChatMessage, Error, INPUT_LINE, OpaqueRenderer, Payload, Provider, RenderMode, Renderer,
+    ChatMessage, Error, INPUT_LINE, OpaqueRenderer, Payload, PayloadFormat, RenderMode, Renderer,
     count_tokens, payload,
 };
 
@@ -297,12 +297,12 @@ fn chat() -> Vec<ChatMessage> {
 
 #[test]
 fn r31_plain_and_openai_payloads() {
-    let Payload::Json(plain) = payload(&chat(), Provider::Plain).unwrap() else {
+    let Payload::Json(plain) = payload(&chat(), PayloadFormat::Plain).unwrap() else {
         panic!()
     };
     assert_eq!(plain[1], json!({"role": "user", "content": "u1"}));
     assert_eq!(plain.as_array().unwrap().len(), 5);
-    let Payload::Json(openai) = payload(&chat(), Provider::OpenAi).unwrap() else {
+    let Payload::Json(openai) = payload(&chat(), PayloadFormat::OpenAi).unwrap() else {
         panic!()
     };
     assert_eq!(openai, json!({"messages": plain}));
@@ -310,7 +310,7 @@ fn r31_plain_and_openai_payloads() {
 
 #[test]
 fn r31_anthropic_joins_system_and_merges_runs() {
-    let Payload::Json(p) = payload(&chat(), Provider::Anthropic).unwrap() else {
+    let Payload::Json(p) = payload(&chat(), PayloadFormat::Anthropic).unwrap() else {
         panic!()
     };
     assert_eq!(
@@ -320,7 +320,8 @@ fn r31_anthropic_joins_system_and_merges_runs() {
             {"role": "assistant", "content": [{"type": "text", "text": "a1"}]}
         ]})
     );
-    let Payload::Json(p) = payload(&[ChatMessage::new("user", "u")], Provider::Anthropic).unwrap()
+    let Payload::Json(p) =
+        payload(&[ChatMessage::new("user", "u")], PayloadFormat::Anthropic).unwrap()
     else {
         panic!()
     };
@@ -334,17 +335,17 @@ fn r31_anthropic_assistant_first_is_an_error() {
             ChatMessage::new("system", "s"),
             ChatMessage::new("assistant", "a"),
         ],
-        Provider::Anthropic,
+        PayloadFormat::Anthropic,
     )
     .unwrap_err();
     assert_eq!(err, Error::AssistantFirst { index: 1 });
-    let err = payload(&[ChatMessage::new("tool", "x")], Provider::Anthropic).unwrap_err();
+    let err = payload(&[ChatMessage::new("tool", "x")], PayloadFormat::Anthropic).unwrap_err();
     assert!(matches!(err, Error::UnsupportedRole { .. }));
 }
 
 #[test]
 fn r31_text_transcript() {
-    let Payload::Text(t) = payload(&chat()[..2], Provider::Text).unwrap() else {
+    let Payload::Text(t) = payload(&chat()[..2], PayloadFormat::Text).unwrap() else {
         panic!()
     };
     assert_eq!(t, "[system]\nS1\n\n[user]\nu1\n\n");
@@ -365,7 +366,7 @@ fn r31_openai_payload_deserializes_into_async_openai_types() {
     .unwrap();
     for mode in [RenderMode::Merged, RenderMode::Append] {
         let Payload::Json(p) =
-            payload(&Renderer::new().render(&c, mode), Provider::OpenAi).unwrap()
+            payload(&Renderer::new().render(&c, mode), PayloadFormat::OpenAi).unwrap()
         else {
             panic!()
         };
@@ -414,7 +415,7 @@ fn anthropic_tool_turns() -> Value {
     ])
 }
 
-fn payload_of(messages: Value, provider: Provider) -> Value {
+fn payload_of(messages: Value, provider: PayloadFormat) -> Value {
     let chat = Renderer::new().render(&ctx(messages), RenderMode::Merged);
     payload(&chat, provider).unwrap().into_value()
 }
@@ -425,7 +426,7 @@ fn r31_openai_payload_keeps_tool_calls_and_tool_call_id() {
     // R29: top-level `_` keys never reach the model.
     expected[1].as_object_mut().unwrap().shift_remove("_date");
     assert_eq!(
-        payload_of(openai_tool_turns(), Provider::OpenAi),
+        payload_of(openai_tool_turns(), PayloadFormat::OpenAi),
         json!({"messages": expected})
     );
 }
@@ -433,7 +434,7 @@ fn r31_openai_payload_keeps_tool_calls_and_tool_call_id() {
 #[test]
 fn r31_anthropic_payload_keeps_tool_use_and_tool_result_in_their_roles() {
     assert_eq!(
-        payload_of(anthropic_tool_turns(), Provider::Anthropic),
+        payload_of(anthropic_tool_turns(), PayloadFormat::Anthropic),
         json!({"messages": anthropic_tool_turns()
             .as_array()
             .unwrap()
@@ -452,18 +453,18 @@ fn r31_native_tool_messages_convert_to_the_other_provider() {
     // OpenAI's capture for Anthropic: tool_use from tool_calls (arguments
     // parsed), the tool message a user turn of tool_result.
     assert_eq!(
-        payload_of(openai_tool_turns(), Provider::Anthropic),
-        payload_of(anthropic_tool_turns(), Provider::Anthropic)
+        payload_of(openai_tool_turns(), PayloadFormat::Anthropic),
+        payload_of(anthropic_tool_turns(), PayloadFormat::Anthropic)
     );
     // Anthropic's capture for OpenAI.
     let mut expected = openai_tool_turns();
     expected[1].as_object_mut().unwrap().shift_remove("_date");
     assert_eq!(
-        payload_of(anthropic_tool_turns(), Provider::OpenAi),
+        payload_of(anthropic_tool_turns(), PayloadFormat::OpenAi),
         json!({"messages": expected})
     );
     // Plain and text formats show the calls as JSON in their role.
-    let plain = payload_of(openai_tool_turns(), Provider::Plain);
+    let plain = payload_of(openai_tool_turns(), PayloadFormat::Plain);
     assert_eq!(plain[2]["role"], "tool");
     assert_eq!(
         plain[2]["content"],

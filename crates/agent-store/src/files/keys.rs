@@ -12,11 +12,13 @@
 //! [`KEY_DAYS`] are forgotten, and pruned when the file grows past
 //! [`PRUNE_AT`].
 
+use crate::SnapshotWhen;
+
 use super::lock::LockedFile;
 use super::recovery::{dir_of, fnv1a, sidecar, temp_prefix};
 use super::store::FileStore;
 use super::trust::{self, Found, Log};
-use crate::{AppendKey, Error, KEY_DAYS, Once, Result, Store};
+use crate::{AppendKey, Error, KEY_DAYS, KeyedOutcome, Result, Store};
 use agent_data::{Context, Format, Message, Prepared};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -81,14 +83,14 @@ impl FileStore {
         context: &mut Context,
         messages: &[Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         if self.format != Format::Jsonl {
             return Err(Error::KeysUnsupported {
                 name: self.name.clone(),
             });
         }
         if messages.is_empty() {
-            return Ok(Once::Appended(context.len()..context.len()));
+            return Ok(KeyedOutcome::Appended(context.len()..context.len()));
         }
         let name = self.name.clone();
         let once = crate::retry::retry_on_conflict(&name, || {
@@ -97,7 +99,7 @@ impl FileStore {
             self.unlock();
             result
         })?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(once)
     }
 
@@ -106,7 +108,7 @@ impl FileStore {
         context: &mut Context,
         messages: &[Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         if self.lock.is_none() {
             // Missing: created now, so the key is checked and kept under
             // the lock like any other (it stays, empty, if the append is
@@ -134,7 +136,7 @@ impl FileStore {
             // The bytes may be only in the page cache (their writer died
             // before its fsync): durable before they are called landed.
             self.with_held(|store, file| file.sync().map_err(store.io("sync")))?;
-            return Ok(Once::Already(range));
+            return Ok(KeyedOutcome::Already(range));
         }
         let prepared = context
             .prepare(messages)
@@ -145,7 +147,7 @@ impl FileStore {
         let range = context
             .append_prepared(prepared)
             .map_err(|e| Error::Refused(Box::new(e)))?;
-        Ok(Once::Appended(range))
+        Ok(KeyedOutcome::Appended(range))
     }
 
     /// Runs `f` with the exclusive lock [`Store::lock`] took.

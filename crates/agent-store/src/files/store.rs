@@ -2,6 +2,8 @@
 //! file's lock ([`LockedFile`]), with its snapshot anchored by
 //! [`FileAnchor`].
 
+use crate::SnapshotWhen;
+
 use super::json::{json_body, splice};
 use super::lock::LockedFile;
 use super::open::{BOM, detect};
@@ -555,13 +557,13 @@ impl Store for FileStore {
             Some(loaded) => self.with_warnings(loaded),
             None => self.load()?,
         };
-        self.snapshot(&loaded.context, false)?;
+        self.snapshot(&loaded.context, SnapshotWhen::Due)?;
         Ok(loaded)
     }
 
-    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+    fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
         let since = self.since;
-        since.write_if_due(now, || self.write_snapshot(context))
+        since.write_if_due(when, || self.write_snapshot(context))
     }
 
     /// [`Store::verify`], and the snapshot beside the file checked
@@ -610,7 +612,7 @@ impl Store for FileStore {
         context: &mut Context,
         messages: &[agent_data::Message],
         key: &crate::AppendKey,
-    ) -> Result<crate::Once> {
+    ) -> Result<crate::KeyedOutcome> {
         self.commit_keyed(context, messages, key)
     }
 

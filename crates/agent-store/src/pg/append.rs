@@ -18,11 +18,13 @@
 //! it, and commits: writers waiting for the lock queue in order, and the
 //! append cannot conflict.
 
+use crate::SnapshotWhen;
+
 use super::session::{describe, outcome_unknown};
 use super::sql::{BEGIN, COMMIT, KEY, ROLLBACK};
 use super::{Claim, PgStore};
 use crate::retry::retry_on_conflict;
-use crate::{AppendKey, Error, Once, Result, Store, Stored};
+use crate::{AppendKey, Error, KeyedOutcome, Result, Store, Stored};
 use agent_data::{Context, Message, Prepared};
 use std::ops::Range;
 
@@ -40,10 +42,10 @@ struct CallNow {
     worker: Option<String>,
 }
 
-fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<Once> {
+fn land(context: &mut Context, prepared: Prepared<'_>) -> Result<KeyedOutcome> {
     context
         .append_prepared(prepared)
-        .map(Once::Appended)
+        .map(KeyedOutcome::Appended)
         .map_err(refused)
 }
 
@@ -290,11 +292,11 @@ impl PgStore {
         messages: &[Message],
         claim: Option<&Claim>,
         key: Option<&AppendKey>,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         // A call's result is committed even when it has no message: that
         // marks the call done.
         if messages.is_empty() && claim.is_none() {
-            return Ok(Once::Appended(context.len()..context.len()));
+            return Ok(KeyedOutcome::Appended(context.len()..context.len()));
         }
         // A refusal against what this handle knew is decided against the
         // context as it is now, below.
@@ -316,9 +318,9 @@ impl PgStore {
     }
 
     /// An append with the key had landed: `context` caught up to hold it.
-    fn already(&mut self, context: &mut Context, range: Range<usize>) -> Result<Once> {
+    fn already(&mut self, context: &mut Context, range: Range<usize>) -> Result<KeyedOutcome> {
         self.catch_up(context)?;
-        Ok(Once::Already(range))
+        Ok(KeyedOutcome::Already(range))
     }
 
     fn commit_locked(
@@ -327,7 +329,7 @@ impl PgStore {
         messages: &[Message],
         claim: Option<&Claim>,
         key: Option<&AppendKey>,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         self.catch_up(context)?;
         let Some(id) = self.id else {
             // Missing: the append creates it, or conflicts with its creator.
@@ -376,7 +378,7 @@ impl PgStore {
         messages: &[Message],
         claim: Option<&Claim>,
         key: Option<&AppendKey>,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         self.catch_up(context)?;
         let prepared = match context.prepare(messages) {
             Ok(prepared) => prepared,
@@ -486,7 +488,7 @@ impl PgStore {
         claim: &Claim,
     ) -> Result<Range<usize>> {
         let range = self.commit_messages(context, messages, Some(claim), None)?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range.range())
     }
 }

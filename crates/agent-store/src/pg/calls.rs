@@ -91,6 +91,29 @@ impl CallRow {
     }
 }
 
+/// What [`PgCalls::claim`] asks for.
+///
+/// ```
+/// use agent_store::ClaimRequest;
+/// use std::time::Duration;
+/// let request = ClaimRequest { plan: 7, candidates: &[0, 2], worker: "w1", lease: Duration::from_secs(30), max: 1 };
+/// assert_eq!(request.candidates.len(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimRequest<'a> {
+    /// The plan message's row.
+    pub plan: u64,
+    /// The calls (by index in the plan) the worker would run, ready by
+    /// the readiness rule.
+    pub candidates: &'a [usize],
+    /// The worker's name.
+    pub worker: &'a str,
+    /// How long each claim holds without renewal.
+    pub lease: Duration,
+    /// The most calls to claim.
+    pub max: usize,
+}
+
 /// A worker's claim on one call: what [`PgStore::commit_call`] carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -266,22 +289,23 @@ impl PgCalls {
         })
     }
 
-    /// Claims up to `max` of `candidates` for `worker`, each for `lease`:
-    /// those nobody holds (or whose holder's lease ran out). Calls another
-    /// worker is claiming at this instant are skipped, not waited for.
+    /// Claims up to `request.max` of its candidates for its worker, each
+    /// for its lease: those nobody holds (or whose holder's lease ran out).
+    /// Calls another worker is claiming at this instant are skipped, not
+    /// waited for.
     ///
     /// # Errors
     /// [`Error::Missing`] when the context no longer exists; [`Error::Database`] when the
     /// server refuses the query or cannot be reached (or [`Error::Malformed`] when connecting
     /// again finds tables of a newer schema version).
-    pub fn claim(
-        &mut self,
-        plan: u64,
-        candidates: &[usize],
-        worker: &str,
-        lease: Duration,
-        max: usize,
-    ) -> Result<Vec<Claim>> {
+    pub fn claim(&mut self, request: &ClaimRequest<'_>) -> Result<Vec<Claim>> {
+        let ClaimRequest {
+            plan,
+            candidates,
+            worker,
+            lease,
+            max,
+        } = *request;
         if candidates.is_empty() || max == 0 {
             return Ok(Vec::new());
         }

@@ -58,8 +58,10 @@ mod snapshot;
 mod sql;
 mod verify;
 
+use crate::SnapshotWhen;
+
 use crate::snapshot::Since;
-use crate::{AppendKey, Error, Once, Result, Store};
+use crate::{AppendKey, Error, KeyedOutcome, Result, Store};
 use address::Address;
 use agent_data::{Context, Digest, Loaded, Message, Prepared};
 use client::Client;
@@ -67,7 +69,7 @@ use session::Statements;
 use std::ops::Range;
 
 pub use address::MAX_NAME_BYTES;
-pub use calls::{CallRow, CallState, Claim, PgCalls};
+pub use calls::{CallRow, CallState, Claim, ClaimRequest, PgCalls};
 pub use listen::Listener;
 pub use schema::SCHEMA_VERSION;
 
@@ -200,13 +202,13 @@ impl Store for PgStore {
             Some(loaded) => loaded,
             None => self.load()?,
         };
-        self.snapshot(&loaded.context, false)?;
+        self.snapshot(&loaded.context, SnapshotWhen::Due)?;
         Ok(loaded)
     }
 
-    fn snapshot(&mut self, context: &Context, now: bool) -> Result<bool> {
+    fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
         let since = self.since;
-        since.write_if_due(now, || self.write_snapshot(context))
+        since.write_if_due(when, || self.write_snapshot(context))
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
@@ -222,7 +224,7 @@ impl Store for PgStore {
     /// (`append.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
         let range = self.commit_messages(context, messages, None, None)?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range.range())
     }
 
@@ -234,9 +236,9 @@ impl Store for PgStore {
         context: &mut Context,
         messages: &[Message],
         key: &AppendKey,
-    ) -> Result<Once> {
+    ) -> Result<KeyedOutcome> {
         let once = self.commit_messages(context, messages, None, Some(key))?;
-        self.snapshot(context, false)?;
+        self.snapshot(context, SnapshotWhen::Due)?;
         Ok(once)
     }
 

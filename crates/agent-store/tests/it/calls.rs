@@ -17,7 +17,7 @@ fn r34d_call_tests_need_the_postgres_feature() {
 mod pg_calls {
     use agent_core::json;
     use agent_data::Message;
-    use agent_store::{CallState, Claim, Error, PgCalls, PgStore, Stored};
+    use agent_store::{CallState, Claim, ClaimRequest, Error, PgCalls, PgStore, Stored};
     use std::time::Duration;
 
     fn fresh(name: &str) -> String {
@@ -65,7 +65,15 @@ mod pg_calls {
         let (url, plan) = planned("once", 1);
         let mut calls = PgCalls::open(&url).unwrap();
         let lease = Duration::from_secs(30);
-        let first = calls.claim(plan, &[0], "a", lease, 1).unwrap();
+        let first = calls
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0],
+                worker: "a",
+                lease,
+                max: 1,
+            })
+            .unwrap();
         assert_eq!(first.len(), 1);
         // The claim's result is sent twice (as after a lost connection whose
         // first sending landed): the second is refused as written already.
@@ -111,12 +119,24 @@ mod pg_calls {
     fn taken_over(url: &str, plan: u64) -> (PgCalls, Claim, Claim) {
         let mut calls = PgCalls::open(url).unwrap();
         let stale = calls
-            .claim(plan, &[0], "a", Duration::from_millis(100), 1)
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0],
+                worker: "a",
+                lease: Duration::from_millis(100),
+                max: 1,
+            })
             .unwrap()
             .remove(0);
         std::thread::sleep(Duration::from_millis(150));
         let current = calls
-            .claim(plan, &[0], "b", Duration::from_secs(30), 1)
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0],
+                worker: "b",
+                lease: Duration::from_secs(30),
+                max: 1,
+            })
             .unwrap()
             .remove(0);
         assert_eq!((stale.attempt, current.attempt), (1, 2));
@@ -232,7 +252,15 @@ mod pg_calls {
         let (url, plan) = planned("fenced-lease", 2);
         let mut calls = PgCalls::open(&url).unwrap();
         let short = Duration::from_millis(100);
-        let claims = calls.claim(plan, &[0, 1], "a", short, 2).unwrap();
+        let claims = calls
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1],
+                worker: "a",
+                lease: short,
+                max: 2,
+            })
+            .unwrap();
         // Call 0 is given back to be tried again: its claim is over.
         assert!(
             calls
@@ -272,7 +300,13 @@ mod pg_calls {
                 let (url, plan) = planned("key-order", 2);
                 let mut calls = PgCalls::open(&url).unwrap();
                 let claims = calls
-                    .claim(plan, &[0, 1], "w", Duration::from_secs(30), 2)
+                    .claim(&ClaimRequest {
+                        plan,
+                        candidates: &[0, 1],
+                        worker: "w",
+                        lease: Duration::from_secs(30),
+                        max: 2,
+                    })
                     .unwrap();
                 let mut stored = Stored::open(store(&url)).unwrap();
                 for &call in order {
@@ -302,7 +336,13 @@ mod pg_calls {
         let (url, plan) = planned("empty", 1);
         let mut calls = PgCalls::open(&url).unwrap();
         let claim = calls
-            .claim(plan, &[0], "a", Duration::from_secs(30), 1)
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0],
+                worker: "a",
+                lease: Duration::from_secs(30),
+                max: 1,
+            })
             .unwrap();
         let mut stored = Stored::open(store(&url)).unwrap();
         stored.commit_call(&[], &claim[0]).unwrap();
@@ -316,7 +356,13 @@ mod pg_calls {
         let (url, plan) = planned("race", 1);
         let claim = PgCalls::open(&url)
             .unwrap()
-            .claim(plan, &[0], "w", Duration::from_secs(30), 1)
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0],
+                worker: "w",
+                lease: Duration::from_secs(30),
+                max: 1,
+            })
             .unwrap()
             .remove(0);
         let outcomes: Vec<Result<(), String>> = std::thread::scope(|scope| {
@@ -349,15 +395,39 @@ mod pg_calls {
         let mut a = PgCalls::open(&url).unwrap();
         let mut b = PgCalls::open(&url).unwrap();
         let short = Duration::from_millis(300);
-        let held = a.claim(plan, &[0, 1, 2], "a", short, 2).unwrap();
+        let held = a
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1, 2],
+                worker: "a",
+                lease: short,
+                max: 2,
+            })
+            .unwrap();
         assert_eq!(held.iter().map(|c| c.call).collect::<Vec<_>>(), [0, 1]);
         // Only the call nobody holds is left for b.
-        let other = b.claim(plan, &[0, 1, 2], "b", short, 3).unwrap();
+        let other = b
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1, 2],
+                worker: "b",
+                lease: short,
+                max: 3,
+            })
+            .unwrap();
         assert_eq!(other.iter().map(|c| c.call).collect::<Vec<_>>(), [2]);
         assert!(a.renew(&held[0], Duration::from_secs(30)).unwrap());
         std::thread::sleep(Duration::from_millis(400));
         // Call 1's lease ran out; call 0's was renewed.
-        let taken = b.claim(plan, &[0, 1], "b", short, 2).unwrap();
+        let taken = b
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1],
+                worker: "b",
+                lease: short,
+                max: 2,
+            })
+            .unwrap();
         assert_eq!(taken.len(), 1);
         assert_eq!((taken[0].call, taken[0].attempt), (1, 2));
         assert!(!a.renew(&held[1], short).unwrap(), "the claim is b's now");
@@ -371,7 +441,15 @@ mod pg_calls {
         let (url, plan) = planned("release", 2);
         let mut calls = PgCalls::open(&url).unwrap();
         let lease = Duration::from_secs(30);
-        let claims = calls.claim(plan, &[0, 1], "a", lease, 2).unwrap();
+        let claims = calls
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1],
+                worker: "a",
+                lease,
+                max: 2,
+            })
+            .unwrap();
         assert!(
             calls
                 .release(
@@ -384,7 +462,13 @@ mod pg_calls {
         assert!(calls.release(&claims[1], "bad result", None).unwrap());
         assert!(
             calls
-                .claim(plan, &[0, 1], "a", lease, 2)
+                .claim(&ClaimRequest {
+                    plan,
+                    candidates: &[0, 1],
+                    worker: "a",
+                    lease,
+                    max: 2
+                })
                 .unwrap()
                 .is_empty()
         );
@@ -396,7 +480,15 @@ mod pg_calls {
         assert_eq!(rows[1].error.as_deref(), Some("bad result"));
         assert!(rows[0].retry_in.is_some_and(|s| s > 0.0), "{:?}", rows[0]);
         std::thread::sleep(Duration::from_millis(350));
-        let again = calls.claim(plan, &[0, 1], "a", lease, 2).unwrap();
+        let again = calls
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[0, 1],
+                worker: "a",
+                lease,
+                max: 2,
+            })
+            .unwrap();
         assert_eq!(
             again
                 .iter()

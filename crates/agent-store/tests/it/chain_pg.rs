@@ -16,6 +16,7 @@ mod pg_chain {
     use crate::support::pg::{fresh_name, open, raw, with_context};
     use agent_core::json;
     use agent_data::{Context, Message};
+    use agent_store::SnapshotWhen;
     use agent_store::{Error, Finding, PgStore, Store};
     use proptest::prelude::*;
 
@@ -160,7 +161,7 @@ mod pg_chain {
         for u in [&url, &other_url] {
             let mut store = PgStore::open(u).unwrap();
             let ctx = store.load().unwrap().context;
-            assert!(store.snapshot(&ctx, true).unwrap());
+            assert!(store.snapshot(&ctx, SnapshotWhen::Now).unwrap());
         }
         // The other context's snapshot, which also summarises 6 rows, planted.
         let mut client = raw();

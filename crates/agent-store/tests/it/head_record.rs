@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_store::SnapshotWhen;
+
 use agent_core::json;
 use agent_data::{Context, Message};
 use agent_store::{FileStore, Finding, Store};
@@ -20,7 +22,7 @@ fn written(path: &Path, n: usize) {
         .flat_map(|i| Message::from_value(json!({"type": "state", "data": {"n": i}})).unwrap())
         .collect();
     store.commit(&mut context, &batch).unwrap();
-    store.snapshot(&context, true).unwrap();
+    store.snapshot(&context, SnapshotWhen::Now).unwrap();
     assert!(
         path.with_file_name(".c.jsonl.snapshot").exists(),
         "a snapshot was written"
@@ -92,7 +94,7 @@ fn r34e_a_file_edited_in_place_under_its_snapshot_is_read_whole() {
     std::fs::remove_file(dir.path().join(".c.jsonl.head")).unwrap();
     let mut store = FileStore::open(&path).unwrap();
     let context = store.load().unwrap().context;
-    store.snapshot(&context, true).unwrap();
+    store.snapshot(&context, SnapshotWhen::Now).unwrap();
     let again = FileStore::open(&path).unwrap().load_tail().unwrap().context;
     assert!(!again.is_complete());
     assert_eq!(again.head(), full.head());

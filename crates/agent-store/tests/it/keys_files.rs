@@ -6,7 +6,7 @@
 
 use agent_core::json;
 use agent_data::{Context, Message};
-use agent_store::{AppendKey, FileStore, Once, Store};
+use agent_store::{AppendKey, FileStore, KeyedOutcome, Store};
 use std::path::Path;
 
 fn push(n: i64) -> Vec<Message> {
@@ -31,18 +31,18 @@ fn r34b_the_same_key_twice_appends_once_on_a_file() {
     let mut store = FileStore::open(&path).unwrap();
     let mut context = Context::new();
     let first = store.commit_once(&mut context, &push(1), &key).unwrap();
-    assert_eq!(first, Once::Appended(0..1));
+    assert_eq!(first, KeyedOutcome::Appended(0..1));
     // Another handle, as a retrying process would have.
     let mut again = FileStore::open(&path).unwrap();
     let mut theirs = again.load().unwrap().context;
     assert_eq!(
         again.commit_once(&mut theirs, &push(1), &key).unwrap(),
-        Once::Already(0..1)
+        KeyedOutcome::Already(0..1)
     );
     let other = AppendKey::new("job-2").unwrap();
     assert_eq!(
         again.commit_once(&mut theirs, &push(2), &other).unwrap(),
-        Once::Appended(1..2)
+        KeyedOutcome::Appended(1..2)
     );
     assert_eq!(log(&path), json!([1, 2]));
 }
@@ -65,11 +65,11 @@ fn r34b_a_key_whose_append_never_landed_is_free_again() {
     let key = AppendKey::new("job-1").unwrap();
     assert_eq!(
         store.commit_once(&mut context, &push(1), &key).unwrap(),
-        Once::Appended(1..2)
+        KeyedOutcome::Appended(1..2)
     );
     assert_eq!(
         store.commit_once(&mut context, &push(1), &key).unwrap(),
-        Once::Already(1..2)
+        KeyedOutcome::Already(1..2)
     );
     assert_eq!(log(&path), json!([1]));
 }
@@ -87,7 +87,7 @@ fn r34b_writers_racing_with_one_key_append_once_on_a_file() {
     let path = dir.path().join("c.jsonl");
     std::fs::write(&path, "").unwrap();
     let key = AppendKey::new("race").unwrap();
-    let onces: Vec<Once> = std::thread::scope(|scope| {
+    let onces: Vec<KeyedOutcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
             .map(|_| {
                 scope.spawn(|| {

@@ -12,7 +12,7 @@ mod keys {
     use crate::support::pg::{database, fresh, fresh_name, open, raw, raw_with_tables};
     use agent_core::json;
     use agent_data::{Context, Message};
-    use agent_store::{AppendKey, Error, Once, Store};
+    use agent_store::{AppendKey, Error, KeyedOutcome, Store};
     use std::io::{Read, Write};
     use std::sync::atomic::Ordering;
     use std::sync::{Arc, Barrier, Mutex};
@@ -47,19 +47,19 @@ mod keys {
         let first = store
             .commit_once(&mut context, &push("b"), &key("job-1"))
             .unwrap();
-        assert_eq!(first, Once::Appended(1..2));
+        assert_eq!(first, KeyedOutcome::Appended(1..2));
         // Again through the same handle, and through a fresh one that has
         // read nothing: nothing is appended, the first range is named.
         let again = store
             .commit_once(&mut context, &push("b"), &key("job-1"))
             .unwrap();
-        assert_eq!(again, Once::Already(1..2));
+        assert_eq!(again, KeyedOutcome::Already(1..2));
         let mut other = open(&url);
         let mut empty = Context::new();
         let from_other = other
             .commit_once(&mut empty, &push("b again"), &key("job-1"))
             .unwrap();
-        assert_eq!(from_other, Once::Already(1..2));
+        assert_eq!(from_other, KeyedOutcome::Already(1..2));
         assert_eq!(empty.len(), 2, "the context was caught up to hold it");
         assert_eq!(log(&url), ["a", "b"]);
         // Another key appends; an append without a key always does.
@@ -83,13 +83,13 @@ mod keys {
         store.commit(&mut context, &schema).unwrap();
         let k = key("only-once");
         let first = store.commit_once(&mut context, &push("a"), &k).unwrap();
-        assert_eq!(first, Once::Appended(1..2));
+        assert_eq!(first, KeyedOutcome::Appended(1..2));
         let mut fresh_handle = open(&url);
         let mut loaded = fresh_handle.load().unwrap().context;
         let again = fresh_handle
             .commit_once(&mut loaded, &push("a"), &k)
             .unwrap();
-        assert_eq!(again, Once::Already(1..2));
+        assert_eq!(again, KeyedOutcome::Already(1..2));
         // Without the key it is refused, as before.
         let refused = fresh_handle.commit(&mut loaded, &push("a")).unwrap_err();
         assert!(matches!(refused, Error::Refused(_)), "{refused:?}");
@@ -114,11 +114,11 @@ mod keys {
         assert_eq!(context.len(), 2);
         let k = key("after-two");
         let first = store.commit_once(&mut context, &push("y"), &k).unwrap();
-        assert_eq!(first, Once::Appended(2..3));
+        assert_eq!(first, KeyedOutcome::Appended(2..3));
         let again = open(&url)
             .commit_once(&mut Context::new(), &push("y"), &k)
             .unwrap();
-        assert_eq!(again, Once::Already(2..3));
+        assert_eq!(again, KeyedOutcome::Already(2..3));
         assert_eq!(log(&url), ["x", "y"]);
     }
 
@@ -130,7 +130,7 @@ mod keys {
             let once = open(url)
                 .commit_once(&mut Context::new(), &push("a"), &k)
                 .unwrap();
-            assert_eq!(once, Once::Appended(0..1), "{url}");
+            assert_eq!(once, KeyedOutcome::Appended(0..1), "{url}");
         }
         assert_eq!(log(&one), ["a"]);
         assert_eq!(log(&two), ["a"]);
@@ -177,7 +177,7 @@ mod keys {
             )
             .unwrap();
         let again = store.commit_once(&mut context, &push("a"), &k).unwrap();
-        assert_eq!(again, Once::Appended(1..2));
+        assert_eq!(again, KeyedOutcome::Appended(1..2));
         let kept: i64 = raw()
             .query_one(
                 "SELECT count(*) FROM agentctx_keys \
@@ -204,7 +204,7 @@ mod keys {
                 open(&url).commit(&mut Context::new(), &push("0")).unwrap();
             }
             let barrier = Barrier::new(WRITERS);
-            let results: Vec<Once> = std::thread::scope(|scope| {
+            let results: Vec<KeyedOutcome> = std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..WRITERS)
                     .map(|w| {
                         let (url, barrier) = (&url, &barrier);
@@ -360,12 +360,12 @@ mod keys {
         let retried = store
             .commit_once(&mut context, &push("b-in-doubt"), &k)
             .unwrap();
-        assert_eq!(retried, Once::Already(1..2));
+        assert_eq!(retried, KeyedOutcome::Already(1..2));
         assert_eq!(context.len(), 2);
         let again = open(&url)
             .commit_once(&mut Context::new(), &push("b-in-doubt"), &k)
             .unwrap();
-        assert_eq!(again, Once::Already(1..2));
+        assert_eq!(again, KeyedOutcome::Already(1..2));
         assert_eq!(log(&url), ["a", "b-in-doubt"]);
     }
 }

@@ -7,7 +7,7 @@
 
 use agent_core::json;
 use agent_data::{Append, AppendError, AppendKey, Context, Message};
-use agent_store::{Error, MemoryStore, Once, Store, Stored};
+use agent_store::{Error, KeyedOutcome, MemoryStore, Store, Stored};
 
 fn push(n: i64) -> Vec<Message> {
     Message::from_value(json!({"type": "state", "data": {"log": n},
@@ -117,31 +117,31 @@ fn r34b_the_same_key_twice_appends_once_in_memory() {
     let mut mine = Context::new();
     assert_eq!(
         a.commit_once(&mut mine, &push(1), &key).unwrap(),
-        Once::Appended(0..1)
+        KeyedOutcome::Appended(0..1)
     );
     // Another handle retrying: nothing appended, the first range reported,
     // and its context caught up to include it.
     let mut theirs = Context::new();
     assert_eq!(
         b.commit_once(&mut theirs, &push(1), &key).unwrap(),
-        Once::Already(0..1)
+        KeyedOutcome::Already(0..1)
     );
     assert_eq!(theirs.len(), 1);
     let other = AppendKey::new("job-2").unwrap();
     assert_eq!(
         b.commit_once(&mut theirs, &push(2), &other).unwrap(),
-        Once::Appended(1..2)
+        KeyedOutcome::Appended(1..2)
     );
     assert_eq!(log(&store), json!([1, 2]));
     // An empty batch says the store keeps keys, and records none.
     let third = AppendKey::new("job-3").unwrap();
     assert_eq!(
         b.commit_once(&mut theirs, &[], &third).unwrap(),
-        Once::Appended(2..2)
+        KeyedOutcome::Appended(2..2)
     );
     assert_eq!(
         b.commit_once(&mut theirs, &push(3), &third).unwrap(),
-        Once::Appended(2..3)
+        KeyedOutcome::Appended(2..3)
     );
 }
 
@@ -149,7 +149,7 @@ fn r34b_the_same_key_twice_appends_once_in_memory() {
 fn r34b_racing_writers_with_one_key_append_once() {
     let store = MemoryStore::new("c");
     let key = AppendKey::new("race").unwrap();
-    let landed: Vec<Once> = std::thread::scope(|scope| {
+    let landed: Vec<KeyedOutcome> = std::thread::scope(|scope| {
         let runs: Vec<_> = (0..4)
             .map(|_| {
                 let mut handle = store.handle();
@@ -174,7 +174,7 @@ fn keys_cross_the_seam_through_a_stored_context_in_memory() {
     let key = AppendKey::new("k").unwrap();
     assert_eq!(
         stored.append_once(&push(1), &key).unwrap(),
-        Once::Appended(0..1)
+        KeyedOutcome::Appended(0..1)
     );
     assert!(stored.append_once(&push(1), &key).unwrap().is_already());
     // A context held in memory alone keeps no keys: the seam says so.

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
+use agent_store::SnapshotWhen;
+
 use agent_core::json;
 use agent_data::{Context, Message, Warning};
 use agent_store::{FileStore, Store};
@@ -215,7 +217,7 @@ fn a_reader_going_through_the_snapshot_sees_no_part_of_a_batch_in_flight() {
     let mut reader = FileStore::open(&path).unwrap();
     let all = reader.load().unwrap().context;
     assert_eq!(all.len(), 72);
-    assert!(reader.snapshot(&all, true).unwrap());
+    assert!(reader.snapshot(&all, SnapshotWhen::Now).unwrap());
     std::fs::write(
         pending(&path),
         record_text(meta.dev(), meta.ino(), before, whole.as_bytes()),
@@ -510,7 +512,7 @@ fn snapshotted(path: &Path) {
     for n in 0..3 {
         store.commit(&mut context, &[push(n)]).unwrap();
     }
-    assert!(store.snapshot(&context, true).unwrap());
+    assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod pg_snapshots {
     use crate::support::pg::{database, fresh_name, open, raw, with_context};
     use agent_core::{json, json::Value};
     use agent_data::{Context, Message};
+    use agent_store::SnapshotWhen;
     use agent_store::{PgStore, Store};
 
     /// A context of `n` pushes onto `†state.log` (its snapshot grows with
@@ -63,7 +64,7 @@ mod pg_snapshots {
         let mut store = open(&url);
         let mut context = Context::new();
         pushed(&mut store, &mut context, 0, 2000);
-        assert!(store.snapshot(&context, true).unwrap());
+        assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
         (url, name, store, context)
     }
 
@@ -75,7 +76,7 @@ mod pg_snapshots {
         let before = versions(&mut client, id);
         assert!(before.len() >= 50, "{} chunks", before.len());
         pushed(&mut store, &mut context, 2000, 3);
-        assert!(store.snapshot(&context, true).unwrap());
+        assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
         let after = versions(&mut client, id);
         let rewritten = after.iter().filter(|v| !before.contains(v)).count();
         assert!(
@@ -106,7 +107,7 @@ mod pg_snapshots {
                 .commit(&mut context, &Message::from_value(m).unwrap())
                 .unwrap();
         }
-        assert!(store.snapshot(&context, true).unwrap());
+        assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
         let resumed = open(&url).load_tail().unwrap().context;
         assert!(!resumed.is_complete(), "the snapshot was not used");
         assert_eq!(resumed.view(&"gone".parse().unwrap(), None), None);
@@ -160,7 +161,7 @@ mod pg_snapshots {
                     &[&id],
                 )
                 .unwrap();
-            assert!(store.snapshot(&context, true).unwrap());
+            assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
             let resumed = open(&url).load_tail().unwrap().context;
             assert!(!resumed.is_complete(), "{what}: not repaired");
             assert_eq!(state(&resumed), full, "{what}");
@@ -193,7 +194,7 @@ mod pg_snapshots {
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=old");
         let (mut store, mut context) = (open(&url), Context::new());
         pushed(&mut store, &mut context, 0, 300);
-        assert!(store.snapshot(&context, true).unwrap());
+        assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
         // Back to version 8, the snapshot's chunks joined into its body.
         client
             .batch_execute(&format!(
@@ -212,7 +213,7 @@ mod pg_snapshots {
         assert!(!resumed.is_complete(), "the old snapshot was not used");
         assert_eq!(state(&resumed), state(&context));
         pushed(&mut store, &mut context, 300, 1);
-        assert!(store.snapshot(&context, true).unwrap());
+        assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
         let row = client
             .query_one(
                 &format!(

@@ -152,7 +152,7 @@ fn r20_an_activity_error_is_written_to_the_failure_outcome_of_a_plan() {
 #[test]
 fn r31_render_returns_the_payload_as_one_json_value() {
     let ctx = context();
-    let openai = render(&ctx, Provider::OpenAi, RenderMode::Merged).unwrap();
+    let openai = payload(&ctx, PayloadFormat::OpenAi, RenderMode::Merged).unwrap();
     assert_eq!(openai["messages"].as_array().unwrap().len(), 3);
     assert!(
         openai["messages"][0]["content"]
@@ -160,7 +160,7 @@ fn r31_render_returns_the_payload_as_one_json_value() {
             .unwrap()
             .starts_with("## Data: ¶input\n")
     );
-    let text = render(&ctx, Provider::Text, RenderMode::Append).unwrap();
+    let text = payload(&ctx, PayloadFormat::Text, RenderMode::Append).unwrap();
     assert!(
         text.as_str()
             .unwrap()
@@ -168,7 +168,12 @@ fn r31_render_returns_the_payload_as_one_json_value() {
     );
     let assistant_first =
         Context::from_json(r#"[{"type":"text","role":"assistant","text":"hi"}]"#).unwrap();
-    let refused = render(&assistant_first, Provider::Anthropic, RenderMode::Merged).unwrap_err();
+    let refused = payload(
+        &assistant_first,
+        PayloadFormat::Anthropic,
+        RenderMode::Merged,
+    )
+    .unwrap_err();
     assert!(matches!(refused, Error::Render(_)), "{refused:?}");
 }
 

@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+use agent_store::SnapshotWhen;
+
 use agent_core::{json, json::Value};
 use agentctx::Error;
 use agentctx::prelude::*;
@@ -82,7 +84,7 @@ fn every_read(context: &Context) -> Value {
 }
 
 fn rendered(context: &Context) -> Value {
-    render(context, Provider::OpenAi, RenderMode::Merged).unwrap()
+    payload(context, PayloadFormat::OpenAi, RenderMode::Merged).unwrap()
 }
 
 /// The rule, at `address` (written by [`written`]): a cold open holds the
@@ -116,7 +118,8 @@ fn opens_through_the_snapshot(address: &str) {
     assert!(!ctx.context().is_complete(), "past the end read the log");
 
     assert_eq!(
-        ctx.render(Provider::OpenAi, RenderMode::Merged).unwrap(),
+        ctx.render(PayloadFormat::OpenAi, RenderMode::Merged)
+            .unwrap(),
         rendered(&full)
     );
     assert!(ctx.context().is_complete());
@@ -136,7 +139,8 @@ fn opens_through_the_snapshot(address: &str) {
     let after = whole(address);
     assert_eq!(every_read(ctx.context()), every_read(&after));
     assert_eq!(
-        ctx.render(Provider::OpenAi, RenderMode::Merged).unwrap(),
+        ctx.render(PayloadFormat::OpenAi, RenderMode::Merged)
+            .unwrap(),
         rendered(&after)
     );
 }
@@ -152,7 +156,8 @@ fn reads_as_the_whole_log(address: &str, what: &str) {
     );
     assert_eq!(every_read(ctx.context()), every_read(&full), "{what}");
     assert_eq!(
-        ctx.render(Provider::OpenAi, RenderMode::Merged).unwrap(),
+        ctx.render(PayloadFormat::OpenAi, RenderMode::Merged)
+            .unwrap(),
         rendered(&full),
         "{what}"
     );
@@ -166,7 +171,7 @@ fn plant(address: &str, other: &str) {
     let foreign = whole(other);
     assert_eq!(own.len(), foreign.len());
     assert_ne!(every_read(&own), every_read(&foreign));
-    assert!(store.snapshot(&foreign, true).unwrap());
+    assert!(store.snapshot(&foreign, SnapshotWhen::Now).unwrap());
 }
 
 #[test]
@@ -212,7 +217,7 @@ fn d50_a_whole_read_that_fails_is_a_store_error_and_leaves_the_handle_as_it_was(
     std::fs::write(&path, &bytes).unwrap();
 
     let error = ctx
-        .render(Provider::OpenAi, RenderMode::Merged)
+        .render(PayloadFormat::OpenAi, RenderMode::Merged)
         .unwrap_err();
     assert!(matches!(error, Error::Store(_)), "{error:?}");
     let text = format!(
@@ -300,7 +305,7 @@ mod postgres {
             r#"UPDATE agentctx_messages SET line = '{"type":"text","text":"edited"}' WHERE context = $1 AND seq = 0"#,
         );
         let error = ctx
-            .render(Provider::OpenAi, RenderMode::Merged)
+            .render(PayloadFormat::OpenAi, RenderMode::Merged)
             .unwrap_err();
         assert!(
             matches!(
