@@ -76,14 +76,68 @@ pub struct UnknownMethod {
     pub name: String,
 }
 
-/// `text` as a JSON string, the way error messages show user text: quoted
-/// once, escaped as JSON escapes it (not as Rust's debug format does).
+/// `text` as a JSON string, the way error messages show user text (and
+/// what a server or a model sent): quoted once, escaped as JSON escapes
+/// it (not as Rust's debug format does) — and every character that would
+/// act on a terminal instead of showing there escaped as `\uXXXX` too:
+/// C0 and C1 controls, DEL, the bidi controls that reorder a line, and
+/// the other invisible format characters (Unicode category Cf, line and
+/// paragraph separators). The result still reads back as `text`.
 ///
 /// ```
 /// assert_eq!(agent_core::quoted("a\"b\u{1b}"), r#""a\"b\u001b""#);
+/// // U+202E would print the rest of the line right to left.
+/// assert_eq!(agent_core::quoted("ok\u{202e}kO"), r#""ok\u202ekO""#);
 /// ```
 pub fn quoted(text: &str) -> String {
-    crate::json::Value::from(text).to_string()
+    let json = crate::json::Value::from(text).to_string();
+    if !text.chars().any(acts_on_a_terminal) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    // JSON's own escapes are ASCII, so these characters in the quoted text
+    // are the input's, and escaping them keeps it valid JSON.
+    for c in json.chars() {
+        if acts_on_a_terminal(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Characters a terminal acts on or hides rather than shows: controls,
+/// DEL, and the format characters (category Cf, Unicode 16) with the line
+/// and paragraph separators.
+fn acts_on_a_terminal(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{ad}'
+        | '\u{600}'..='\u{605}'
+        | '\u{61c}'
+        | '\u{6dd}'
+        | '\u{70f}'
+        | '\u{890}'..='\u{891}'
+        | '\u{8e2}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{110bd}'
+        | '\u{110cd}'
+        | '\u{13430}'..='\u{1343f}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0001}'
+        | '\u{e0020}'..='\u{e007f}')
 }
 
 /// A path printed in its canonical form, or `(root)` when empty.

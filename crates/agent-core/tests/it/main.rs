@@ -6,3 +6,4 @@
 
 mod methods;
 mod path_props;
+mod quoting;

@@ -347,6 +347,44 @@ fn r41_a_stall_inside_the_body_is_a_timeout_not_a_decoding_error() {
 }
 
 #[test]
+fn r41_a_retry_after_date_is_honoured_as_its_seconds_would_be() {
+    for format in FORMATS {
+        // An HTTP-date (RFC 9110) far ahead: the wait it asks for, capped,
+        // passes the timeout, so the run stops at once instead of retrying
+        // after 1, 2, 4 s as if nothing was asked.
+        let server = serve(|s| {
+            respond(
+                s,
+                "429 Too Many Requests",
+                "Retry-After: Fri, 31 Dec 2099 23:59:59 GMT\r\n",
+                "{}",
+            )
+        });
+        let setup = Setup {
+            timeout: Duration::from_secs(5),
+            retry: Retry::default().with_max(Duration::from_secs(60)),
+            ..Setup::default()
+        };
+        let started = Instant::now();
+        let error = send(provider(format, &server.base, &setup).as_ref()).unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "gave up after 1 attempt(s): waiting 60 s more would pass the 5 s timeout; the last: {}{} answered 429: \"{{}}\"",
+                server.base,
+                format.path()
+            )
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[test]
 fn r41_retries_stop_at_the_timeout_and_each_is_told_to_the_observer() {
     for format in FORMATS {
         // Asked to wait longer than the timeout allows: no wait at all.
