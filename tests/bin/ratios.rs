@@ -63,6 +63,9 @@ fn main() {
     if wanted("C1") {
         rows.push(c1(rounds));
     }
+    if wanted("SCHEMA") {
+        rows.push(schema_copy(rounds));
+    }
     println!("{}", json!({ "rows": rows }));
 }
 
@@ -393,6 +396,51 @@ fn c1(rounds: usize) -> Value {
     row(
         "C1-chain-vs-sha256",
         "SHA-256 of the same bytes in one pass (what sha256sum computes)",
+        &a,
+        &b,
+    )
+}
+
+/// What a schema check spends copying the view into serde_json's value for
+/// the validator (D93: the schema seam's copy): the copy alone against the
+/// whole checked append of the same view, 1,000 items under a schema that
+/// types every field. Printed, not judged: the share it shows is the most
+/// a copy-free validator could save.
+fn schema_copy(rounds: usize) -> Value {
+    let items: Vec<Value> = (0..1_000)
+        .map(|i| {
+            json!({"id": i, "name": format!("item {i}"), "tags": ["a", "b", "c"],
+                   "score": f64::from(i) / 7.0})
+        })
+        .collect();
+    let view = json!({"title": "catalog", "items": items});
+    let schema = json!({"type": "object", "required": ["title"], "properties": {
+        "title": {"type": "string"},
+        "items": {"type": "array", "items": {"type": "object", "required": ["id", "name"],
+            "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "score": {"type": "number"}}}}}});
+    let message = Message::from_value(json!({"type": "data", "kind": "catalog", "data": view, "schema": schema}))
+        .unwrap()
+        .remove(0);
+    let checked = || {
+        timed_before_drop(|| {
+            let mut ctx = Context::new();
+            ctx.append(black_box(&message)).unwrap();
+            ctx
+        })
+    };
+    // The view as the context holds it (read lazily from the message's
+    // text), which is what the check copies.
+    let mut held = Context::new();
+    held.append(&message).unwrap();
+    let held_view = held.view(&kind("catalog"), None).unwrap().clone();
+    let copy = || timed(|| serde_json::Value::from(black_box(&held_view)));
+    say("SCHEMA-copy-vs-checked-append");
+    let (a, b) = interleave(rounds, copy, checked);
+    row(
+        "SCHEMA-copy-vs-checked-append",
+        "the schema-checked append of the same view (copy, validation, append)",
         &a,
         &b,
     )
