@@ -420,9 +420,11 @@ fn schema_copy(rounds: usize) -> Value {
             "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
                 "tags": {"type": "array", "items": {"type": "string"}},
                 "score": {"type": "number"}}}}}});
-    let message = Message::from_value(json!({"type": "data", "kind": "catalog", "data": view, "schema": schema}))
-        .unwrap()
-        .remove(0);
+    let message = Message::from_value(
+        json!({"type": "data", "kind": "catalog", "data": view, "schema": schema}),
+    )
+    .unwrap()
+    .remove(0);
     let checked = || {
         timed_before_drop(|| {
             let mut ctx = Context::new();

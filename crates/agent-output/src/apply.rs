@@ -56,12 +56,14 @@ pub fn check_tool_schema(call: &Call, context: &Context, tool_schema: &Value) ->
         .output_path()
         .map(|path| path.outcomes().iter().flatten().collect::<Vec<_>>())
         .unwrap_or_default();
-    // With more than one destination, a `pattern` constrains each one: the
+    // A `pattern` constrains each destination, written canonically: the
     // whole expression is checked against everything else (`const`,
     // `enum`, `type`), so `"†state.x && †input.city"` cannot pass
-    // `"^†state\\."` on the strength of its first destination.
+    // `"^†state\\."` on the strength of its first destination, and
+    // `†state["safe"].b` is judged as `†state.safe.b` alone or beside
+    // others — one rule for one destination and many.
     let each = match destinations.len() {
-        0 | 1 => None,
+        0 => None,
         _ => take_pattern(&mut whole),
     };
     let schema = Schema::compile(&whole).map_err(Error::BadToolSchema)?;

@@ -405,6 +405,36 @@ fn r23_tool_schema_prescribes_or_constrains_output_path() {
 }
 
 #[test]
+fn r23_one_destination_is_judged_canonically_as_each_of_many_is() {
+    let ctx = Context::new();
+    let safe =
+        json!({"properties": {"_outputPath": {"type": "string", "pattern": "^†state\\.safe\\."}}});
+    // Alone or beside others, `†state["safe"].b` is `†state.safe.b`.
+    for ok in [
+        r#"†state["safe"].b"#,
+        r#"†state.safe.a && †state["safe"].c"#,
+    ] {
+        assert!(
+            check_tool_schema(&json!({"_outputPath": ok}), &ctx, &safe).is_ok(),
+            "{ok}"
+        );
+    }
+    for escape in [
+        r#"†state["other"].b"#,
+        r#"†state.safe.a && †state["other"].b"#,
+    ] {
+        let err = check_tool_schema(&json!({"_outputPath": escape}), &ctx, &safe)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("the call breaks its tool's schema: at /_outputPath: destination ")
+                && err.contains(r#""†state.other.b" does not match"#),
+            "{escape}: {err}"
+        );
+    }
+}
+
+#[test]
 fn r23_a_pattern_on_output_path_holds_for_every_destination_and_alternative() {
     let ctx = Context::new();
     let state_only =
