@@ -247,6 +247,8 @@ struct Blocks {
     answer: Option<u64>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// Bytes of text, names, starting inputs and input JSON gathered.
+    gathered: usize,
 }
 
 /// A `tool_use` block as its deltas build it.
@@ -268,6 +270,7 @@ impl Blocks {
     }
 
     fn text(&mut self, text: &str, reporter: &mut Reporter<'_>) {
+        self.gathered += text.len();
         let calls = self.text.get_or_insert_with(Scanner::new).push(text);
         reporter.offer(TEXT, calls);
     }
@@ -293,6 +296,9 @@ impl Assemble for Blocks {
                 match block["type"].as_str() {
                     Some("text") => self.text(block["text"].as_str().unwrap_or_default(), reporter),
                     Some("tool_use") => {
+                        // The block's name and starting input, bounded by
+                        // the event that carries them.
+                        self.gathered += event.data.len();
                         let name = block["name"].as_str().unwrap_or_default().to_owned();
                         if name == ANSWER_NAME && self.answer.is_none() {
                             self.answer = Some(index);
@@ -313,6 +319,7 @@ impl Assemble for Blocks {
                     Some("input_json_delta") => {
                         if let Some(block) = self.uses.get_mut(&index) {
                             let part = delta["partial_json"].as_str().unwrap_or_default();
+                            self.gathered += part.len();
                             let calls = block.json.push(part);
                             if self.answer == Some(index) {
                                 reporter.offer(ANSWER_TOOL, calls);
@@ -326,6 +333,10 @@ impl Assemble for Blocks {
             _ => {}
         }
         Ok(false)
+    }
+
+    fn gathered(&self) -> usize {
+        self.gathered
     }
 
     fn reply(self) -> Result<Reply> {

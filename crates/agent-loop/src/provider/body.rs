@@ -67,7 +67,10 @@ impl<'a> Success<'a> {
         }
     }
 
-    /// The body's events, read as they arrive, up to the limit.
+    /// The body's events, read as they arrive. The limit is the answer's
+    /// (its content, which [`crate::provider::stream::receive`] counts, as
+    /// a whole body counts its bytes); the stream's framing may take
+    /// [`FRAMING`] times that in all, and one line the limit and a block.
     pub(crate) fn events(
         self,
     ) -> (
@@ -79,7 +82,11 @@ impl<'a> Success<'a> {
             limit: self.limit,
         };
         (
-            crate::provider::sse::Events::new(self.response, self.limit),
+            crate::provider::sse::Events::new(
+                self.response,
+                self.limit.saturating_mul(FRAMING),
+                self.limit.saturating_add(LINE_SLACK),
+            ),
             fault,
         )
     }
@@ -101,6 +108,17 @@ impl<'a> Success<'a> {
     }
 }
 
+/// How many times the answer's limit a stream may send in all: each
+/// small piece of an answer comes wrapped in an event of a few hundred
+/// bytes (an OpenAI chunk carrying 7 characters is about 220), so a stream
+/// of an answer within the limit can be many times the limit; reading it
+/// stays linear, and only the content is kept.
+pub(crate) const FRAMING: u64 = 64;
+
+/// What one event line may hold beyond the answer's limit: the event's own
+/// wrapping.
+const LINE_SLACK: u64 = 64 << 10;
+
 /// The errors of reading one response's body.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fault<'a> {
@@ -117,6 +135,11 @@ impl<'a> Fault<'a> {
     /// The URL as printed.
     pub(crate) fn url(&self) -> &str {
         self.url
+    }
+
+    /// The answer's limit, in bytes.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// The body passed the limit.

@@ -248,6 +248,8 @@ struct Chunks {
     /// The `index` of the first native call named `answer`.
     answer_call: Option<u64>,
     usage: Value,
+    /// Bytes of content, refusal, names and arguments gathered.
+    gathered: usize,
 }
 
 /// A native tool call as its deltas build it.
@@ -283,10 +285,12 @@ impl Assemble for Chunks {
         };
         let delta = &choice["delta"];
         if let Some(text) = delta["content"].as_str() {
+            self.gathered += text.len();
             let calls = self.content.get_or_insert_with(Scanner::new).push(text);
             reporter.offer(CONTENT, calls);
         }
         if let Some(text) = delta["refusal"].as_str() {
+            self.gathered += text.len();
             self.refusal.get_or_insert_with(String::new).push_str(text);
         }
         for (position, call) in delta["tool_calls"]
@@ -308,12 +312,14 @@ impl Assemble for Chunks {
                 .as_str()
                 .filter(|_| native.name.is_empty())
             {
+                self.gathered += name.len();
                 name.clone_into(&mut native.name);
                 if name == ANSWER_NAME && self.answer_call.is_none() {
                     self.answer_call = Some(index);
                 }
             }
             if let Some(arguments) = call["function"]["arguments"].as_str() {
+                self.gathered += arguments.len();
                 let calls = native.arguments.push(arguments);
                 if self.answer_call == Some(index) {
                     reporter.offer(ANSWER_CALL, calls);
@@ -321,6 +327,10 @@ impl Assemble for Chunks {
             }
         }
         Ok(false)
+    }
+
+    fn gathered(&self) -> usize {
+        self.gathered
     }
 
     fn reply(self) -> Result<Reply> {

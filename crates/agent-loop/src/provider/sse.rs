@@ -1,8 +1,8 @@
 //! Server-sent events read from a response body (spec R38, decision D56):
 //! `event:` and `data:` fields, events ended by a blank line, comments
-//! and other fields ignored. Everything read counts towards the response's
-//! size limit, so neither a stream nor a line that never ends grows a
-//! buffer past it.
+//! and other fields ignored. Everything read counts towards the stream's
+//! bound, and a line that has not ended towards the line bound, so neither
+//! a stream nor a line that never ends grows past them.
 
 use std::io::Read;
 
@@ -43,6 +43,8 @@ pub(crate) struct Events<R> {
     /// Bytes read in all.
     read: u64,
     limit: u64,
+    /// The longest a line may grow before it ends.
+    line_limit: u64,
     eof: bool,
     /// A `\r` ended the last line: a `\n` right after it belongs to it.
     after_cr: bool,
@@ -51,8 +53,9 @@ pub(crate) struct Events<R> {
 }
 
 impl<R: Read> Events<R> {
-    /// Events of `source`, reading at most `limit` bytes.
-    pub(crate) fn new(source: R, limit: u64) -> Events<R> {
+    /// Events of `source`, reading at most `limit` bytes, no line longer
+    /// than `line_limit`.
+    pub(crate) fn new(source: R, limit: u64, line_limit: u64) -> Events<R> {
         Events {
             source,
             buf: Vec::new(),
@@ -62,6 +65,7 @@ impl<R: Read> Events<R> {
             searched: 0,
             read: 0,
             limit,
+            line_limit,
             eof: false,
             after_cr: false,
             name: String::new(),
@@ -132,6 +136,9 @@ impl<R: Read> Events<R> {
             }
             self.scanned = self.buf.len();
             let pending = &self.buf[self.start..];
+            if pending.len() as u64 > self.line_limit {
+                return Err(Fault::TooLarge);
+            }
             if self.eof {
                 if pending.is_empty() {
                     return Ok(None);
@@ -188,7 +195,7 @@ mod tests {
     }
 
     fn all(body: &str, step: usize) -> Vec<Event> {
-        let mut events = Events::new(Trickle(body.as_bytes(), step), 1 << 20);
+        let mut events = Events::new(Trickle(body.as_bytes(), step), 1 << 20, 1 << 20);
         let mut out = Vec::new();
         while let Some(event) = events.next_event().unwrap() {
             out.push(event);
@@ -224,9 +231,24 @@ mod tests {
     #[test]
     fn r41_a_line_that_never_ends_stops_at_the_limit() {
         let endless = std::io::repeat(b'x');
-        let mut events = Events::new(endless, 100_000);
+        let mut events = Events::new(endless, 100_000, 100_000);
         assert!(matches!(events.next_event(), Err(Fault::TooLarge)));
         assert!(events.buf.len() < 100_000 + BLOCK);
+    }
+
+    #[test]
+    fn r41_many_short_lines_pass_the_line_bound_and_stop_at_the_stream_bound() {
+        let body = "data: x\n\n".repeat(10_000);
+        let mut events = Events::new(Trickle(body.as_bytes(), 4096), 1 << 20, 100);
+        let mut n = 0;
+        while let Some(event) = events.next_event().unwrap() {
+            assert_eq!(event.data, "x");
+            n += 1;
+        }
+        assert_eq!(n, 10_000);
+        let mut events = Events::new(Trickle(body.as_bytes(), 4096), 50_000, 100);
+        let stopped = std::iter::from_fn(|| events.next_event().transpose()).find_map(Result::err);
+        assert!(matches!(stopped, Some(Fault::TooLarge)));
     }
 
     #[test]
@@ -235,7 +257,7 @@ mod tests {
         // ends cost time quadratic in the limit (17.6 s of CPU at 16 MiB).
         let limit = 4 << 20;
         let body = vec![b'x'; limit + BLOCK];
-        let mut events = Events::new(Trickle(&body, 1000), limit as u64);
+        let mut events = Events::new(Trickle(&body, 1000), limit as u64, limit as u64);
         assert!(matches!(events.next_event(), Err(Fault::TooLarge)));
         assert!(
             events.searched <= events.read,

@@ -78,6 +78,10 @@ pub(crate) trait Assemble {
 
     /// The reply the events made, read as the whole body would be.
     fn reply(self) -> Result<Reply>;
+
+    /// Bytes of the answer gathered so far (text, arguments, names): what
+    /// the answer's limit holds a stream to, as it holds a whole body.
+    fn gathered(&self) -> usize;
 }
 
 /// Reads a successful response: its events when it streams, else its
@@ -104,10 +108,15 @@ pub(crate) fn receive(
         match events.next_event() {
             Ok(Some(event)) => {
                 any = true;
-                match assemble.event(&event, reporter, fault) {
-                    Ok(true) => break,
-                    Ok(false) => {}
+                let done = match assemble.event(&event, reporter, fault) {
+                    Ok(done) => done,
                     Err(error) => return Received::Fatal(error),
+                };
+                if assemble.gathered() as u64 > fault.limit() {
+                    return Received::Fatal(fault.too_large());
+                }
+                if done {
+                    break;
                 }
             }
             // A stream that ends without its closing event is read for

@@ -297,11 +297,65 @@ fn r41_a_stall_mid_stream_is_a_timeout_and_not_retried() {
 }
 
 #[test]
+fn r41_a_streamed_answer_is_held_to_the_limit_by_its_content_as_a_whole_one_is() {
+    // 1,000 calls (about 40 KB of JSON) in 7-character pieces: near 1 MB
+    // of events, many times the 100 KB limit the whole body keeps within.
+    let calls: Vec<String> = (0..1000)
+        .map(|i| format!(r#"{{"_tool": "weather", "city": "c{i}"}}"#))
+        .collect();
+    let text = format!(r#"{{"calls": [{}], "output": null}}"#, calls.join(", "));
+    let pieces: Vec<&str> = (0..text.len())
+        .step_by(7)
+        .map(|at| &text[at..(at + 7).min(text.len())])
+        .collect();
+    let limited = |format: Format, base: &str| -> Box<dyn Provider> {
+        let timeout = Duration::from_secs(20);
+        match format {
+            Format::Anthropic => Box::new(
+                Anthropic::new(base, None, timeout, fast())
+                    .unwrap()
+                    .max_answer_bytes(100_000),
+            ),
+            _ => Box::new(
+                OpenAi::new(base, None, timeout, fast())
+                    .unwrap()
+                    .max_answer_bytes(100_000),
+            ),
+        }
+    };
+    for format in FORMATS {
+        let steps = stream(format, &pieces, None);
+        let framing: usize = steps
+            .iter()
+            .map(|s| match s {
+                Step::Write(event) => event.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(framing > 500_000, "{framing}");
+        let streamed = serve(steps, true);
+        let mut reported = Vec::new();
+        let reply = send(limited(format, &streamed.base).as_ref(), &mut reported).unwrap();
+        let streamed_calls = reply.answer.unwrap().calls;
+        assert_eq!((streamed_calls.len(), reported.len()), (1000, 1000));
+        let body = format.whole(&text);
+        assert!(body.len() < 100_000);
+        let whole = Server::start(move |stream, _, _| {
+            test_support::http::respond(stream, "200 OK", "", &body);
+        });
+        let reply = send(limited(format, &whole.base).as_ref(), &mut Vec::new()).unwrap();
+        assert_eq!(reply.answer.unwrap().calls, streamed_calls, "{format:?}");
+    }
+}
+
+#[test]
 fn r41_an_oversize_stream_and_an_endless_line_stop_at_the_limit() {
     for format in FORMATS {
+        // 5 MB of events: past the content's limit, and past what the
+        // framing may take (64 times it) where no block holds the pieces.
         let piece = format.piece(&"x".repeat(1000));
         let endless = Server::start(move |stream, _, _| {
-            let steps: Vec<Step> = (0..2000).map(|_| Step::Write(piece.clone())).collect();
+            let steps: Vec<Step> = (0..5000).map(|_| Step::Write(piece.clone())).collect();
             play(stream, &steps, Framing::Chunked);
         });
         let line = Server::start(|stream, _, _| {
