@@ -6,6 +6,8 @@
 //! 401, 404) fail at once.
 
 use crate::provider::body::{Fault, Received, Success, read_at_most};
+use crate::provider::message::provider_message;
+use crate::provider::retry_after::retry_after;
 use crate::{Error, Result};
 use agent_core::json::Value;
 use reqwest::Url;
@@ -104,10 +106,10 @@ pub const MAX_ANSWER_BYTES: u64 = 16 << 20;
 
 /// How much of an error response is read: its message is printed
 /// shortened anyway.
-const ERROR_BODY_BYTES: u64 = 64 << 10;
+pub(crate) const ERROR_BODY_BYTES: u64 = 64 << 10;
 
 /// Characters of a provider's error message that are printed.
-const MESSAGE_CHARS: usize = 300;
+pub(crate) const MESSAGE_CHARS: usize = 300;
 
 /// Where requests go: the URL sent to, and the URL as printed — without
 /// userinfo, and with the query's values hidden (they may hold a key).
@@ -427,132 +429,6 @@ fn redirect_target(request: &Url, headers: &reqwest::header::HeaderMap) -> Strin
     }
 }
 
-/// `Retry-After` in seconds or as an HTTP-date (RFC 9110 §10.2.3; a date
-/// passed asks for no wait), or `retry-after-ms`, which OpenAI sends.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    retry_after_at(headers, std::time::SystemTime::now())
-}
-
-/// [`retry_after`] as of `now`.
-fn retry_after_at(
-    headers: &reqwest::header::HeaderMap,
-    now: std::time::SystemTime,
-) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        return Duration::try_from_secs_f64(ms / 1000.0).ok();
-    }
-    let value = text("retry-after")?.trim();
-    match value.parse::<f64>() {
-        Ok(seconds) => Duration::try_from_secs_f64(seconds).ok(),
-        Err(_) => http_date(value).map(|at| at.duration_since(now).unwrap_or(Duration::ZERO)),
-    }
-}
-
-/// An HTTP-date: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, what RFC
-/// 9110 has senders write) read without checking its weekday, which only
-/// repeats the date (servers get it wrong); else the obsolete forms.
-fn http_date(value: &str) -> Option<std::time::SystemTime> {
-    imf_fixdate(value).or_else(|| httpdate::parse_http_date(value).ok())
-}
-
-/// `Www, DD Mon YYYY HH:MM:SS GMT`, the weekday not checked.
-fn imf_fixdate(value: &str) -> Option<std::time::SystemTime> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (_, rest) = value.split_once(", ")?;
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = fields.as_slice() else {
-        return None;
-    };
-    let number = |text: &str, digits: usize| {
-        (text.len() == digits && text.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| text.parse::<i64>().ok())
-            .flatten()
-    };
-    let (day, year) = (number(day, 2)?, number(year, 4)?);
-    let month = i64::try_from(MONTHS.iter().position(|m| m == month)? + 1).ok()?;
-    let clock: Vec<&str> = time.split(':').collect();
-    let [h, m, s] = clock.as_slice() else {
-        return None;
-    };
-    let (h, m, s) = (number(h, 2)?, number(m, 2)?, number(s, 2)?);
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 || year < 1970 {
-        return None;
-    }
-    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let seconds = u64::try_from(days * 86_400 + h * 3_600 + m * 60 + s).ok()?;
-    std::time::UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
-}
-
-/// The provider's error message as printed: `error.message` in both
-/// providers' error bodies — found in the body's beginning when the body
-/// was cut at [`ERROR_BODY_BYTES`] and no longer parses — else the body
-/// itself; shortened to 300 characters and quoted as JSON, so no escape
-/// sequence reaches a terminal (R33).
-pub(crate) fn provider_message(body: &str) -> String {
-    let parsed: Option<Value> = agent_core::json::from_str(body).ok();
-    let whole = parsed
-        .as_ref()
-        .and_then(|v| v.get("error"))
-        .and_then(|e| e.get("message").or(Some(e)))
-        .and_then(Value::as_str);
-    let cut = match (&parsed, whole) {
-        (None, _) => message_in_prefix(body),
-        _ => None,
-    };
-    let message = whole.or(cut.as_deref()).unwrap_or(body);
-    let mut short: String = message.chars().take(MESSAGE_CHARS).collect();
-    if short.len() < message.len() {
-        short.push('…');
-    }
-    agent_core::quoted(&short)
-}
-
-/// `error.message` read from the beginning of a JSON error body that was
-/// cut: the first `"message"` string after `"error"`, decoded (its own
-/// end cut too: what arrived of it). One pass over the body.
-fn message_in_prefix(body: &str) -> Option<String> {
-    let after_error = &body[body.find("\"error\"")?..];
-    let key = after_error.find("\"message\"")?;
-    let rest = after_error[key + "\"message\"".len()..].trim_start();
-    let rest = rest.strip_prefix(':')?.trim_start();
-    if !rest.starts_with('"') {
-        return None;
-    }
-    let bytes = rest.as_bytes();
-    let mut i = 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return json_string(&rest[..=i]),
-            _ => i += 1,
-        }
-    }
-    // Cut inside the string: what arrived of it, a dangling escape dropped.
-    let mut arrived = rest.to_owned();
-    for _ in 0..6 {
-        if let Some(text) = json_string(&format!("{arrived}\"")) {
-            return Some(text);
-        }
-        arrived.pop();
-    }
-    None
-}
-
-/// The string a JSON string literal holds.
-fn json_string(literal: &str) -> Option<String> {
-    let value: Value = agent_core::json::from_str(literal).ok()?;
-    value.as_str().map(str::to_owned)
-}
-
 /// `d` in seconds as printed: `3`, `0.25`.
 pub(crate) fn seconds(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
@@ -627,103 +503,6 @@ mod tests {
             retry.wait(0, Some(Duration::from_secs(30))),
             Duration::from_secs(1)
         );
-    }
-
-    #[test]
-    fn r41_retry_after_is_read_as_seconds_or_as_an_http_date() {
-        use reqwest::header::{HeaderMap, HeaderValue};
-        let now = httpdate::parse_http_date("Sun, 29 Nov 2026 00:00:00 GMT").unwrap();
-        let asked = |name: &'static str, value: &'static str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(name, HeaderValue::from_static(value));
-            retry_after_at(&headers, now)
-        };
-        assert_eq!(asked("retry-after", "7"), Some(Duration::from_secs(7)));
-        assert_eq!(
-            asked("retry-after", "Sun, 29 Nov 2026 00:00:30 GMT"),
-            Some(Duration::from_secs(30))
-        );
-        // Far ahead: as long as it says (the cap and the timeout then
-        // decide); the weekday, here wrong (31 Dec 2099 is a Thursday), is
-        // not checked.
-        assert_eq!(
-            asked("retry-after", "Fri, 31 Dec 2099 23:59:59 GMT"),
-            Some(Duration::from_secs(4_102_444_799 - 1_795_910_400))
-        );
-        assert_eq!(
-            asked("retry-after", "Sunday, 29-Nov-26 00:01:00 GMT"),
-            Some(Duration::from_secs(60)),
-            "the obsolete RFC 850 form"
-        );
-        assert_eq!(asked("retry-after", "Sun, 29 Foo 2026 00:00:00 GMT"), None);
-        assert_eq!(
-            asked("retry-after", "Sat, 28 Nov 2026 23:00:00 GMT"),
-            Some(Duration::ZERO),
-            "a date passed asks for no wait"
-        );
-        assert_eq!(asked("retry-after", "soon"), None);
-        assert_eq!(
-            asked("retry-after-ms", "250"),
-            Some(Duration::from_millis(250))
-        );
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn r41_an_imf_fixdate_reads_as_the_time_it_names(seconds in 0u64..8_000_000_000) {
-            let at = std::time::UNIX_EPOCH + Duration::from_secs(seconds);
-            proptest::prop_assert_eq!(imf_fixdate(&httpdate::fmt_http_date(at)), Some(at));
-        }
-    }
-
-    #[test]
-    fn r33_a_cut_json_error_body_prints_its_message_not_raw_json() {
-        // Cut where the client stops reading, past the message.
-        let body = format!(
-            r#"{{"error": {{"message": "Rate limit \"reached\"", "type": "rate_limit", "padding": "{}"#,
-            "x".repeat(100_000)
-        );
-        let cut = &body[..ERROR_BODY_BYTES as usize];
-        assert_eq!(provider_message(cut), r#""Rate limit \"reached\"""#);
-        // Anthropic's shape, the message itself cut mid-escape.
-        let body = format!(
-            r#"{{"type": "error", "error": {{"type": "overloaded_error", "message": "Over{}\u00"#,
-            "l".repeat(10)
-        );
-        assert_eq!(provider_message(&body), "\"Overllllllllll\"");
-        // Not JSON at all: the text itself, as before.
-        assert_eq!(provider_message("<html>cut"), "\"<html>cut\"");
-    }
-
-    #[test]
-    fn r41_the_providers_message_is_read_from_either_error_body() {
-        assert_eq!(
-            provider_message(
-                r#"{"error": {"message": "Invalid model", "type": "invalid_request_error"}}"#
-            ),
-            "\"Invalid model\""
-        );
-        assert_eq!(
-            provider_message(
-                r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#
-            ),
-            "\"Overloaded\""
-        );
-        assert_eq!(provider_message("Bad Gateway"), "\"Bad Gateway\"");
-    }
-
-    #[test]
-    fn r33_the_providers_message_is_quoted_and_shortened() {
-        let long = format!(
-            r#"{{"error": {{"message": "\u001b[31m{}"}}}}"#,
-            "x".repeat(1000)
-        );
-        let message = provider_message(&long);
-        assert!(message.starts_with("\"\\u001b[31mxxx"), "{message}");
-        assert!(message.ends_with("x…\""), "{message}");
-        // 300 characters, the quotes, `…`, and `\u001b` for ESC.
-        assert_eq!(message.chars().count(), MESSAGE_CHARS + 3 + 5);
-        assert!(!message.contains('\u{1b}'));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 pub(crate) mod anthropic;
 pub(crate) mod body;
 pub(crate) mod http;
+pub(crate) mod message;
 pub(crate) mod openai;
+pub(crate) mod retry_after;
 pub(crate) mod scan;
 pub(crate) mod sse;
 pub(crate) mod stream;

@@ -171,6 +171,6 @@ pub(crate) fn event_json(event: &Event) -> Result<Value> {
 pub(crate) fn stream_error(event: &Event, fault: Fault<'_>) -> Error {
     Error::StreamError {
         url: fault.url().to_owned(),
-        message: crate::provider::http::provider_message(&event.data),
+        message: crate::provider::message::provider_message(&event.data),
     }
 }
