@@ -200,6 +200,7 @@ impl FileStore {
     /// that may not be believed is an error: keys cannot be kept safely.
     fn entries(&self, file: &LockedFile, log: &Log) -> Result<Vec<Entry>> {
         let path = sidecar(file.target(), "keys");
+        self.no_wider(&path, log)?;
         match trust::open(&path, log).map_err(self.io("read"))? {
             Found::Missing => Ok(Vec::new()),
             Found::Ignored(warning) => Err(Error::Malformed {
@@ -212,6 +213,32 @@ impl FileStore {
                 Ok(text.lines().filter_map(Entry::decode).collect())
             }
         }
+    }
+
+    /// Refuses a keys file whose mode is wider than the log's, as the head
+    /// record and the checkpoints are refused: whoever could read or write
+    /// it but not the log may have changed which appends count as landed,
+    /// so it is not quietly tightened and believed.
+    fn no_wider(&self, path: &std::path::Path, log: &Log) -> Result<()> {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Ok(());
+        };
+        let mode = std::os::unix::fs::MetadataExt::mode(&meta) & 0o7777;
+        if !meta.is_file() || mode & !log.sidecar_mode() == 0 {
+            return Ok(());
+        }
+        Err(Error::Malformed {
+            name: self.name.clone(),
+            reason: format!(
+                "cannot keep append keys: {} has mode {mode:04o}, wider than the context file's \
+                 {:04o}; if nobody else could have written it, `chmod {:o} {}` (else remove it: \
+                 keys then start afresh)",
+                path.display(),
+                log.mode,
+                log.sidecar_mode(),
+                path.display()
+            ),
+        })
     }
 
     /// Appends `entry` to the keys file and fsyncs it (creating the file,

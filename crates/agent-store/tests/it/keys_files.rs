@@ -74,6 +74,53 @@ fn r34b_a_key_whose_append_never_landed_is_free_again() {
     assert_eq!(log(&path), json!([1]));
 }
 
+#[test]
+fn r34b_a_keys_file_wider_than_its_log_is_refused_saying_how_to_fix_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let key = AppendKey::new("job-1").unwrap();
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = Context::new();
+    store.commit_once(&mut context, &push(1), &key).unwrap();
+    let keys = dir.path().join(".c.jsonl.keys");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let other = AppendKey::new("job-2").unwrap();
+    let error = store
+        .commit_once(&mut context, &push(2), &other)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        format!(
+            "{}: cannot keep append keys: {} has mode 0644, wider than the context file's 0600; \
+             if nobody else could have written it, `chmod 600 {}` (else remove it: keys then \
+             start afresh)",
+            path.display(),
+            keys.display(),
+            keys.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing appended");
+    assert_eq!(
+        std::fs::metadata(&keys).unwrap().permissions().mode() & 0o777,
+        0o644,
+        "not quietly tightened"
+    );
+    // Fixed as the message says, the keys hold again.
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(
+        store.commit_once(&mut context, &push(1), &key).unwrap(),
+        KeyedOutcome::Already(0..1)
+    );
+    assert_eq!(
+        store.commit_once(&mut context, &push(2), &other).unwrap(),
+        KeyedOutcome::Appended(1..2)
+    );
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
