@@ -138,6 +138,14 @@ pub enum Finding {
         /// The row.
         row: u64,
     },
+    /// A row stands, line and digest together, where another row did: it
+    /// follows from the row before `from`, where it was written.
+    RowMoved {
+        /// Where it stands now.
+        row: u64,
+        /// Where it was written.
+        from: u64,
+    },
     /// Two rows' lines stand in each other's places.
     RowsReordered {
         /// The first of them.
@@ -165,6 +173,7 @@ impl Finding {
             | Finding::RowUnchained { row }
             | Finding::RowEdited { row }
             | Finding::RowInserted { row }
+            | Finding::RowMoved { row, .. }
             | Finding::RowsReordered { row, .. } => *row,
             _ => u64::MAX,
         }
@@ -244,6 +253,10 @@ impl std::fmt::Display for Finding {
                 f,
                 "row {row} does not belong: the row after it follows from the one before: \
                  inserted"
+            ),
+            Finding::RowMoved { row, from } => write!(
+                f,
+                "row {row} is the row written at {from}, its digest with it: moved"
             ),
             Finding::RowsReordered { row, with } => {
                 write!(

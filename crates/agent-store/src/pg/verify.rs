@@ -75,10 +75,15 @@ impl PgStore {
     }
 }
 
+/// How many broken places a row that may have moved is tried against.
+const MOVES_SEARCHED: usize = 64;
+
 /// What the rows say of themselves: gaps, missing digests, and rows whose
 /// digest does not follow from the one stored before them — told apart as
 /// an inserted row (the next row follows from the one before it), two
-/// rows reordered (each follows where the other stands), or an edit.
+/// rows reordered (each follows where the other stands), a row moved with
+/// its digest (it follows from the row before another broken place, and
+/// the row after that place follows from it), or an edit.
 fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
     let mut findings = Vec::new();
     // Rows whose digest does not follow from the row before them.
@@ -122,7 +127,48 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
         };
         prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[before].digest)
     };
+    // Whether row `row`, line and digest, follows from the digest stored
+    // before place `at`.
+    let follows_digest = |at: usize, row: usize| {
+        let prior = match at.checked_sub(1) {
+            Some(p) => rows[p].digest,
+            None => Some(Digest::GENESIS),
+        };
+        prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[row].digest)
+    };
     let mut told = vec![false; rows.len()];
+    // Moved with its digest: a broken row that fits back exactly at another
+    // broken place — it follows from the row before that place, and the
+    // row after that place follows from it. The row after the place it
+    // left then stands after a stranger: a consequence, not an edit of its
+    // own. Looked for among the first broken places only, so a log broken
+    // everywhere costs linear time.
+    let searched = &broken[..broken.len().min(MOVES_SEARCHED)];
+    let mut moved: Vec<(usize, usize)> = Vec::new();
+    for &i in searched {
+        let fits_at = |k: usize| {
+            k != i
+                && follows_digest(k, i)
+                && rows.get(k + 1).is_none_or(|after| {
+                    rows[i]
+                        .digest
+                        .is_some_and(|d| Some(d.next(after.line.as_bytes())) == after.digest)
+                })
+        };
+        if let Some(home) = searched.iter().copied().find(|&k| fits_at(k)) {
+            moved.push((i, home));
+        }
+    }
+    // The row after a moved row's place follows from it (`fits_at`): it
+    // stayed, and stands after a stranger only by the move — at the end of
+    // the log it may look as if it fits elsewhere too, so it is no move.
+    let after_places: Vec<usize> = moved.iter().map(|&(_, home)| home + 1).collect();
+    moved.retain(|(m, _)| !after_places.contains(m));
+    for &(_, home) in &moved {
+        if let Some(stayed) = told.get_mut(home + 1) {
+            *stayed = true;
+        }
+    }
     for (n, &i) in broken.iter().enumerate() {
         if told[i] {
             continue;
@@ -153,6 +199,14 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
             });
             told[i] = true;
             told[other] = true;
+            continue;
+        }
+        if let Some(&(_, home)) = moved.iter().find(|(m, _)| *m == i) {
+            findings.push(Finding::RowMoved {
+                row: rows[i].seq,
+                from: rows[home].seq,
+            });
+            told[i] = true;
             continue;
         }
         findings.push(Finding::RowEdited { row: rows[i].seq });
