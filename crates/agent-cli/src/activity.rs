@@ -5,7 +5,7 @@ use crate::Failure;
 use agent_core::quoted;
 use agent_core::{json, json::Value};
 use agent_output::Outcome;
-use agent_plan::{Activities, Activity};
+use agent_plan::{Activities, Activity, Stop};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
@@ -81,7 +81,12 @@ struct Finished {
 /// stdin, killing the whole group when it runs past the timeout, prints
 /// past the cap, or exits leaving children behind (they would hold its
 /// output open).
-fn run_bounded(command: &str, input: String, limits: Limits) -> Result<Finished, String> {
+fn run_bounded(
+    command: &str,
+    input: String,
+    limits: Limits,
+    stop: &Stop,
+) -> Result<Finished, String> {
     use std::os::unix::process::CommandExt;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +149,9 @@ fn run_bounded(command: &str, input: String, limits: Limits) -> Result<Finished,
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for the command failed: {e}")),
         }
-        if overflow.load(Ordering::SeqCst) {
+        if stop.is_stopped() {
+            stopped = Some("stopped: its result is no longer wanted".to_owned());
+        } else if overflow.load(Ordering::SeqCst) {
             stopped = Some(format!("printed more than {} bytes", limits.max_output));
         } else if started.elapsed() >= timeout {
             stopped = Some(format!("timed out after {} s", limits.timeout_secs));
@@ -190,7 +197,13 @@ fn not_run(text: String) -> Outcome {
 
 impl Activity for ShellActivity {
     fn run(&self, call: &Value) -> Outcome {
-        let out = match run_bounded(&self.command, call.to_string(), self.limits) {
+        self.run_until(call, &Stop::new())
+    }
+
+    /// The command's process group is killed as soon as `stop` is set (a
+    /// worker's claim taken over), as it is at the timeout.
+    fn run_until(&self, call: &Value, stop: &Stop) -> Outcome {
+        let out = match run_bounded(&self.command, call.to_string(), self.limits, stop) {
             Ok(out) => out,
             Err(e) => return not_run(e),
         };
@@ -240,4 +253,38 @@ fn tail(bytes: &[u8], max: usize) -> String {
         start += 1;
     }
     format!("…{}", &text[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn r34d_a_stopped_activity_has_its_process_group_killed_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        // A child of the shell that would outlive it, and write, if left.
+        let command = format!("(sleep 2; touch '{}') & sleep 30", marker.display());
+        let stop = Stop::new();
+        let stopper = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            stopper.stop();
+        });
+        let started = std::time::Instant::now();
+        let out = run_bounded(&command, "{}".into(), Limits::with_timeout(60), &stop).unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            out.stopped.as_deref(),
+            Some("stopped: its result is no longer wanted")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        assert!(!marker.exists(), "the whole group was killed");
+    }
 }

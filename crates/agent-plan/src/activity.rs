@@ -16,6 +16,47 @@ use std::sync::Arc;
 pub trait Activity: Send + Sync {
     /// Runs the resolved call (references already replaced by values).
     fn run(&self, call: &Value) -> Outcome;
+
+    /// [`Activity::run`], asked to end early once `stop` is set: its result
+    /// will not be used (a worker's claim on the call was taken over). An
+    /// activity that can stop — one running a process it may kill —
+    /// checks `stop` as it runs; the default runs to the end, and its
+    /// result is dropped.
+    fn run_until(&self, call: &Value, stop: &Stop) -> Outcome {
+        let _ = stop;
+        self.run(call)
+    }
+}
+
+/// Tells a running activity its result is no longer wanted. Cloned handles
+/// share one flag: the runner keeps one, the activity checks another.
+///
+/// ```
+/// use agent_plan::Stop;
+/// let stop = Stop::new();
+/// let seen_by_activity = stop.clone();
+/// assert!(!seen_by_activity.is_stopped());
+/// stop.stop();
+/// assert!(seen_by_activity.is_stopped());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Stop {
+    /// Not stopped.
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// Asks the activity to stop.
+    pub fn stop(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether it was asked to stop.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// Any `Fn(&Value) -> Result<Value, Value>` is an activity: `Ok` is a
@@ -84,10 +125,25 @@ impl Activities {
     /// Why the call has no outcome, as text: no activity is registered for
     /// `tool`, or the activity panicked.
     pub fn run_caught(&self, tool: &str, call: &Value) -> Result<Outcome, String> {
+        self.run_caught_until(tool, call, &Stop::new())
+    }
+
+    /// [`Activities::run_caught`], the activity asked to end early once
+    /// `stop` is set ([`Activity::run_until`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Activities::run_caught`].
+    pub fn run_caught_until(
+        &self,
+        tool: &str,
+        call: &Value,
+        stop: &Stop,
+    ) -> Result<Outcome, String> {
         let activity = self
             .get(tool)
             .ok_or_else(|| format!("no activity registered for tool {}", quoted(tool)))?;
-        catch_unwind(AssertUnwindSafe(|| activity.run(call))).map_err(|panic| {
+        catch_unwind(AssertUnwindSafe(|| activity.run_until(call, stop))).map_err(|panic| {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())

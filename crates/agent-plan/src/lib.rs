@@ -59,7 +59,7 @@ mod readiness;
 mod report;
 mod run;
 
-pub use activity::{Activities, Activity};
+pub use activity::{Activities, Activity, Stop};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use async_activity::{ActivityFuture, AsyncActivity};

@@ -7,7 +7,7 @@ use agent_store::CallRow;
 use serde::Serialize;
 
 /// What a worker did; serialises as `{"ran", "written", "alreadyWritten",
-/// "fenced", "retried", "failed", "roundTrips"}`.
+/// "fenced", "stopped", "retried", "failed", "roundTrips"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerReport {
@@ -22,6 +22,10 @@ pub struct WorkerReport {
     /// after this one's lease ran out, or it finished or failed meanwhile
     /// (D43: fencing). Not tried again.
     pub fenced: usize,
+    /// Activities it stopped because their claim was lost while they ran
+    /// (a renewal found another worker holding the call): stopped as soon
+    /// as the renewal said so, their results dropped.
+    pub stopped: usize,
     /// Failed attempts it gave back to be tried again.
     pub retried: usize,
     /// Calls it gave up on.

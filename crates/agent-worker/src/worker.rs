@@ -19,7 +19,7 @@ use crate::{Error, WorkerOptions, WorkerReport};
 use agent_data::Append;
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome};
-use agent_plan::{Activities, Known, Plan, Standing, standings};
+use agent_plan::{Activities, Known, Plan, Standing, Stop, standings};
 use agent_store::{CallRow, Claim, ClaimRequest, Error as StoreError, PgCalls, PgStore, Stored};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -108,8 +108,9 @@ struct Running<'w> {
     stored: Stored<PgStore>,
     calls: PgCalls,
     current: Option<Current>,
-    /// Claims whose activity runs here, by call.
-    mine: BTreeMap<usize, Claim>,
+    /// Claims whose activity runs here, by call, each with the handle that
+    /// stops its activity once the claim is lost.
+    mine: BTreeMap<usize, (Claim, Stop)>,
     /// Results whose commit failed in a way worth trying again.
     unsent: Vec<(Claim, Vec<Message>)>,
     sender: Sender<Event>,
@@ -306,10 +307,15 @@ impl<'w> Running<'w> {
         let name = self.options().name.clone();
         self.calls
             .register(&name, &self.worker.activities.tools(), lease)?;
-        for claim in self.mine.values() {
-            // A claim lost to another worker is not renewed; its activity
-            // runs on, and its commit is fenced off (D43: fencing).
-            self.calls.renew(claim, lease)?;
+        for (claim, stop) in self.mine.values() {
+            // A claim lost to another worker (its lease ran out while this
+            // worker could not renew it) is not renewed: its activity is
+            // stopped and its result dropped when it ends; were it written,
+            // its commit would be fenced off anyway (D43: fencing).
+            if !stop.is_stopped() && !self.calls.renew(claim, lease)? {
+                stop.stop();
+                self.report.stopped += 1;
+            }
         }
         self.renewed = Instant::now();
         Ok(())
@@ -401,12 +407,13 @@ impl<'w> Running<'w> {
         let activities = self.worker.activities.clone();
         let sender = self.sender.clone();
         let call_index = claim.call;
-        self.mine.insert(claim.call, claim.clone());
+        let stop = Stop::new();
+        self.mine.insert(claim.call, (claim.clone(), stop.clone()));
         self.report.ran += 1;
         std::thread::Builder::new()
             .name(format!("agentctx-activity-{}", claim.call))
             .spawn(move || {
-                let outcome = activities.run_caught(&tool, &resolved);
+                let outcome = activities.run_caught_until(&tool, &resolved, &stop);
                 let _ = sender.send(Event::Finished(claim, outcome));
             })
             .map_err(|source| {
@@ -429,7 +436,14 @@ impl<'w> Running<'w> {
         events.extend(self.events.try_iter());
         for event in events {
             if let Event::Finished(claim, outcome) = event {
-                self.mine.remove(&claim.call);
+                let stopped = self
+                    .mine
+                    .remove(&claim.call)
+                    .is_some_and(|(_, stop)| stop.is_stopped());
+                if stopped {
+                    // Its claim was lost: counted when it was stopped.
+                    continue;
+                }
                 if let Err(e) = self.finish(claim, outcome) {
                     eprintln!("warning: worker {}: {e}", self.options().name);
                 }

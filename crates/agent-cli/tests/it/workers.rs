@@ -494,7 +494,7 @@ fn r34d_a_call_whose_tool_no_worker_has_is_blocked_and_the_worker_stops_promptly
     assert!(round_trips.as_u64().unwrap() > 0, "{round_trips}");
     assert_eq!(
         printed,
-        json!({"worker": "w", "did": {"ran": 1, "written": 1, "alreadyWritten": 0, "fenced": 0, "retried": 0, "failed": 0}, "plan": want})
+        json!({"worker": "w", "did": {"ran": 1, "written": 1, "alreadyWritten": 0, "fenced": 0, "stopped": 0, "retried": 0, "failed": 0}, "plan": want})
     );
     // The worker has stopped: nobody has tool t now either.
     let calls = status(&url, true);
@@ -561,8 +561,9 @@ fn r34d_fenced_a_worker_stopped_past_its_lease_cannot_commit_after_another_finis
     let (victim, w) = stopped_past_its_lease(&url, r#"echo '{"by":"w"}'"#, &[]);
     assert_eq!((w.code, w.stderr.as_str()), (0, ""), "{w:?}");
     assert_eq!(report(&w)["did"]["written"], 1, "{w:?}");
-    // The victim's result came last and from a claim no longer current:
-    // refused, counted, not retried; the victim exits as the plan stands.
+    // Continued, the victim's first renewal finds its claim taken: its
+    // activity is stopped (or its result, ready meanwhile, dropped),
+    // counted, not retried; the victim exits as the plan stands.
     assert_eq!((victim.code, victim.stderr.as_str()), (0, ""), "{victim:?}");
     let did = &report(&victim)["did"];
     assert_eq!(
@@ -570,9 +571,10 @@ fn r34d_fenced_a_worker_stopped_past_its_lease_cannot_commit_after_another_finis
             &did["ran"],
             &did["written"],
             &did["alreadyWritten"],
-            &did["fenced"]
+            &did["fenced"],
+            &did["stopped"]
         ),
-        (&json!(1), &json!(0), &json!(0), &json!(1)),
+        (&json!(1), &json!(0), &json!(0), &json!(0), &json!(1)),
         "{victim:?}"
     );
     let messages = messages(&url);
@@ -600,7 +602,7 @@ fn r34d_fenced_a_worker_stopped_past_its_lease_cannot_turn_a_failed_call_done() 
     assert_eq!(victim.code, 1, "{victim:?}");
     let did = &report(&victim)["did"];
     assert_eq!(
-        (&did["written"], &did["fenced"], &did["failed"]),
+        (&did["written"], &did["stopped"], &did["failed"]),
         (&json!(0), &json!(1), &json!(0)),
         "{victim:?}"
     );

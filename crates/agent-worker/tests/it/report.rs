@@ -15,13 +15,14 @@ fn r34d_a_worker_report_keeps_its_camel_case_keys_in_order() {
         written: 2,
         already_written: 1,
         fenced: 5,
+        stopped: 6,
         retried: 4,
         failed: 0,
         round_trips: 17,
     };
     assert_eq!(
         serde_json::to_string(&report).unwrap(),
-        r#"{"ran":3,"written":2,"alreadyWritten":1,"fenced":5,"retried":4,"failed":0,"roundTrips":17}"#
+        r#"{"ran":3,"written":2,"alreadyWritten":1,"fenced":5,"stopped":6,"retried":4,"failed":0,"roundTrips":17}"#
     );
 }
 

@@ -139,3 +139,106 @@ fn r34d_an_activity_that_keeps_failing_fails_its_call_after_the_retries_and_noth
     let call = &status.calls()[0];
     assert_eq!(call.state, "failed");
 }
+
+/// Runs until asked to stop (at most 30 s), noting when it was.
+struct UntilStopped(Arc<Mutex<Option<std::time::Instant>>>);
+
+impl agent_plan::Activity for UntilStopped {
+    fn run(&self, call: &Value) -> agent_output::Outcome {
+        self.run_until(call, &agent_plan::Stop::new())
+    }
+
+    fn run_until(&self, _: &Value, stop: &agent_plan::Stop) -> agent_output::Outcome {
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if stop.is_stopped() {
+                *self.0.lock().unwrap() = Some(std::time::Instant::now());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        agent_output::Outcome::Success(json!("late"))
+    }
+}
+
+#[test]
+fn r34d_an_activity_whose_claim_was_taken_over_is_stopped_at_the_next_renewal_and_its_result_dropped()
+ {
+    let url = stored_plan(
+        "taken",
+        json!({"type": "plan", "calls": [{"_tool": "slow", "_outputPath": "†state.out"}]}),
+    );
+    let name = database::unique_name("holder", "a");
+    let thief = database::unique_name("thief", "b");
+    let stopped_at = Arc::new(Mutex::new(None));
+    let mut activities = Activities::new();
+    activities.register("slow", UntilStopped(stopped_at.clone()));
+    let options = options(&name).with_lease(Duration::from_millis(900));
+    let mut db = postgres::Client::connect(&database::url(), postgres::NoTls).unwrap();
+    let report = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            Worker::new(
+                &url,
+                activities,
+                Box::new(agent_output::SystemClock),
+                options,
+            )
+            .run()
+            .unwrap()
+        });
+        let held = |db: &mut postgres::Client, who: &str| -> i64 {
+            db.query_one(
+                "SELECT count(*) FROM agentctx_calls WHERE worker = $1 AND state = 'running'",
+                &[&who],
+            )
+            .unwrap()
+            .get(0)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while held(&mut db, &name) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never claimed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Another worker takes the call over, as it would once this one's
+        // lease ran out unrenewed.
+        db.execute(
+            "UPDATE agentctx_calls SET worker = $2, attempts = attempts + 1, claimed_at = now(), \
+             lease_until = now() + interval '60 seconds' WHERE worker = $1 AND state = 'running'",
+            &[&name, &thief],
+        )
+        .unwrap();
+        let taken = std::time::Instant::now();
+        while stopped_at.lock().unwrap().is_none() {
+            assert!(
+                taken.elapsed() < Duration::from_secs(5),
+                "the activity ran on"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stopped_after = stopped_at.lock().unwrap().unwrap() - taken;
+        // A renewal every third of the lease: stopped within about that.
+        assert!(
+            stopped_after < Duration::from_millis(900),
+            "{stopped_after:?}"
+        );
+        // The other worker finishes the call its own way, and this one,
+        // idle, ends.
+        db.execute(
+            "UPDATE agentctx_calls SET state = 'failed', error = 'taken by the test', \
+             lease_until = NULL WHERE worker = $1",
+            &[&thief],
+        )
+        .unwrap();
+        running.join().unwrap()
+    });
+    assert_eq!(
+        (report.stopped, report.written, report.fenced),
+        (1, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        state(&url),
+        Value::Null,
+        "the stopped activity's result is not written"
+    );
+}
