@@ -311,7 +311,7 @@ impl<'w> Running<'w> {
             // A claim lost to another worker (its lease ran out while this
             // worker could not renew it) is not renewed: its activity is
             // stopped and its result dropped when it ends; were it written,
-            // its commit would be fenced off anyway (D43: fencing).
+            // its commit would be fenced off anyway (D95: lost claims stopped).
             if !stop.is_stopped() && !self.calls.renew(claim, lease)? {
                 stop.stop();
                 self.report.stopped += 1;

@@ -112,7 +112,7 @@ impl<'a> Success<'a> {
 /// small piece of an answer comes wrapped in an event of a few hundred
 /// bytes (an OpenAI chunk carrying 7 characters is about 220), so a stream
 /// of an answer within the limit can be many times the limit; reading it
-/// stays linear, and only the content is kept.
+/// stays linear, and only the content is kept (D94: content limit).
 pub(crate) const FRAMING: u64 = 64;
 
 /// What one event line may hold beyond the answer's limit: the event's own
