@@ -127,15 +127,6 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
         };
         prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[before].digest)
     };
-    // Whether row `row`, line and digest, follows from the digest stored
-    // before place `at`.
-    let follows_digest = |at: usize, row: usize| {
-        let prior = match at.checked_sub(1) {
-            Some(p) => rows[p].digest,
-            None => Some(Digest::GENESIS),
-        };
-        prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[row].digest)
-    };
     let mut told = vec![false; rows.len()];
     // Moved with its digest: a broken row that fits back exactly at another
     // broken place — it follows from the row before that place, and the
@@ -146,10 +137,24 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
     let searched = &broken[..broken.len().min(MOVES_SEARCHED)];
     let mut moved: Vec<(usize, usize)> = Vec::new();
     for &i in searched {
+        // Where row `i` would stand back at place `k`: the row before it
+        // is the one before `k`, or — when `i` stands right before `k`,
+        // the two neighbours exchanged — the one now at `k`; the row after
+        // it likewise.
         let fits_at = |k: usize| {
+            let prior = match k.checked_sub(1) {
+                Some(p) if p == i => rows[k].digest,
+                Some(p) => rows[p].digest,
+                None => Some(Digest::GENESIS),
+            };
+            let after = if k + 1 == i {
+                rows.get(k)
+            } else {
+                rows.get(k + 1)
+            };
             k != i
-                && follows_digest(k, i)
-                && rows.get(k + 1).is_none_or(|after| {
+                && prior.is_some_and(|d| Some(d.next(rows[i].line.as_bytes())) == rows[i].digest)
+                && after.is_none_or(|after| {
                     rows[i]
                         .digest
                         .is_some_and(|d| Some(d.next(after.line.as_bytes())) == after.digest)
@@ -162,15 +167,31 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
     // The row after a moved row's place follows from it (`fits_at`): it
     // stayed, and stands after a stranger only by the move — at the end of
     // the log it may look as if it fits elsewhere too, so it is no move.
-    let after_places: Vec<usize> = moved.iter().map(|&(_, home)| home + 1).collect();
+    // (Of two neighbours exchanged, the row after the first's place is the
+    // other moved row itself.)
+    let after_places: Vec<usize> = moved
+        .iter()
+        .filter(|&&(m, home)| home + 1 != m)
+        .map(|&(_, home)| home + 1)
+        .collect();
     moved.retain(|(m, _)| !after_places.contains(m));
-    for &(_, home) in &moved {
-        if let Some(stayed) = told.get_mut(home + 1) {
+    for &(m, home) in &moved {
+        if home + 1 != m
+            && let Some(stayed) = told.get_mut(home + 1)
+        {
             *stayed = true;
         }
     }
     for (n, &i) in broken.iter().enumerate() {
         if told[i] {
+            continue;
+        }
+        if let Some(&(_, home)) = moved.iter().find(|(m, _)| *m == i) {
+            findings.push(Finding::RowMoved {
+                row: rows[i].seq,
+                from: rows[home].seq,
+            });
+            told[i] = true;
             continue;
         }
         // Inserted: the next row follows from the row before this one.
@@ -199,14 +220,6 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
             });
             told[i] = true;
             told[other] = true;
-            continue;
-        }
-        if let Some(&(_, home)) = moved.iter().find(|(m, _)| *m == i) {
-            findings.push(Finding::RowMoved {
-                row: rows[i].seq,
-                from: rows[home].seq,
-            });
-            told[i] = true;
             continue;
         }
         findings.push(Finding::RowEdited { row: rows[i].seq });
