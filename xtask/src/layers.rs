@@ -12,7 +12,7 @@ use std::process::Command;
 
 /// Each layer and the layers it builds on directly, bottom first
 /// (drawn in docs/architecture.md).
-pub(crate) const LAYERS: [(&str, &[&str]); 13] = [
+pub(crate) const LAYERS: [(&str, &[&str]); 14] = [
     ("agent-json", &[]),
     ("agent-core", &["agent-json"]),
     ("agent-data", &["agent-core"]),
@@ -35,6 +35,8 @@ pub(crate) const LAYERS: [(&str, &[&str]); 13] = [
         "agent-cli",
         &["agent-loop", "agent-instancing", "agent-worker"],
     ),
+    // The Python package's native module: a binding over the facade.
+    ("agentctx-py", &["agentctx"]),
 ];
 
 /// Reads `cargo metadata` and fails on any dependency edge [`LAYERS`] does

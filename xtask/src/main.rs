@@ -34,6 +34,7 @@ mod loop_demo;
 mod outside;
 mod package;
 mod public_api;
+mod python;
 mod spread;
 mod stress;
 mod test_pool;
@@ -52,11 +53,12 @@ fn main() -> ExitCode {
         "public-api" => public_api::run(std::env::args().nth(2).as_deref() == Some("--check")),
         "loop-demo" => loop_demo::run(false),
         "browser" => browser::run(),
+        "python" => database::provide().and_then(|database| python::check(&database.url)),
         "bench" => bench::run(),
         "stress" => stress::run(),
         _ => Err(format!(
             "unknown task {task:?}
-usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--check]|loop-demo|browser>"
+usage: cargo xtask <ci|bench|stress|layers|features|package|tidy|public-api [--check]|loop-demo|browser|python>"
         )),
     };
     match result {
@@ -101,6 +103,7 @@ fn ci() -> Result<(), String> {
     test_pool::run(&test_env)?;
     // The page in a real browser, with the binary the test step built.
     browser::run_with(&database.url)?;
+    python::check(&database.url)?;
     layers::check()?;
     features::check()?;
     outside::check()?;

@@ -1,0 +1,226 @@
+//! `agentctx.Context`: a context in memory or in a file, read by reference
+//! and written through the store's validated, durable commit.
+
+use crate::errors::{self, Error as PyAgentError, NotFoundError};
+use crate::values::{to_json, to_python};
+use agent_core::{Instance, Kind};
+use agentctx::StoredContext;
+use agentctx::output::Outcome;
+use agentctx::render::{PayloadFormat, RenderMode};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, MutexGuard};
+
+/// A context: an ordered, append-only log of messages and the views they
+/// fold into. `Context()` is a new one in memory; `agentctx.open(path)`
+/// one in a file. Safe to share between threads: calls take turns.
+#[pyclass(module = "agentctx")]
+pub(crate) struct Context {
+    inner: Mutex<StoredContext>,
+}
+
+/// Runs `work` with the GIL released, a panic turned into `agentctx.Error`
+/// (none reaches Python as a crash).
+fn released<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, agentctx::Error> + Send,
+) -> PyResult<T> {
+    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(errors::to_python(&error)),
+        Err(_) => Err(PyAgentError::new_err(
+            "agentctx failed inside (a bug): nothing was written",
+        )),
+    }
+}
+
+impl Context {
+    /// The context, for a short read with the GIL held.
+    fn lock(&self) -> PyResult<MutexGuard<'_, StoredContext>> {
+        self.inner.lock().map_err(|_| poisoned())
+    }
+
+    /// Runs `work` on the context with the GIL released; the lock is taken
+    /// and let go without the GIL, so a thread waiting for it never holds
+    /// the GIL another needs to finish.
+    fn with_released<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut StoredContext) -> Result<T, agentctx::Error> + Send,
+    ) -> PyResult<T> {
+        let inner = &self.inner;
+        let outcome = py.detach(|| {
+            let mut guard = inner.lock().map_err(|_| poisoned())?;
+            let context: &mut StoredContext = &mut guard;
+            Ok::<_, PyErr>(catch_unwind(AssertUnwindSafe(|| work(context))))
+        });
+        match outcome? {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(errors::to_python(&error)),
+            Err(_) => Err(PyAgentError::new_err(
+                "agentctx failed inside (a bug): nothing was written",
+            )),
+        }
+    }
+}
+
+fn poisoned() -> PyErr {
+    PyAgentError::new_err("the context is unusable: an earlier call failed inside it")
+}
+
+/// Opens the context in the file at `path` (JSONL, or a JSON array);
+/// with `create`, a new empty one when the file does not exist yet.
+///
+/// Raises `NotFoundError` when it does not exist (without `create`),
+/// `StoreError` when it cannot be read, `TamperedError` when it does not
+/// chain.
+#[pyfunction]
+#[pyo3(signature = (path, *, create = false))]
+pub(crate) fn open(py: Python<'_>, path: std::path::PathBuf, create: bool) -> PyResult<Context> {
+    let stored = released(py, move || {
+        if create {
+            StoredContext::open(path)
+        } else {
+            StoredContext::open_existing(path)
+        }
+    })?;
+    Ok(Context {
+        inner: Mutex::new(stored),
+    })
+}
+
+#[pymethods]
+impl Context {
+    /// A new, empty context in this process's memory.
+    #[new]
+    fn new() -> Context {
+        Context {
+            inner: Mutex::new(StoredContext::in_memory()),
+        }
+    }
+
+    /// How many messages the log holds.
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.lock()?.context().len())
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        let inner = self.lock()?;
+        Ok(format!(
+            "<agentctx.Context {:?}, {} message(s)>",
+            inner.name(),
+            inner.context().len()
+        ))
+    }
+
+    /// The chain's head: the SHA-256 digest after the last message, as hex.
+    #[getter]
+    fn head(&self) -> PyResult<String> {
+        Ok(self.lock()?.context().head().to_string())
+    }
+
+    /// The value an expression names: `"†state.user.name"`, with `||`
+    /// and `&&` (`"†state.nick || †state.name"`), in `instance` when given.
+    /// Raises `NotFoundError` when nothing it names is present.
+    #[pyo3(signature = (expression, instance = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        expression: &str,
+        instance: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.lock()?;
+        let value = match instance {
+            Some(instance) => inner.get_in(expression, instance),
+            None => inner.get(expression),
+        }
+        .map_err(|e| errors::to_python(&e))?;
+        to_python(py, &value)
+    }
+
+    /// The folded view of `kind` (in `instance`, over the global one).
+    /// Raises `NotFoundError` when no message of the kind is there.
+    #[pyo3(signature = (kind, instance = None))]
+    fn view<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &str,
+        instance: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let kind_id = Kind::new(kind).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let instance_id = instance
+            .map(Instance::new)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let inner = self.lock()?;
+        match inner.context().view(&kind_id, instance_id.as_ref()) {
+            Some(view) => to_python(py, view),
+            None => Err(NotFoundError::new_err(format!(
+                "¶{kind}: no message of this kind"
+            ))),
+        }
+    }
+
+    /// The instances, in the order they first appear.
+    fn instances(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .lock()?
+            .context()
+            .instances()
+            .map(ToString::to_string)
+            .collect())
+    }
+
+    /// Appends a message (a dict) or messages (a list), all or none,
+    /// checked against the views and schemas; returns how many were
+    /// appended. Raises `RefusedError` when a rule refuses one.
+    fn append(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let value = to_json(messages)?;
+        self.with_released(py, move |inner| inner.append(value))
+    }
+
+    /// Writes `result` as the success of `call` where its `_outputPath`
+    /// says (R20); returns the messages appended, as dicts.
+    fn apply<'py>(
+        &self,
+        py: Python<'py>,
+        call: &Bound<'py, PyAny>,
+        result: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (call, result) = (to_json(call)?, to_json(result)?);
+        let written =
+            self.with_released(py, move |inner| inner.apply(call, Outcome::Success(result)))?;
+        let list = PyList::empty(py);
+        for message in &written {
+            list.append(to_python(py, &message.to_value())?)?;
+        }
+        Ok(list)
+    }
+
+    /// What the model sees: the payload for `provider` (`"openai"`,
+    /// `"anthropic"`, `"plain"` or `"text"`) rendered in `mode`
+    /// (`"merged"` or `"append"`).
+    #[pyo3(signature = (provider = "openai", mode = "merged"))]
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        provider: &str,
+        mode: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let format: PayloadFormat = provider.parse().map_err(PyValueError::new_err)?;
+        let mode = match mode {
+            "merged" => RenderMode::Merged,
+            "append" => RenderMode::Append,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown mode {other:?}: expected \"merged\" or \"append\""
+                )));
+            }
+        };
+        let payload = self.with_released(py, move |inner| inner.render(format, mode))?;
+        to_python(py, &payload)
+    }
+}

@@ -1,0 +1,52 @@
+"""Types of the native module (``agentctx._agentctx``)."""
+
+import os
+from typing import Any, Literal, Union
+
+JSON = Union[None, bool, int, float, str, list["JSON"], tuple["JSON", ...], dict[str, "JSON"]]
+
+class Error(Exception):
+    """What agentctx refused or could not do."""
+
+class RefusedError(Error):
+    """A write a rule refused; nothing was written."""
+
+class NotFoundError(Error):
+    """No such context, or nothing an expression names."""
+
+class StoreError(Error):
+    """The file or database failed."""
+
+class InDoubtError(StoreError):
+    """A commit whose outcome is unknown: send it again with its key."""
+
+class TamperedError(StoreError):
+    """The log does not chain: it was edited, cut or reordered."""
+
+class Context:
+    """A context: an ordered, append-only log of messages and its views."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def head(self) -> str:
+        """The chain's head, as hex."""
+    def get(self, expression: str, instance: str | None = None) -> Any:
+        """The value an expression names (``||`` and ``&&`` included)."""
+    def view(self, kind: str, instance: str | None = None) -> Any:
+        """The folded view of ``kind``."""
+    def instances(self) -> list[str]:
+        """The instances, in the order they first appear."""
+    def append(self, messages: JSON) -> int:
+        """Appends a message or a list of them, all or none."""
+    def apply(self, call: JSON, result: JSON) -> list[dict[str, Any]]:
+        """Writes ``result`` where ``call``'s ``_outputPath`` says."""
+    def render(
+        self,
+        provider: Literal["openai", "anthropic", "plain", "text"] = "openai",
+        mode: Literal["merged", "append"] = "merged",
+    ) -> Any:
+        """What the model sees, as the provider's payload."""
+
+def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context:
+    """Opens the context in the file at ``path``."""

@@ -1,0 +1,147 @@
+"""The Python package against the real stores: memory and JSONL files."""
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+import agentctx
+
+
+def test_a_context_in_memory_folds_what_is_appended() -> None:
+    ctx = agentctx.Context()
+    assert len(ctx) == 0
+    assert ctx.append({"type": "state", "data": {"user": {"name": "Ada"}, "n": 1}}) == 1
+    assert ctx.append([{"type": "state", "data": {"n": 2}}, {"type": "text", "text": "hi"}]) == 2
+    assert len(ctx) == 3
+    assert ctx.view("state") == {"user": {"name": "Ada"}, "n": 2}
+    assert ctx.get("†state.user.name") == "Ada"
+    assert ctx.get("†state.nick || †state.user.name") == "Ada"
+
+
+def test_objects_keep_their_order_and_integers_their_size() -> None:
+    ctx = agentctx.Context()
+    big = 2**80 + 1
+    ctx.append({"type": "state", "data": {"z": 1, "a": 2, "big": big, "neg": -(2**70), "f": 0.5}})
+    view = ctx.view("state")
+    assert list(view) == ["z", "a", "big", "neg", "f"]
+    assert view["big"] == big and isinstance(view["big"], int)
+    assert view["neg"] == -(2**70)
+    assert view["f"] == 0.5
+
+
+def test_absent_is_not_none() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "state", "data": {"nothing": None}})
+    # A null is held (the view has it); an expression reads it as not
+    # present (spec R17), and says so rather than returning None.
+    assert ctx.view("state") == {"nothing": None}
+    with pytest.raises(agentctx.NotFoundError, match="not present: †state.nothing"):
+        ctx.get("†state.nothing")
+    with pytest.raises(agentctx.NotFoundError, match="not present: †state.missing"):
+        ctx.get("†state.missing")
+    with pytest.raises(agentctx.NotFoundError, match="¶input: no message of this kind"):
+        ctx.view("input")
+
+
+def test_a_refused_write_raises_and_writes_nothing() -> None:
+    ctx = agentctx.Context()
+    ctx.append(
+        {"type": "state", "data": {"n": 1}, "schema": {"properties": {"n": {"type": "integer"}}}}
+    )
+    head = ctx.head
+    with pytest.raises(agentctx.RefusedError) as refused:
+        ctx.append([{"type": "state", "data": {"m": 1}}, {"type": "state", "data": {"n": "one"}}])
+    assert isinstance(refused.value, agentctx.Error)
+    assert "n" in str(refused.value)
+    assert len(ctx) == 1 and ctx.head == head
+    assert ctx.view("state") == {"n": 1}
+
+
+def test_apply_writes_a_result_where_the_call_says() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "state", "data": {"log": []}})
+    written = ctx.apply({"_tool": "note", "_outputPath": "†state.log", "_outputMethod": "push"}, "a")
+    assert written[0]["data"] == {"log": "a"} and written[0]["_outputMethod"] == "push"
+    assert ctx.view("state") == {"log": ["a"]}
+
+
+def test_instances_are_listed_in_order() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "state", "data": {"g": 1}})
+    ctx.append({"type": "state", "data": {"v": 1}, "_instance": "②"})
+    ctx.append({"type": "state", "data": {"v": 2}, "_instance": "①"})
+    assert ctx.instances() == ["②", "①"]
+    assert ctx.view("state", "①") == {"g": 1, "v": 2}
+
+
+def test_a_file_context_is_durable_and_shared(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with pytest.raises(agentctx.NotFoundError):
+        agentctx.open(path)
+    first = agentctx.open(path, create=True)
+    first.append({"type": "state", "data": {"n": 1}})
+    second = agentctx.open(str(path))
+    assert second.view("state") == {"n": 1}
+    assert second.head == first.head
+    lines = path.read_text().splitlines()
+    # Stored in the normal form (spec R1).
+    assert [json.loads(line) for line in lines] == [{"type": "data", "kind": "state", "data": {"n": 1}}]
+
+
+def test_a_file_changed_by_another_program_is_read_whole_with_its_new_head(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.jsonl"
+    ctx = agentctx.open(path, create=True)
+    ctx.append([{"type": "state", "data": {"n": i}} for i in range(3)])
+    head = ctx.head
+    del ctx
+    path.write_text(path.read_text().replace('"n":2', '"n":7'))
+    # The file no longer matches the record kept beside it: it is read
+    # whole, folded as it now is, its chain computed again (R34e).
+    again = agentctx.open(path)
+    assert again.view("state") == {"n": 7}
+    assert len(again) == 3 and again.head != head
+
+
+def test_values_that_are_not_json_are_refused_clearly() -> None:
+    ctx = agentctx.Context()
+    with pytest.raises(TypeError, match="set is not JSON"):
+        ctx.append({"type": "state", "data": {"s": {1, 2}}})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="keys are str, not int"):
+        ctx.append({"type": "state", "data": {1: "one"}})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="no NaN or infinity"):
+        ctx.append({"type": "state", "data": {"x": float("nan")}})
+    deep: object = 1
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ValueError, match="deeper than 128 levels"):
+        ctx.append({"type": "state", "data": {"d": deep}})  # type: ignore[dict-item]
+    assert len(ctx) == 0
+
+
+def test_render_gives_the_providers_payload() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "text", "text": "Hello"})
+    assert ctx.render("openai")["messages"][0]["content"] == "Hello"
+    with pytest.raises(ValueError, match="unknown mode"):
+        ctx.render("openai", "sideways")  # type: ignore[arg-type]
+
+
+def test_threads_appending_to_one_context_lose_nothing() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "state", "data": {"log": []}})
+
+    def push(worker: int) -> None:
+        for i in range(50):
+            ctx.apply({"_tool": "t", "_outputPath": "†state.log", "_outputMethod": "push"}, [worker, i])
+
+    threads = [threading.Thread(target=push, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    log = ctx.view("state")["log"]
+    assert sorted(map(tuple, log)) == [(w, i) for w in range(4) for i in range(50)]

@@ -1,0 +1,101 @@
+//! The Python package in CI: built from `python/` into a throwaway venv
+//! under the target directory, then its pytest suite, `mypy --strict` over
+//! the tests (the `.pyi` stubs checked against real use) and the package's
+//! doctests. The machine's `python3` with `venv` and `pip` is required: a
+//! missing one fails the run, saying so; it is never skipped.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The build backend and test tools, pinned to the series the package is
+/// built and checked with.
+const TOOLS: [&str; 3] = ["maturin>=1.16,<1.17", "pytest>=8", "mypy>=1.10"];
+
+/// Builds and tests the package; `database` is the test server's URL.
+pub(crate) fn check(database: &str) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let root = crate::workspace_root()?;
+    let target = crate::bench::target_dir()?;
+    let venv = target.join("python-venv");
+    let _ = std::fs::remove_dir_all(&venv);
+    run(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv (install Python 3 with its venv module)",
+    )?;
+    let bin = venv.join("bin");
+    // The build backend runs `maturin` by name: the venv's, first.
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .map_err(|e| format!("PATH: {e}"))?;
+    run(
+        Command::new(bin.join("pip"))
+            .args(["install", "-q", "--disable-pip-version-check"])
+            .args(TOOLS),
+        "pip install of maturin, pytest and mypy",
+    )?;
+    // A dev build in the workspace's target directory: it reuses what the
+    // test build compiled.
+    run(
+        Command::new(bin.join("pip"))
+            .args([
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-build-isolation",
+            ])
+            .arg(root.join("python"))
+            .arg("--config-settings=build-args=--profile=dev")
+            .env("CARGO_TARGET_DIR", &target)
+            .env("PATH", &path),
+        "pip install ./python",
+    )?;
+    let tests = root.join("python").join("tests");
+    // From the target directory, so the source tree's `agentctx` (without
+    // its native module) does not shadow the installed one.
+    run(
+        Command::new(bin.join("pytest"))
+            .args(["-q", "-p", "no:cacheprovider"])
+            .arg(&tests)
+            .current_dir(&target)
+            .env(crate::database::VARIABLE, database),
+        "the Python tests",
+    )?;
+    run(
+        Command::new(bin.join("mypy"))
+            .args(["--strict", "--no-incremental"])
+            .arg(&tests)
+            .current_dir(&target),
+        "mypy --strict over the Python tests",
+    )?;
+    run(
+        Command::new(bin.join("python"))
+            .args([
+                "-c",
+                "import doctest, sys, agentctx; sys.exit(doctest.testmod(agentctx).failed)",
+            ])
+            .current_dir(&target),
+        "the Python package's doctests",
+    )?;
+    eprintln!(
+        "xtask: the Python package, its tests, types and doctests in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Runs `command`, failing with `what` and its status.
+fn run(command: &mut Command, what: &str) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("{what}: cannot run {}: {e}", program(command)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+fn program(command: &Command) -> String {
+    Path::new(command.get_program()).display().to_string()
+}
