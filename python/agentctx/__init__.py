@@ -26,6 +26,7 @@ from agentctx._agentctx import (
     StoreError,
     TamperedError,
     open,
+    run,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "StoreError",
     "TamperedError",
     "open",
+    "run",
 ]

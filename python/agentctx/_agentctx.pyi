@@ -1,6 +1,7 @@
 """Types of the native module (``agentctx._agentctx``)."""
 
 import os
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Union
 
 JSON = Union[None, bool, int, float, str, list["JSON"], tuple["JSON", ...], dict[str, "JSON"]]
@@ -50,3 +51,8 @@ class Context:
 
 def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context:
     """Opens the context in the file at ``path``."""
+
+Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
+
+def run(ctx: Context, plan: list[JSON], activities: Mapping[str, Activity]) -> dict[str, Any]:
+    """Runs ``plan`` on ``ctx`` with Python callables as activities."""

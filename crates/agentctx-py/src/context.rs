@@ -67,6 +67,19 @@ impl Context {
     }
 }
 
+impl Context {
+    /// [`StoredContext::run`] with the GIL released; activities take it
+    /// back for each Python call.
+    pub(crate) fn run_released(
+        &self,
+        py: Python<'_>,
+        plan: Vec<agent_core::json::Value>,
+        activities: &agentctx::plan::Activities,
+    ) -> PyResult<agentctx::plan::Report> {
+        self.with_released(py, move |inner| inner.run(plan, activities))
+    }
+}
+
 fn poisoned() -> PyErr {
     PyAgentError::new_err("the context is unusable: an earlier call failed inside it")
 }

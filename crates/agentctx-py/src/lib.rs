@@ -12,6 +12,7 @@
 
 mod context;
 mod errors;
+mod run;
 mod values;
 
 use pyo3::prelude::*;
@@ -21,6 +22,7 @@ use pyo3::prelude::*;
 fn _agentctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Context>()?;
     m.add_function(wrap_pyfunction!(context::open, m)?)?;
+    m.add_function(wrap_pyfunction!(run::run, m)?)?;
     errors::add(m)?;
     Ok(())
 }
