@@ -1,10 +1,12 @@
 """Types of the native module (``agentctx._agentctx``)."""
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-JSON = Union[None, bool, int, float, str, list["JSON"], tuple["JSON", ...], dict[str, "JSON"]]
+# What may be written: read-only container types, so a `dict[str, str]` is
+# JSON as much as a `dict[str, JSON]` is (containers are invariant).
+JSON = Union[None, bool, int, float, str, Sequence["JSON"], Mapping[str, "JSON"]]
 
 class Error(Exception):
     """What agentctx refused or could not do."""
@@ -42,6 +44,10 @@ class Context:
         """Appends a message or a list of them, all or none."""
     def apply(self, call: JSON, result: JSON) -> list[dict[str, Any]]:
         """Writes ``result`` where ``call``'s ``_outputPath`` says."""
+    def apply_all(self, results: Sequence[tuple[JSON, JSON]]) -> list[dict[str, Any]]:
+        """Writes several results in one commit, all or none."""
+    def messages(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
+        """The messages from ``start`` up to ``stop``, in their normal form."""
     def render(
         self,
         provider: Literal["openai", "anthropic", "plain", "text"] = "openai",
@@ -54,5 +60,5 @@ def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context
 
 Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
 
-def run(ctx: Context, plan: list[JSON], activities: Mapping[str, Activity]) -> dict[str, Any]:
+def run(ctx: Context, plan: Sequence[JSON], activities: Mapping[str, Activity]) -> dict[str, Any]:
     """Runs ``plan`` on ``ctx`` with Python callables as activities."""

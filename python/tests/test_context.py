@@ -145,3 +145,27 @@ def test_threads_appending_to_one_context_lose_nothing() -> None:
         thread.join()
     log = ctx.view("state")["log"]
     assert sorted(map(tuple, log)) == [(w, i) for w in range(4) for i in range(50)]
+
+
+def test_apply_all_writes_every_result_or_none() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "state", "data": {"a": 0}})
+    a = {"_tool": "a", "_outputPath": "†state.a"}
+    b = {"_tool": "b", "_outputPath": "†state.b"}
+    written = ctx.apply_all([(a, 1), (b, 2)])
+    assert len(written) == 2 and ctx.view("state") == {"a": 1, "b": 2}
+    deep = {"_tool": "d", "_outputPath": "†state.a.deep"}
+    with pytest.raises(agentctx.RefusedError, match="call 1 of the batch"):
+        ctx.apply_all([(a, 3), (deep, 4)])
+    assert ctx.view("state") == {"a": 1, "b": 2} and len(ctx) == 3
+    with pytest.raises(ValueError, match=r"results\[0\] is not a \(call, result\) pair"):
+        ctx.apply_all([a])  # type: ignore[list-item]
+
+
+def test_messages_are_given_in_their_normal_form_and_range() -> None:
+    ctx = agentctx.Context()
+    ctx.append([{"type": "state", "data": {"n": i}} for i in range(4)])
+    assert ctx.messages() == [{"type": "data", "kind": "state", "data": {"n": i}} for i in range(4)]
+    assert [m["data"]["n"] for m in ctx.messages(1, 3)] == [1, 2]
+    assert ctx.messages(3, 99) == [{"type": "data", "kind": "state", "data": {"n": 3}}]
+    assert ctx.messages(5) == []

@@ -64,7 +64,8 @@ def test_an_async_activity_is_awaited() -> None:
         await asyncio.sleep(0.01)
         return int(call["n"]) * 2
 
-    report = agentctx.run(ctx, [{"_tool": "later", "n": 21, "_outputPath": "†state.x"}], {"later": later})
+    plan: tuple[dict[str, Any], ...] = ({"_tool": "later", "n": 21, "_outputPath": "†state.x"},)
+    report = agentctx.run(ctx, plan, {"later": later})
     assert report["calls"][0]["status"] == "done"
     assert ctx.get("†state.x") == 42
 

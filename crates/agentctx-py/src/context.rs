@@ -213,6 +213,59 @@ impl Context {
         Ok(list)
     }
 
+    /// Writes several results in one commit, all or none: `results` is a
+    /// list of `(call, result)` pairs. Returns the messages appended.
+    /// Raises `RefusedError` naming the pair to blame; nothing is written.
+    fn apply_all<'py>(
+        &self,
+        py: Python<'py>,
+        results: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut pairs = Vec::new();
+        for (index, pair) in results.try_iter()?.enumerate() {
+            let pair = pair?;
+            let (call, result): (Bound<'py, PyAny>, Bound<'py, PyAny>) =
+                pair.extract().map_err(|_| {
+                    PyValueError::new_err(format!("results[{index}] is not a (call, result) pair"))
+                })?;
+            let call = agentctx::output::Call::parse(to_json(&call)?)
+                .map_err(|e| errors::to_python(&agentctx::Error::from(e)))?;
+            pairs.push((call, Outcome::Success(to_json(&result)?)));
+        }
+        let written = self.with_released(py, move |inner| inner.apply_all(pairs))?;
+        let list = PyList::empty(py);
+        for message in &written {
+            list.append(to_python(py, &message.to_value())?)?;
+        }
+        Ok(list)
+    }
+
+    /// The messages from `start` up to `stop` (the end when `None`), each
+    /// in its normal form (spec R1), as dicts.
+    #[pyo3(signature = (start = 0, stop = None))]
+    fn messages<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        stop: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let values = self.with_released(py, move |inner| {
+            let end = stop.unwrap_or(usize::MAX).min(inner.context().len());
+            let mut values = Vec::new();
+            for index in start..end {
+                if let Some(message) = inner.message(index)? {
+                    values.push(message.to_value());
+                }
+            }
+            Ok(values)
+        })?;
+        let list = PyList::empty(py);
+        for value in &values {
+            list.append(to_python(py, value)?)?;
+        }
+        Ok(list)
+    }
+
     /// What the model sees: the payload for `provider` (`"openai"`,
     /// `"anthropic"`, `"plain"` or `"text"`) rendered in `mode`
     /// (`"merged"` or `"append"`).

@@ -8,7 +8,7 @@ use agentctx::output::Outcome;
 use agentctx::plan::{Activities, Activity};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
 /// A Python callable as an activity: called with the resolved call as a
 /// dict; what it returns is the success value, what it raises the call's
@@ -65,10 +65,13 @@ fn failure(py: Python<'_>, error: &PyErr) -> Value {
 pub(crate) fn run<'py>(
     py: Python<'py>,
     ctx: &Context,
-    plan: &Bound<'py, PyList>,
+    plan: &Bound<'py, PyAny>,
     activities: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let calls: Vec<Value> = plan.iter().map(|c| to_json(&c)).collect::<PyResult<_>>()?;
+    let calls: Vec<Value> = plan
+        .try_iter()?
+        .map(|c| to_json(&c?))
+        .collect::<PyResult<_>>()?;
     let mut registered = Activities::new();
     for (tool, callable) in activities.iter() {
         if !callable.is_callable() {
