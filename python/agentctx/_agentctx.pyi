@@ -36,6 +36,8 @@ class Context:
         """The chain's head, as hex."""
     def get(self, expression: str, instance: str | None = None) -> Any:
         """The value an expression names (``||`` and ``&&`` included)."""
+    def resolve(self, call: JSON) -> dict[str, Any]:
+        """``call`` with its references replaced by their values."""
     def view(self, kind: str, instance: str | None = None) -> Any:
         """The folded view of ``kind``."""
     def instances(self) -> list[str]:

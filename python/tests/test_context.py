@@ -3,6 +3,7 @@
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,14 @@ def test_messages_are_given_in_their_normal_form_and_range() -> None:
     assert [m["data"]["n"] for m in ctx.messages(1, 3)] == [1, 2]
     assert ctx.messages(3, 99) == [{"type": "data", "kind": "state", "data": {"n": 3}}]
     assert ctx.messages(5) == []
+
+
+def test_resolve_replaces_references_and_names_what_is_missing() -> None:
+    ctx = agentctx.Context()
+    ctx.append({"type": "input", "data": {"city": "Austin", "days": 3}})
+    call: dict[str, Any] = {"_tool": "weather", "city": "†input.city", "span": {"days": "†input.days"},
+            "_outputPath": "†state.forecast"}
+    assert ctx.resolve(call) == {"_tool": "weather", "city": "Austin", "span": {"days": 3},
+                                 "_outputPath": "†state.forecast"}
+    with pytest.raises(agentctx.NotFoundError, match="not present: †input.country, †state.x"):
+        ctx.resolve({"_tool": "t", "a": "†input.country", "b": "†state.x || †input.country"})

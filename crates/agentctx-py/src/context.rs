@@ -154,6 +154,24 @@ impl Context {
         to_python(py, &value)
     }
 
+    /// `call` with every reference in its parameters replaced by its value
+    /// (spec R18), the `_` keys as written. Raises `NotFoundError` naming
+    /// every reference still missing.
+    fn resolve<'py>(
+        &self,
+        py: Python<'py>,
+        call: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        use agentctx::ContextExt;
+        let call = to_json(call)?;
+        let inner = self.lock()?;
+        let resolved = inner
+            .context()
+            .resolve_call(&call)
+            .map_err(|e| errors::to_python(&e))?;
+        to_python(py, &resolved)
+    }
+
     /// The folded view of `kind` (in `instance`, over the global one).
     /// Raises `NotFoundError` when no message of the kind is there.
     #[pyo3(signature = (kind, instance = None))]
