@@ -58,7 +58,7 @@ class Context:
         """What the model sees, as the provider's payload."""
 
 def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context:
-    """Opens the context in the file at ``path``."""
+    """Opens the context in a file, or at a ``postgres://…?context=NAME`` URL."""
 
 Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
 

@@ -181,3 +181,25 @@ def test_resolve_replaces_references_and_names_what_is_missing() -> None:
                                  "_outputPath": "†state.forecast"}
     with pytest.raises(agentctx.NotFoundError, match="not present: †input.country, †state.x"):
         ctx.resolve({"_tool": "t", "a": "†input.country", "b": "†state.x || †input.country"})
+
+
+def _database() -> str:
+    import os
+
+    return os.environ.get("AGENTCTX_TEST_DATABASE_URL", "postgres://root@127.0.0.1:5432/test")
+
+
+def test_a_postgresql_context_is_shared_by_handles() -> None:
+    import uuid
+
+    base = _database()
+    url = f"{base}{'&' if '?' in base else '?'}context=py-{uuid.uuid4().hex}"
+    with pytest.raises(agentctx.NotFoundError):
+        agentctx.open(url)
+    first = agentctx.open(url, create=True)
+    first.append({"type": "state", "data": {"n": 1}})
+    second = agentctx.open(url)
+    assert second.view("state") == {"n": 1} and second.head == first.head
+    second.apply({"_tool": "t", "_outputPath": "†state.m"}, 2)
+    third = agentctx.open(url)
+    assert third.view("state") == {"n": 1, "m": 2} and len(third) == 2

@@ -84,20 +84,26 @@ fn poisoned() -> PyErr {
     PyAgentError::new_err("the context is unusable: an earlier call failed inside it")
 }
 
-/// Opens the context in the file at `path` (JSONL, or a JSON array);
-/// with `create`, a new empty one when the file does not exist yet.
+/// Opens the context at `path`: a file (JSONL, or a JSON array) or a
+/// PostgreSQL URL (`postgres://…?context=NAME`, credentials as libpq finds
+/// them); with `create`, a new empty one when it does not exist yet.
 ///
 /// Raises `NotFoundError` when it does not exist (without `create`),
 /// `StoreError` when it cannot be read, `TamperedError` when it does not
 /// chain.
 #[pyfunction]
 #[pyo3(signature = (path, *, create = false))]
-pub(crate) fn open(py: Python<'_>, path: std::path::PathBuf, create: bool) -> PyResult<Context> {
+pub(crate) fn open(py: Python<'_>, path: &Bound<'_, PyAny>, create: bool) -> PyResult<Context> {
+    // Text may be a URL; any other path-like is a file's path.
+    let address: agentctx::Address = match path.extract::<String>() {
+        Ok(text) => text.into(),
+        Err(_) => path.extract::<std::path::PathBuf>()?.into(),
+    };
     let stored = released(py, move || {
         if create {
-            StoredContext::open(path)
+            StoredContext::open(address)
         } else {
-            StoredContext::open_existing(path)
+            StoredContext::open_existing(address)
         }
     })?;
     Ok(Context {
