@@ -120,12 +120,18 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
             to: length - 1,
         });
     }
+    // The digest stored before place `at` (the chain's start at 0).
+    let stored_before = |at: usize| {
+        at.checked_sub(1)
+            .map_or(Some(Digest::GENESIS), |p| rows[p].digest)
+    };
+    // Whether `line` after `prior` gives `digest`.
+    let chains = |prior: Option<Digest>, line: &str, digest: Option<Digest>| {
+        prior.is_some_and(|d| Some(d.next(line.as_bytes())) == digest)
+    };
+    // Whether row `row`'s line, at place `before`, gives the digest stored there.
     let follows = |before: usize, row: usize| {
-        let prior = match before.checked_sub(1) {
-            Some(p) => rows[p].digest,
-            None => Some(Digest::GENESIS),
-        };
-        prior.is_some_and(|d| Some(d.next(rows[row].line.as_bytes())) == rows[before].digest)
+        chains(stored_before(before), &rows[row].line, rows[before].digest)
     };
     let mut told = vec![false; rows.len()];
     // Moved with its digest: a broken row that fits back exactly at another
@@ -142,10 +148,10 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
         // the two neighbours exchanged — the one now at `k`; the row after
         // it likewise.
         let fits_at = |k: usize| {
-            let prior = match k.checked_sub(1) {
-                Some(p) if p == i => rows[k].digest,
-                Some(p) => rows[p].digest,
-                None => Some(Digest::GENESIS),
+            let prior = if k == i + 1 {
+                rows[k].digest
+            } else {
+                stored_before(k)
             };
             let after = if k + 1 == i {
                 rows.get(k)
@@ -153,12 +159,8 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
                 rows.get(k + 1)
             };
             k != i
-                && prior.is_some_and(|d| Some(d.next(rows[i].line.as_bytes())) == rows[i].digest)
-                && after.is_none_or(|after| {
-                    rows[i]
-                        .digest
-                        .is_some_and(|d| Some(d.next(after.line.as_bytes())) == after.digest)
-                })
+                && chains(prior, &rows[i].line, rows[i].digest)
+                && after.is_none_or(|after| chains(rows[i].digest, &after.line, after.digest))
         };
         if let Some(home) = searched.iter().copied().find(|&k| fits_at(k)) {
             moved.push((i, home));
@@ -195,12 +197,8 @@ fn row_findings(rows: &[Row], length: u64, chained: u64) -> Vec<Finding> {
             continue;
         }
         // Inserted: the next row follows from the row before this one.
-        let prior = match i.checked_sub(1) {
-            Some(p) => rows[p].digest,
-            None => Some(Digest::GENESIS),
-        };
         if let Some(&next) = broken.get(n + 1).filter(|&&next| next == i + 1)
-            && prior.is_some_and(|d| Some(d.next(rows[next].line.as_bytes())) == rows[next].digest)
+            && chains(stored_before(i), &rows[next].line, rows[next].digest)
         {
             findings.push(Finding::RowInserted { row: rows[i].seq });
             told[i] = true;

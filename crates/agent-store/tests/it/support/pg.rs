@@ -5,34 +5,20 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)] // each file uses a part
 
 use agent_store::{PgStore, Store};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The test server's URL, without a `context` parameter:
-/// `AGENTCTX_TEST_DATABASE_URL`, else the one `cargo xtask ci` provides.
+/// The test server's URL, without a `context` parameter.
 pub fn database() -> String {
-    std::env::var("AGENTCTX_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+    test_support::database::url()
 }
 
 /// A context name no other test (or earlier run) uses.
 pub fn fresh_name(name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "test-{name}-{}-{nanos}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    test_support::database::unique_name("test", name)
 }
 
 /// The URL of the context `context` on the test server.
 pub fn with_context(context: &str) -> String {
-    let base = database();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}context={context}")
+    test_support::database::with_context(&database(), context)
 }
 
 /// A URL for a context no other test (or earlier run) uses.
@@ -43,13 +29,7 @@ pub fn fresh(name: &str) -> String {
 /// The store at `url`; fails saying how to provide a server when none
 /// answers.
 pub fn open(url: &str) -> PgStore {
-    PgStore::open(url).unwrap_or_else(|e| {
-        panic!(
-            "{e}\nthese tests need PostgreSQL: run `cargo xtask ci` (it finds or starts one), or \
-             set AGENTCTX_TEST_DATABASE_URL to a server's URL (default \
-             postgres://root@127.0.0.1:5432/test)"
-        )
-    })
+    PgStore::open(url).unwrap_or_else(|e| panic!("{e}\n{}", test_support::database::HOW_TO_PROVIDE))
 }
 
 /// A raw connection to the test database, for arranging and inspecting.
