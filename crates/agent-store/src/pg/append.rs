@@ -2,10 +2,12 @@
 //! optimistically first, then under the context's row lock; and what an
 //! append whose connection broke did.
 //!
-//! Every append is one call of `agentctx_append` (or, for a call's result,
-//! `agentctx_commit_call`, which also marks the call done): one transaction
-//! that appends only if the context still has the length the batch was
-//! validated against. When the connection breaks during it, [`PgStore`]
+//! Every append is one transaction that appends only if the context still
+//! has the length the batch was validated against: the plain statement
+//! `APPEND_PLAIN` where it applies (D96: the plain append), else a call of
+//! `agentctx_append` (or, for a call's result, `agentctx_commit_call`,
+//! which also marks the call done), which also says why nothing was
+//! appended. When the connection breaks during it, [`PgStore`]
 //! ends the old server session and looks at what landed (`settle`).
 //!
 //! Most appends find the context as this handle last saw it: appending at
@@ -90,9 +92,27 @@ impl PgStore {
         let message = i64::try_from(self.messages).unwrap_or(i64::MAX);
         let key_text = key.map(AppendKey::as_str);
         let mut already = None;
+        let mut plain_trips = 0;
         let (client, statements) = self.session()?;
-        let found = match claim {
-            None => client
+        // The plain statement first where it applies (D96: the plain
+        // append); when it appends nothing, the function says why.
+        let plain = match (id, key_text, claim) {
+            (Some(_), None, None) if !lines.is_empty() => {
+                plain_trips = 1;
+                client
+                    .execute(
+                        &statements.append_plain,
+                        &[&name, &id, &at, &lines, &digests],
+                    )
+                    .map(|rows| usize::try_from(rows).ok() == Some(lines.len()))
+            }
+            _ => Ok(false),
+        };
+        let function_trips = u64::from(matches!(plain, Ok(false)));
+        let found = match (plain, claim) {
+            (Ok(true), _) => Ok((id, at, None)),
+            (Err(e), _) => Err(e),
+            (Ok(false), None) => client
                 .query_one(
                     &statements.append,
                     &[&name, &id, &at, &lines, &digests, &key_text, &message],
@@ -110,7 +130,7 @@ impl PgStore {
                         None,
                     ))
                 }),
-            Some(claim) => {
+            (Ok(false), Some(claim)) => {
                 let plan = i64::try_from(claim.plan).unwrap_or(i64::MAX);
                 let call = i32::try_from(claim.call).unwrap_or(i32::MAX);
                 let attempt = i32::try_from(claim.attempt).unwrap_or(i32::MAX);
@@ -143,7 +163,7 @@ impl PgStore {
                     })
             }
         };
-        self.trips += 1;
+        self.trips += plain_trips + function_trips;
         let replaced = |what| Error::Replaced {
             name: self.address.shown.clone(),
             what,

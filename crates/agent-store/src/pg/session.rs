@@ -5,7 +5,7 @@
 //! a PostgreSQL error means.
 
 use super::client::Client;
-use super::sql::{ALIVE, APPEND, BACKEND, COMMIT_CALL, FIND, LOCK, TAIL, TERMINATE};
+use super::sql::{ALIVE, APPEND, APPEND_PLAIN, BACKEND, COMMIT_CALL, FIND, LOCK, TAIL, TERMINATE};
 use super::{PgStore, SCHEMA_VERSION, schema};
 use crate::{Error, Result};
 use tokio_postgres::error::SqlState;
@@ -17,6 +17,7 @@ pub(super) struct Statements {
     pub(super) find: tokio_postgres::Statement,
     pub(super) tail: tokio_postgres::Statement,
     pub(super) append: tokio_postgres::Statement,
+    pub(super) append_plain: tokio_postgres::Statement,
     pub(super) commit_call: tokio_postgres::Statement,
     pub(super) lock: tokio_postgres::Statement,
 }
@@ -27,6 +28,7 @@ impl Statements {
             find: client.prepare(FIND)?,
             tail: client.prepare(TAIL)?,
             append: client.prepare(APPEND)?,
+            append_plain: client.prepare(APPEND_PLAIN)?,
             commit_call: client.prepare(COMMIT_CALL)?,
             lock: client.prepare(LOCK)?,
         })

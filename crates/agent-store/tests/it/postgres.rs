@@ -153,6 +153,41 @@ mod postgres_store {
     }
 
     #[test]
+    fn r34b_an_uncontended_postgres_append_is_one_round_trip_and_a_stale_one_two() {
+        let url = fresh("trips");
+        let mut store = open(&url);
+        let mut mine = Context::new();
+        store.commit(&mut mine, &[push(0, 0, 0)]).unwrap();
+        let before = store.round_trips();
+        store.commit(&mut mine, &[push(0, 1, 0)]).unwrap();
+        assert_eq!(store.round_trips() - before, 1, "the plain statement alone");
+        let mut other = open(&url);
+        let theirs = other.load().unwrap().context;
+        store.commit(&mut mine, &[push(0, 2, 0)]).unwrap();
+        let batch = [push(1, 0, 0)];
+        let stale = theirs.prepare(&batch).unwrap();
+        let before = other.round_trips();
+        let error = other.append_at(&stale).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Conflict {
+                    expected: 2,
+                    current: 3,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            other.round_trips() - before,
+            2,
+            "the plain statement, then the function saying why it appended nothing"
+        );
+        assert_eq!(open(&url).load().unwrap().context.len(), 3);
+    }
+
+    #[test]
     fn r34b_postgres_commit_validates_against_the_context_as_it_is_when_the_append_lands() {
         let url = fresh("validate");
         let schema = Message::from_value(json!({"type": "state", "data": {"log": []},
