@@ -28,8 +28,10 @@ from agentctx._agentctx import (
     open,
     run,
 )
+from agentctx._async import AsyncContext, open_async
 
 __all__ = [
+    "AsyncContext",
     "Context",
     "Error",
     "InDoubtError",
@@ -38,5 +40,6 @@ __all__ = [
     "StoreError",
     "TamperedError",
     "open",
+    "open_async",
     "run",
 ]

@@ -23,8 +23,12 @@ class StoreError(Error):
 class InDoubtError(StoreError):
     """A commit whose outcome is unknown: send it again with its key."""
 
+    key: str | None
+
 class TamperedError(StoreError):
     """The log does not chain: it was edited, cut or reordered."""
+
+    report: dict[str, Any]
 
 class Context:
     """A context: an ordered, append-only log of messages and its views."""
@@ -42,12 +46,18 @@ class Context:
         """The folded view of ``kind``."""
     def instances(self) -> list[str]:
         """The instances, in the order they first appear."""
-    def append(self, messages: JSON) -> int:
-        """Appends a message or a list of them, all or none."""
-    def apply(self, call: JSON, result: JSON) -> list[dict[str, Any]]:
-        """Writes ``result`` where ``call``'s ``_outputPath`` says."""
-    def apply_all(self, results: Sequence[tuple[JSON, JSON]]) -> list[dict[str, Any]]:
-        """Writes several results in one commit, all or none."""
+    def append(self, messages: JSON, *, key: str | None = None) -> int:
+        """Appends a message or a list of them, all or none (once per ``key``)."""
+    def apply(self, call: JSON, result: JSON, *, key: str | None = None) -> list[dict[str, Any]]:
+        """Writes ``result`` where ``call``'s ``_outputPath`` says (once per ``key``)."""
+    def apply_all(
+        self, results: Sequence[tuple[JSON, JSON]], *, key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Writes several results in one commit, all or none (once per ``key``)."""
+    def at(self, k: int) -> Context:
+        """The context after its first ``k`` messages, as a copy in memory."""
+    def verify(self, expect: str | None = None) -> dict[str, Any]:
+        """Checks the stored log's chain; raises ``TamperedError`` on a finding."""
     def messages(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
         """The messages from ``start`` up to ``stop``, in their normal form."""
     def render(
@@ -62,5 +72,12 @@ def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context
 
 Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
 
-def run(ctx: Context, plan: Sequence[JSON], activities: Mapping[str, Activity]) -> dict[str, Any]:
+def run(
+    ctx: Context,
+    plan: Sequence[JSON],
+    activities: Mapping[str, Activity],
+    *,
+    parallel: int | None = None,
+    key: str | None = None,
+) -> dict[str, Any]:
     """Runs ``plan`` on ``ctx`` with Python callables as activities."""

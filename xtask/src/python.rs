@@ -72,7 +72,10 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
         Command::new(bin.join("python"))
             .args([
                 "-c",
-                "import doctest, sys, agentctx; sys.exit(doctest.testmod(agentctx).failed)",
+                "import doctest, importlib, pkgutil, sys, agentctx\n\
+                 names = [m.name for m in pkgutil.iter_modules(agentctx.__path__, 'agentctx.')]\n\
+                 modules = [agentctx] + [importlib.import_module(n) for n in names]\n\
+                 sys.exit(sum(doctest.testmod(m).failed for m in modules))",
             ])
             .current_dir(&target),
         "the Python package's doctests",

@@ -5,6 +5,7 @@ use crate::errors::{self, Error as PyAgentError, NotFoundError};
 use crate::values::{to_json, to_python};
 use agent_core::{Instance, Kind};
 use agentctx::StoredContext;
+use agentctx::data::{AppendKey, Message};
 use agentctx::output::Outcome;
 use agentctx::render::{PayloadFormat, RenderMode};
 use pyo3::exceptions::PyValueError;
@@ -68,16 +69,72 @@ impl Context {
 }
 
 impl Context {
-    /// [`StoredContext::run`] with the GIL released; activities take it
-    /// back for each Python call.
+    /// [`StoredContext::run`] (or `run_keyed`) with the GIL released,
+    /// on `parallel` threads when given; activities take the GIL back for
+    /// each Python call.
     pub(crate) fn run_released(
         &self,
         py: Python<'_>,
         plan: Vec<agent_core::json::Value>,
         activities: &agentctx::plan::Activities,
+        parallel: Option<usize>,
+        key: Option<&str>,
     ) -> PyResult<agentctx::plan::Report> {
-        self.with_released(py, move |inner| inner.run(plan, activities))
+        let key = append_key(key)?;
+        let pool = match parallel {
+            None => None,
+            Some(0) => return Err(PyValueError::new_err("parallel must be at least 1")),
+            Some(threads) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("agentctx-activity-{i}"))
+                    .build()
+                    .map_err(|e| PyAgentError::new_err(format!("parallel: {e}")))?,
+            ),
+        };
+        self.with_released(py, move |inner| {
+            let run = || match &key {
+                None => inner.run(plan, activities),
+                Some(key) => inner.run_keyed(plan, activities, key),
+            };
+            match &pool {
+                None => run(),
+                Some(pool) => pool.install(run),
+            }
+        })
     }
+}
+
+/// The key as agentctx checks it (1–128 bytes, printable).
+fn append_key(key: Option<&str>) -> PyResult<Option<AppendKey>> {
+    key.map(AppendKey::new)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("key: {e}")))
+}
+
+/// The messages in `range`, as values.
+fn messages_in(
+    inner: &mut StoredContext,
+    range: std::ops::Range<usize>,
+) -> Result<Vec<agent_core::json::Value>, agentctx::Error> {
+    let mut values = Vec::with_capacity(range.len());
+    for index in range {
+        if let Some(message) = inner.message(index)? {
+            values.push(message.to_value());
+        }
+    }
+    Ok(values)
+}
+
+fn values_list<'py>(
+    py: Python<'py>,
+    values: &[agent_core::json::Value],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for value in values {
+        list.append(to_python(py, value)?)?;
+    }
+    Ok(list)
 }
 
 fn poisoned() -> PyErr {
@@ -213,37 +270,64 @@ impl Context {
 
     /// Appends a message (a dict) or messages (a list), all or none,
     /// checked against the views and schemas; returns how many were
-    /// appended. Raises `RefusedError` when a rule refuses one.
-    fn append(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
+    /// appended. With `key`, at most once: sent again with the same key it
+    /// appends nothing and returns how many the first append wrote.
+    /// Raises `RefusedError` when a rule refuses one.
+    #[pyo3(signature = (messages, *, key = None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        key: Option<&str>,
+    ) -> PyResult<usize> {
         let value = to_json(messages)?;
-        self.with_released(py, move |inner| inner.append(value))
+        match append_key(key)? {
+            None => self.with_released(py, move |inner| inner.append(value)),
+            Some(key) => self.with_released(py, move |inner| {
+                inner.append_once(value, &key).map(|o| o.range().len())
+            }),
+        }
     }
 
     /// Writes `result` as the success of `call` where its `_outputPath`
-    /// says (R20); returns the messages appended, as dicts.
+    /// says (R20); returns the messages appended, as dicts. With `key`, at
+    /// most once: sent again with the same key it appends nothing and
+    /// returns the messages the first one wrote.
+    #[pyo3(signature = (call, result, *, key = None))]
     fn apply<'py>(
         &self,
         py: Python<'py>,
         call: &Bound<'py, PyAny>,
         result: &Bound<'py, PyAny>,
+        key: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
         let (call, result) = (to_json(call)?, to_json(result)?);
-        let written =
-            self.with_released(py, move |inner| inner.apply(call, Outcome::Success(result)))?;
-        let list = PyList::empty(py);
-        for message in &written {
-            list.append(to_python(py, &message.to_value())?)?;
-        }
-        Ok(list)
+        let written = match append_key(key)? {
+            None => self.with_released(py, move |inner| {
+                inner
+                    .apply(call, Outcome::Success(result))
+                    .map(|messages| messages.iter().map(Message::to_value).collect())
+            })?,
+            Some(key) => self.with_released(py, move |inner| {
+                let range = inner
+                    .apply_once(call, Outcome::Success(result), &key)?
+                    .range();
+                messages_in(inner, range)
+            })?,
+        };
+        values_list(py, &written)
     }
 
     /// Writes several results in one commit, all or none: `results` is a
-    /// list of `(call, result)` pairs. Returns the messages appended.
-    /// Raises `RefusedError` naming the pair to blame; nothing is written.
+    /// list of `(call, result)` pairs. Returns the messages appended; with
+    /// `key`, at most once, as `apply`. Raises `RefusedError` naming the
+    /// pair to blame; nothing is written.
+    #[pyo3(signature = (results, *, key = None))]
     fn apply_all<'py>(
         &self,
         py: Python<'py>,
         results: &Bound<'py, PyAny>,
+        key: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut pairs = Vec::new();
         for (index, pair) in results.try_iter()?.enumerate() {
@@ -256,12 +340,65 @@ impl Context {
                 .map_err(|e| errors::to_python(&agentctx::Error::from(e)))?;
             pairs.push((call, Outcome::Success(to_json(&result)?)));
         }
-        let written = self.with_released(py, move |inner| inner.apply_all(pairs))?;
-        let list = PyList::empty(py);
-        for message in &written {
-            list.append(to_python(py, &message.to_value())?)?;
+        let written = match append_key(key)? {
+            None => self.with_released(py, move |inner| {
+                inner
+                    .apply_all(pairs)
+                    .map(|messages| messages.iter().map(Message::to_value).collect())
+            })?,
+            Some(key) => self.with_released(py, move |inner| {
+                let range = inner.apply_all_once(pairs, &key)?.range();
+                messages_in(inner, range)
+            })?,
+        };
+        values_list(py, &written)
+    }
+
+    /// The context as it was after its first `k` messages, as a new
+    /// context in memory (time travel: reading it, or writing to it,
+    /// leaves this one as it is).
+    fn at(&self, py: Python<'_>, k: usize) -> PyResult<Context> {
+        let copy = self.with_released(py, move |inner| {
+            StoredContext::in_memory_from(&inner.at(k)?)
+        })?;
+        Ok(Context {
+            inner: Mutex::new(copy),
+        })
+    }
+
+    /// Checks the stored log as `agentctx verify` does (the chain
+    /// recomputed, every digest kept beside the log compared; with
+    /// `expect`, the head too) and returns the report
+    /// (`{"name", "messages", "head", "findings": []}`). Raises
+    /// `TamperedError` when something does not match; its `report`
+    /// attribute holds the findings.
+    #[pyo3(signature = (expect = None))]
+    fn verify<'py>(&self, py: Python<'py>, expect: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let expected = expect
+            .map(str::parse::<agentctx::data::Digest>)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("expect: {e}")))?;
+        let report = self.with_released(py, move |inner| {
+            let mut verified = inner.verify()?;
+            if let Some(expected) = expected {
+                verified.expect(expected);
+            }
+            Ok(verified)
+        })?;
+        let value = agent_core::json::to_value(&report)
+            .map_err(|e| PyAgentError::new_err(format!("the report: {e}")))?;
+        let report_object = to_python(py, &value)?;
+        match report.findings.first() {
+            None => Ok(report_object),
+            Some(first) => {
+                let error = errors::TamperedError::new_err(format!(
+                    "{} finding(s): {first}",
+                    report.findings.len()
+                ));
+                error.value(py).setattr("report", report_object)?;
+                Err(error)
+            }
         }
-        Ok(list)
     }
 
     /// The messages from `start` up to `stop` (the end when `None`), each
@@ -283,11 +420,7 @@ impl Context {
             }
             Ok(values)
         })?;
-        let list = PyList::empty(py);
-        for value in &values {
-            list.append(to_python(py, value)?)?;
-        }
-        Ok(list)
+        values_list(py, &values)
     }
 
     /// What the model sees: the payload for `provider` (`"openai"`,

@@ -5,8 +5,9 @@
 //! - `NotFoundError`: no such context, or nothing an expression names;
 //! - `StoreError`: the file or database failed;
 //! - `InDoubtError`: a commit whose outcome is unknown (send it again with
-//!   its key);
-//! - `TamperedError`: the log does not chain (edited, cut, reordered).
+//!   its key, the exception's `key`);
+//! - `TamperedError`: the log does not chain (edited, cut, reordered);
+//!   from `verify`, its `report` holds the findings.
 //!
 //! Anything else agentctx refuses is an `agentctx.Error` itself.
 
@@ -84,7 +85,15 @@ fn store_error(error: &agentctx::store::Error, message: String) -> PyErr {
         _ if error.is_missing() => NotFoundError::new_err(message),
         S::Tampered { .. } => TamperedError::new_err(message),
         S::Refused(_) => RefusedError::new_err(message),
-        S::InDoubt { .. } => InDoubtError::new_err(message),
+        S::InDoubt { key, .. } => {
+            let error = InDoubtError::new_err(message);
+            // The key to send the same write again with (None without one).
+            let key = key.as_ref().map(|k| k.as_str().to_owned());
+            Python::attach(|py| match error.value(py).setattr("key", key) {
+                Ok(()) => error,
+                Err(failed) => failed,
+            })
+        }
         _ => StoreError::new_err(message),
     }
 }

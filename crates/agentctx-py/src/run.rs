@@ -59,14 +59,23 @@ fn failure(py: Python<'_>, error: &PyErr) -> Value {
 /// tool name to callable; each result is committed as it is written.
 /// Returns the report: `{"calls": [{"index", "tool", "status", …}, …]}`.
 ///
+/// The ready calls of a wave run at once, on `parallel` threads (the
+/// number of CPUs when `None`): Python code runs one thread at a time,
+/// but an activity waiting on I/O lets the others run. With `key`, each
+/// call's result is written at most once under `KEY/call-N`: running the
+/// plan again with the same key writes nothing twice.
+///
 /// Raises `agentctx.Error` for a plan that does not build (a bad call, a
 /// cycle); a call that fails is in the report, not raised.
 #[pyfunction]
+#[pyo3(signature = (ctx, plan, activities, *, parallel = None, key = None))]
 pub(crate) fn run<'py>(
     py: Python<'py>,
     ctx: &Context,
     plan: &Bound<'py, PyAny>,
     activities: &Bound<'py, PyDict>,
+    parallel: Option<usize>,
+    key: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let calls: Vec<Value> = plan
         .try_iter()?
@@ -87,7 +96,7 @@ pub(crate) fn run<'py>(
             },
         );
     }
-    let report = ctx.run_released(py, calls, &registered)?;
+    let report = ctx.run_released(py, calls, &registered, parallel, key)?;
     let text = serde_json::to_string(&report)
         .map_err(|e| crate::errors::Error::new_err(format!("the report: {e}")))?;
     let value: Value = agent_core::json::from_str(&text)

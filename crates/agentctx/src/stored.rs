@@ -12,6 +12,8 @@ use agent_render::{PayloadFormat, RenderMode};
 use agent_store::{Store, Stored};
 use std::borrow::Borrow;
 
+mod keyed;
+
 /// A context in a file (`.jsonl`, or a `.json` array) or in PostgreSQL
 /// (`postgres://…?context=NAME`), open for reading and writing. Every write
 /// is one durable append (spec R34, R34b): validated against the context as
@@ -130,6 +132,36 @@ impl StoredContext {
         let store = agent_store::MemoryStore::new("a context in memory");
         let address = Address::memory(store.clone());
         Self::from_stored(address, Stored::create(Box::new(store)))
+    }
+
+    /// A new context in this process's memory holding `context`'s
+    /// messages as they are (a copy: writing to one leaves the other as
+    /// it was) — what [`at`](Self::at) returns, made writable.
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::json;
+    ///
+    /// let mut ctx = StoredContext::in_memory();
+    /// ctx.append(json!({"type": "state", "data": {"step": 1}}))?;
+    /// ctx.append(json!({"type": "state", "data": {"step": 2}}))?;
+    /// let mut branch = StoredContext::in_memory_from(&ctx.at(1)?)?;
+    /// branch.append(json!({"type": "state", "data": {"step": 3}}))?;
+    /// assert_eq!(branch.context().len(), 2);
+    /// assert_eq!(ctx.get("†state.step")?, json!(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when a message cannot be copied (nested too deep,
+    /// an invalid schema).
+    pub fn in_memory_from(context: &Context) -> Result<Self> {
+        let mut store = agent_store::MemoryStore::new("a context in memory");
+        agent_store::copy_context(context, &mut store)?;
+        let address = Address::memory(store.clone());
+        let boxed: Box<dyn Store + Send> = Box::new(store);
+        Ok(Self::from_stored(address, Stored::open(boxed)?))
     }
 
     fn from_stored(address: Address, stored: Stored<Box<dyn Store + Send>>) -> Self {
@@ -394,6 +426,47 @@ impl StoredContext {
     /// A call that fails, or a store failure that stops the run (D42: one readiness rule), is
     /// not an error: the [`Report`] says so.
     pub fn run(&mut self, plan: Vec<Value>, activities: &Activities) -> Result<Report> {
+        let plan = self.checked_plan(plan)?;
+        Ok(plan.run(&mut self.stored, activities, self.clock.as_ref()))
+    }
+
+    /// [`run`](Self::run), with each call's result appended at most once
+    /// under a key derived from `key` and the call's index
+    /// ([`Plan::run_keyed`]): running the plan again with the same key
+    /// after a failure or an in-doubt commit writes nothing twice (the
+    /// activities do run again).
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::data::AppendKey;
+    /// use agentctx::json;
+    ///
+    /// let mut ctx = StoredContext::in_memory();
+    /// ctx.append(json!({"type": "state", "data": {"log": []}}))?;
+    /// let plan = vec![json!({"_tool": "note", "_outputPath": "†state.log", "_outputMethod": "push"})];
+    /// let mut activities = Activities::new();
+    /// activities.register("note", activity(|_| Ok(json!("x"))));
+    /// let key = AppendKey::new("job-1")?;
+    /// ctx.run_keyed(plan.clone(), &activities, &key)?;
+    /// ctx.run_keyed(plan, &activities, &key)?; // the result was written: nothing again
+    /// assert_eq!(ctx.get("†state.log")?, json!(["x"]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`run`](Self::run).
+    pub fn run_keyed(
+        &mut self,
+        plan: Vec<Value>,
+        activities: &Activities,
+        key: &agent_data::AppendKey,
+    ) -> Result<Report> {
+        let plan = self.checked_plan(plan)?;
+        Ok(plan.run_keyed(&mut self.stored, activities, self.clock.as_ref(), Some(key)))
+    }
+
+    fn checked_plan(&self, plan: Vec<Value>) -> Result<Plan> {
         let plan = Plan::new(plan)?;
         for (index, call) in plan.calls().iter().enumerate() {
             call.check_keys(&self.allowed)
@@ -402,7 +475,57 @@ impl StoredContext {
                     reason: e.to_string(),
                 })?;
         }
-        Ok(plan.run(&mut self.stored, activities, self.clock.as_ref()))
+        Ok(plan)
+    }
+
+    /// The context as it was after its first `k` messages (all of them
+    /// when `k` is past the end): time travel, read from the log. Reads
+    /// the whole log first when this handle holds only its tail.
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::json;
+    ///
+    /// let mut ctx = StoredContext::in_memory();
+    /// ctx.append(json!({"type": "state", "data": {"step": 1}}))?;
+    /// ctx.append(json!({"type": "state", "data": {"step": 2}}))?;
+    /// assert_eq!(ctx.at(1)?.get("†state.step")?, json!(1));
+    /// assert_eq!(ctx.get("†state.step")?, json!(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the whole log cannot be read.
+    pub fn at(&mut self, k: usize) -> Result<Context> {
+        let whole = self.whole()?;
+        Ok(whole.prefix(k.min(whole.len()))?)
+    }
+
+    /// Checks the stored log as `agentctx verify` does: the chain
+    /// recomputed from the log itself and compared with every digest kept
+    /// beside it (a file's head record and checkpoints, PostgreSQL's rows,
+    /// snapshots). Reads through a store of its own; this handle is left
+    /// as it was. [`Verified::expect`](crate::store::Verified::expect)
+    /// adds a head kept elsewhere.
+    ///
+    /// ```
+    /// use agentctx::prelude::*;
+    /// use agentctx::json;
+    ///
+    /// let mut ctx = StoredContext::in_memory();
+    /// ctx.append(json!({"type": "state", "data": {"n": 1}}))?;
+    /// let verified = ctx.verify()?;
+    /// assert!(verified.findings.is_empty());
+    /// assert_eq!(verified.head, ctx.context().head());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] when the log cannot be read at all.
+    pub fn verify(&self) -> Result<agent_store::Verified> {
+        Ok(self.address.store()?.verify()?)
     }
 
     /// What the model sees: [`crate::payload()`] of this context, with

@@ -117,17 +117,29 @@ impl Append for Context {
 pub struct KeyedAppend<'a, A: Append + ?Sized> {
     target: &'a mut A,
     key: AppendKey,
+    last: Option<KeyedOutcome>,
 }
 
 impl<'a, A: Append + ?Sized> KeyedAppend<'a, A> {
     /// Appends to `target` under `key`.
     pub fn new(target: &'a mut A, key: AppendKey) -> Self {
-        KeyedAppend { target, key }
+        KeyedAppend {
+            target,
+            key,
+            last: None,
+        }
     }
 
     /// The key.
     pub fn key(&self) -> &AppendKey {
         &self.key
+    }
+
+    /// What the last append through it did — landed now, or earlier
+    /// under the same key — which [`Append::append_all`] reduces to a
+    /// range; `None` before any append landed.
+    pub fn outcome(&self) -> Option<&KeyedOutcome> {
+        self.last.as_ref()
     }
 }
 
@@ -137,9 +149,10 @@ impl<A: Append + ?Sized> Append for KeyedAppend<'_, A> {
     }
 
     fn append_all(&mut self, messages: &[Message]) -> Result<Range<usize>, AppendError> {
-        self.target
-            .append_once(messages, &self.key)
-            .map(|once| once.range())
+        let outcome = self.target.append_once(messages, &self.key)?;
+        let range = outcome.range();
+        self.last = Some(outcome);
+        Ok(range)
     }
 
     /// Built once, from the context as last read, and appended under the
