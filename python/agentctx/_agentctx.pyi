@@ -46,6 +46,8 @@ class Context:
         """The folded view of ``kind``."""
     def instances(self) -> list[str]:
         """The instances, in the order they first appear."""
+    def refresh(self) -> None:
+        """Reads what others appended since this handle last read or wrote."""
     def append(self, messages: JSON, *, key: str | None = None) -> int:
         """Appends a message or a list of them, all or none (once per ``key``)."""
     def apply(self, call: JSON, result: JSON, *, key: str | None = None) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 //! The Python package in CI: built from `python/` into a throwaway venv
-//! under the target directory, then its pytest suite, `mypy --strict` over
-//! the tests (the `.pyi` stubs checked against real use) and the package's
+//! under the target directory, then its pytest suite (LangGraph's
+//! conformance suite among it), `mypy --strict` over the tests (the `.pyi`
+//! stubs checked against real use) and over the package, and the package's
 //! doctests. The machine's `python3` with `venv` and `pip` is required: a
 //! missing one fails the run, saying so; it is never skipped.
 
@@ -8,8 +9,15 @@ use std::path::Path;
 use std::process::Command;
 
 /// The build backend and test tools, pinned to the series the package is
-/// built and checked with.
-const TOOLS: [&str; 3] = ["maturin>=1.16,<1.17", "pytest>=8", "mypy>=1.10"];
+/// built and checked with; LangGraph and its own conformance suite, at the
+/// versions the checkpointer is held to.
+const TOOLS: [&str; 5] = [
+    "maturin>=1.16,<1.17",
+    "pytest>=8",
+    "mypy>=1.10",
+    "langgraph==1.2.22",
+    "langgraph-checkpoint-conformance==0.0.2",
+];
 
 /// Builds and tests the package; `database` is the test server's URL.
 pub(crate) fn check(database: &str) -> Result<(), String> {
@@ -32,7 +40,7 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
         Command::new(bin.join("pip"))
             .args(["install", "-q", "--disable-pip-version-check"])
             .args(TOOLS),
-        "pip install of maturin, pytest and mypy",
+        "pip install of maturin, pytest, mypy and LangGraph",
     )?;
     // A dev build in the workspace's target directory: it reuses what the
     // test build compiled.
@@ -67,6 +75,19 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
             .arg(&tests)
             .current_dir(&target),
         "mypy --strict over the Python tests",
+    )?;
+    // The package's own modules, the native one read from its `.pyi`.
+    run(
+        Command::new(bin.join("mypy"))
+            .args([
+                "--strict",
+                "--no-incremental",
+                "--cache-dir",
+                "/dev/null",
+                "agentctx",
+            ])
+            .current_dir(root.join("python")),
+        "mypy --strict over the package",
     )?;
     run(
         Command::new(bin.join("python"))

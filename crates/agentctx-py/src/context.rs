@@ -258,6 +258,12 @@ impl Context {
         }
     }
 
+    /// Reads what other handles and processes appended since this one
+    /// last read or wrote (a write catches up by itself; a read does not).
+    fn refresh(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_released(py, |inner| inner.refresh())
+    }
+
     /// The instances, in the order they first appear.
     fn instances(&self) -> PyResult<Vec<String>> {
         Ok(self
