@@ -58,7 +58,9 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// `W2-append-vs-inplace` is printed, not judged, as a bare write keeps
 /// no record; the record alone (`W2-line-and-digest-vs-inplace`) is held
 /// to 3, so a slower writer or digest, shared by both sides of W2, shows.
-const TARGETS: [(&str, f64); 18] = [
+/// From Python, an apply and an open are held to 1.3 of the facade's,
+/// and a LangGraph step through `AgentctxSaver` to LangGraph's own savers'.
+const TARGETS: [(&str, f64); 22] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-recorded-inplace", 1.5),
@@ -77,6 +79,10 @@ const TARGETS: [(&str, f64); 18] = [
     ("CLI-apply-100k-vs-100", 3.0),
     ("CLI-pg-apply-100k-vs-100", 3.0),
     ("WORKERS-4-vs-1", 0.4),
+    ("PY-apply-vs-facade", 1.3),
+    ("PY-open-view-vs-facade", 1.3),
+    ("LG-step-vs-sqlite", 1.0),
+    ("LG-step-vs-postgres", 1.0),
 ];
 
 /// Which parts a `cargo xtask bench` run measures.
@@ -89,6 +95,7 @@ enum Parts {
     Facade,
     Chain,
     Wide,
+    Python,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -100,15 +107,18 @@ pub(crate) fn run() -> Result<(), String> {
         Some("facade") => Parts::Facade,
         Some("chain") => Parts::Chain,
         Some("wide") => Parts::Wide,
+        Some("python") => Parts::Python,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide|python]"
             ));
         }
     };
     // Asked first, so a missing server fails the run before the long suite.
+    let mut database = String::new();
     if !matches!(parts, Parts::Chain | Parts::Wide) {
         let server = crate::probe("pg-bench", &["server".as_ref()])?;
+        database = server["url"].as_str().unwrap_or_default().to_owned();
         eprintln!(
             "xtask: PostgreSQL for the bench: {} ({}; fsync {}, synchronous_commit {})",
             server["url"].as_str().unwrap_or_default(),
@@ -146,6 +156,9 @@ pub(crate) fn run() -> Result<(), String> {
     if matches!(parts, Parts::All | Parts::Wide) {
         summary.extend(crate::bench_wide::run(&target)?);
     }
+    if matches!(parts, Parts::All | Parts::Python) {
+        summary.extend(crate::bench_python::run(&target, &database)?);
+    }
     let unjudged: Vec<String> = summary
         .iter_mut()
         .filter_map(crate::spread::annotate)
@@ -159,6 +172,7 @@ pub(crate) fn run() -> Result<(), String> {
         Parts::Facade => "bench-summary-facade.json",
         Parts::Chain => "bench-summary-chain.json",
         Parts::Wide => "bench-summary-wide.json",
+        Parts::Python => "bench-summary-python.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
@@ -319,6 +333,19 @@ fn print_table(summary: &[Value]) {
                 format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
                 "",
                 row["writers"]
+            );
+            continue;
+        }
+        if let Some(ours) = row["ours_bytes"].as_f64() {
+            let baseline = row["baseline_bytes"].as_f64().unwrap_or_default();
+            println!(
+                "{:<32} {:>14} {:>14} {:>8.3}  {:<15} bytes stored; baseline: {}",
+                row["workload"].as_str().unwrap_or_default(),
+                format!("{:.2} MB", ours / 1e6),
+                format!("{:.2} MB", baseline / 1e6),
+                row["ratio"].as_f64().unwrap_or_default(),
+                "",
+                row["baseline"].as_str().unwrap_or_default(),
             );
             continue;
         }

@@ -5,7 +5,7 @@
 //! doctests. The machine's `python3` with `venv` and `pip` is required: a
 //! missing one fails the run, saying so; it is never skipped.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The build backend and test tools, pinned to the series the package is
@@ -19,15 +19,14 @@ const TOOLS: [&str; 5] = [
     "langgraph-checkpoint-conformance==0.0.2",
 ];
 
-/// Builds and tests the package; `database` is the test server's URL.
-pub(crate) fn check(database: &str) -> Result<(), String> {
-    let started = std::time::Instant::now();
+/// A fresh venv at `venv` with `tools` and the package built into it with
+/// cargo's `profile`; returns the venv's `bin` directory.
+pub(crate) fn install(venv: &Path, tools: &[&str], profile: &str) -> Result<PathBuf, String> {
     let root = crate::workspace_root()?;
     let target = crate::bench::target_dir()?;
-    let venv = target.join("python-venv");
-    let _ = std::fs::remove_dir_all(&venv);
+    let _ = std::fs::remove_dir_all(venv);
     run(
-        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        Command::new("python3").args(["-m", "venv"]).arg(venv),
         "python3 -m venv (install Python 3 with its venv module)",
     )?;
     let bin = venv.join("bin");
@@ -39,11 +38,11 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
     run(
         Command::new(bin.join("pip"))
             .args(["install", "-q", "--disable-pip-version-check"])
-            .args(TOOLS),
-        "pip install of maturin, pytest, mypy and LangGraph",
+            .args(tools),
+        &format!("pip install of {}", tools.join(", ")),
     )?;
-    // A dev build in the workspace's target directory: it reuses what the
-    // test build compiled.
+    // Built in the workspace's target directory: it reuses what cargo
+    // compiled for the same profile.
     run(
         Command::new(bin.join("pip"))
             .args([
@@ -53,11 +52,20 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
                 "--no-build-isolation",
             ])
             .arg(root.join("python"))
-            .arg("--config-settings=build-args=--profile=dev")
+            .arg(format!("--config-settings=build-args=--profile={profile}"))
             .env("CARGO_TARGET_DIR", &target)
             .env("PATH", &path),
         "pip install ./python",
     )?;
+    Ok(bin)
+}
+
+/// Builds and tests the package; `database` is the test server's URL.
+pub(crate) fn check(database: &str) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let root = crate::workspace_root()?;
+    let target = crate::bench::target_dir()?;
+    let bin = install(&target.join("python-venv"), &TOOLS, "dev")?;
     let tests = root.join("python").join("tests");
     // From the target directory, so the source tree's `agentctx` (without
     // its native module) does not shadow the installed one.
@@ -109,7 +117,7 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
 }
 
 /// Runs `command`, failing with `what` and its status.
-fn run(command: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run(command: &mut Command, what: &str) -> Result<(), String> {
     let status = command
         .status()
         .map_err(|e| format!("{what}: cannot run {}: {e}", program(command)))?;

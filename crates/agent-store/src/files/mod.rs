@@ -32,6 +32,7 @@
 mod anchor;
 mod cache;
 mod checkpoints;
+mod guard;
 mod json;
 mod keys;
 mod lock;

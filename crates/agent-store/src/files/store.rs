@@ -6,7 +6,7 @@ use crate::SnapshotWhen;
 
 use super::json::{json_body, splice};
 use super::lock::LockedFile;
-use super::open::{BOM, detect};
+use super::open::detect;
 use super::recovery;
 use super::trust::{self, Log};
 use crate::snapshot::Since;
@@ -48,6 +48,10 @@ pub struct FileStore {
     /// The held lock has been held since `seen` was checked against the
     /// file: nothing can have changed it.
     pub(super) verified: bool,
+    /// The held lock has been held since [`FileStore::guard`] passed and
+    /// nothing failed under it: the file's start and its batches in flight
+    /// are as the guard left them (every writer takes the lock first).
+    pub(super) guarded: bool,
     /// The tail read or appended since the newest snapshot.
     pub(super) since: Since,
     /// Warnings not yet handed out (sidecars ignored), see
@@ -136,6 +140,7 @@ impl FileStore {
             seen: Seen::default(),
             lock: None,
             verified: false,
+            guarded: false,
             since: Since::default(),
             warnings: Vec::new(),
             warned: Vec::new(),
@@ -319,7 +324,7 @@ impl FileStore {
         self.seen.prefix = (body.len(), recovery::fnv1a(body));
     }
 
-    fn replaced(&self, what: &'static str) -> Error {
+    pub(super) fn replaced(&self, what: &'static str) -> Error {
         Error::Replaced {
             name: self.name.clone(),
             what,
@@ -427,65 +432,6 @@ impl FileStore {
             Format::Json => fresh.read_json(file, &mut context)?,
         }
         Ok(context.len())
-    }
-
-    /// Runs `f` with the held lock, or with a lock taken just for it.
-    fn with_lock<T>(
-        &mut self,
-        exclusive: bool,
-        f: impl FnOnce(&mut Self, &mut LockedFile) -> Result<T>,
-    ) -> Result<T> {
-        if let Some(mut file) = self.lock.take() {
-            let result = self.guard(&mut file).and_then(|()| f(self, &mut file));
-            self.lock = Some(file);
-            return result;
-        }
-        let mut file = if exclusive {
-            LockedFile::open(&self.path, true).map_err(self.io("open for writing"))?
-        } else {
-            LockedFile::open_shared(&self.path).map_err(self.io("read"))?
-        };
-        self.guard(&mut file)?;
-        f(self, &mut file)
-    }
-
-    /// What every operation does first with the file locked: refuses a
-    /// byte order mark; then, under the exclusive lock, undoes a batch a
-    /// trusted record proves was cut short and sweeps dead writers'
-    /// temporary files, while under a shared lock it only hides such a
-    /// batch (reading never truncates).
-    fn guard(&mut self, file: &mut LockedFile) -> Result<()> {
-        if file.read_range(0, 3).map_err(self.io("read"))? == BOM {
-            return Err(Error::ByteOrderMark {
-                name: self.name.clone(),
-            });
-        }
-        if self.format != Format::Jsonl {
-            // Records of batches in flight are for JSONL only: a JSON array
-            // is rewritten whole, through a rename.
-            return Ok(());
-        }
-        let mut warnings = Vec::new();
-        if file.is_exclusive() {
-            let cut = recovery::recover(file, &mut warnings);
-            self.note(warnings);
-            let cut = cut.map_err(self.io("repair"))?;
-            if !self.swept {
-                self.swept = true;
-                recovery::sweep_temps(file.target());
-            }
-            if self.seen.file.is_some() && cut.is_some_and(|len| len < self.seen.end.offset as u64)
-            {
-                return Err(self.replaced("cut back (an interrupted append was undone)"));
-            }
-        } else {
-            let cap = recovery::in_flight(file, &mut warnings);
-            self.note(warnings);
-            if let Some(len) = cap.map_err(self.io("read"))? {
-                file.cap(len);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -663,7 +609,10 @@ impl Store for FileStore {
     fn lock(&mut self) -> Result<()> {
         if self.lock.is_none() {
             match LockedFile::open(&self.path, false) {
-                Ok(file) => self.lock = Some(file),
+                Ok(file) => {
+                    self.lock = Some(file);
+                    self.guarded = false;
+                }
                 // Missing: the append creates it, under a lock of its own.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => {
@@ -681,5 +630,6 @@ impl Store for FileStore {
     fn unlock(&mut self) {
         self.lock = None;
         self.verified = false;
+        self.guarded = false;
     }
 }
