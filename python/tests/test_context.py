@@ -203,3 +203,22 @@ def test_a_postgresql_context_is_shared_by_handles() -> None:
     second.apply({"_tool": "t", "_outputPath": "†state.m"}, 2)
     third = agentctx.open(url)
     assert third.view("state") == {"n": 1, "m": 2} and len(third) == 2
+
+
+def test_a_numbers_text_stays_in_the_log_and_python_gets_the_nearest_float(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "numbers.jsonl"
+    path.write_text(
+        '{"type":"state","data":{"price":1.50,"tiny":0.1000000000000000055511151231257827,'
+        '"huge":1e400}}\n'
+    )
+    ctx = agentctx.open(path)
+    view = ctx.view("state")
+    assert view == {"price": 1.5, "tiny": 0.1, "huge": float("inf")}
+    # The log keeps the text as written.
+    assert '"price":1.50' in path.read_text() and "1e400" in path.read_text()
+    # A float Python writes reads back as the same float.
+    for value in (0.1, 1e300, -2.5e-8, 123456789.125):
+        ctx.apply({"_tool": "t", "_outputPath": "†state.x"}, value)
+        assert agentctx.open(path).get("†state.x") == value

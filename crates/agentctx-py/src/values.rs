@@ -123,6 +123,10 @@ fn number_to_python<'py>(py: Python<'py>, number: &Number) -> PyResult<Bound<'py
         // An integer past 64 bits: Python's int holds it exactly.
         return py.get_type::<PyInt>().call1((text,));
     }
-    let float = number.as_f64().unwrap_or(f64::NAN);
+    // The nearest float, as Python's `float(text)` gives it: past the
+    // float's range that is an infinity (`1e400`), never a NaN.
+    let float: f64 = text
+        .parse()
+        .map_err(|_| PyValueError::new_err(format!("the number {text} is not a float")))?;
     Ok(PyFloat::new(py, float).into_any())
 }
