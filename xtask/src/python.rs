@@ -11,12 +11,14 @@ use std::process::Command;
 /// The build backend and test tools, pinned to the series the package is
 /// built and checked with; LangGraph and its own conformance suite, at the
 /// versions the checkpointer is held to.
-const TOOLS: [&str; 5] = [
+const TOOLS: [&str; 6] = [
     "maturin>=1.16,<1.17",
     "pytest>=8",
     "mypy>=1.10",
     "langgraph==1.2.22",
     "langgraph-checkpoint-conformance==0.0.2",
+    // The official MCP SDK, the client `agentctx mcp` is tested with.
+    "mcp>=2.3,<3",
 ];
 
 /// A fresh venv at `venv` with `tools` and the package built into it with
@@ -77,10 +79,29 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
             .env(crate::database::VARIABLE, database),
         "the Python tests",
     )?;
+    // `agentctx mcp` driven by the official MCP SDK (tests/mcp).
+    crate::cargo(&["build", "-q", "-p", "agent-cli"], &[])?;
+    let mcp_tests = root.join("tests").join("mcp");
+    run(
+        Command::new(bin.join("pytest"))
+            .args([
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-W",
+                "ignore::DeprecationWarning",
+            ])
+            .arg(&mcp_tests)
+            .current_dir(&target)
+            .env("AGENTCTX_BIN", target.join("debug").join("agentctx"))
+            .env(crate::database::VARIABLE, database),
+        "the MCP tests",
+    )?;
     run(
         Command::new(bin.join("mypy"))
             .args(["--strict", "--no-incremental"])
             .arg(&tests)
+            .arg(&mcp_tests)
             .current_dir(&target),
         "mypy --strict over the Python tests",
     )?;

@@ -49,6 +49,32 @@ pub(crate) struct ApplyArgs {
     key: Option<AppendKey>,
 }
 
+impl ApplyArgs {
+    /// `apply CONTEXT CALL --result RESULT --write [--key KEY]`: the
+    /// arguments `agentctx mcp`'s `apply` tool runs with (CALL and RESULT
+    /// as JSON text).
+    pub(crate) fn written(
+        context: &str,
+        call: String,
+        result: String,
+        key: Option<AppendKey>,
+    ) -> ApplyArgs {
+        ApplyArgs {
+            context: context.to_owned(),
+            call,
+            result: Some(result),
+            result_text: None,
+            failure: None,
+            outcome: None,
+            message: None,
+            date: None,
+            tool_schema: None,
+            write: true,
+            key,
+        }
+    }
+}
+
 /// Applies the outcome and prints the appended messages as JSONL.
 pub(crate) fn apply(args: ApplyArgs) -> Result<String, Failure> {
     let call = Call::parse(json_arg("CALL", &args.call)?).map_err(Failure::invalid)?;

@@ -101,11 +101,34 @@ pub(crate) fn print_value(value: &Value, pretty: bool) -> String {
     text + "\n"
 }
 
+std::thread_local! {
+    /// Set while [`captured`] runs: output is returned, never written.
+    static CAPTURE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `work` with what the commands print returned as text rather than
+/// streamed to stdout — for `agentctx mcp`, whose stdout is the protocol.
+pub(crate) fn captured<T>(work: impl FnOnce() -> T) -> T {
+    let before = CAPTURE.with(|c| c.replace(true));
+    let result = work();
+    CAPTURE.with(|c| c.set(before));
+    result
+}
+
 /// Writes `value` to stdout as [`print_value`] formats it, as it is
 /// serialised: a view of millions of items is never held a second time
-/// as text. Returns the empty output left to print.
+/// as text. Returns the empty output left to print — or, inside
+/// [`captured`], the whole text.
 pub(crate) fn stream_value(value: &impl serde::Serialize, pretty: bool) -> String {
     use std::io::Write;
+    if CAPTURE.with(std::cell::Cell::get) {
+        let text = if pretty {
+            serde_json::to_string_pretty(value)
+        } else {
+            serde_json::to_string(value)
+        };
+        return text.map_or_else(|e| format!("\"{e}\"\n"), |t| t + "\n");
+    }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = if pretty {
         serde_json::to_writer_pretty(&mut out, value)

@@ -13,6 +13,7 @@ mod input;
 mod inspect;
 mod keyed;
 mod looping;
+mod mcp;
 mod run;
 mod workers;
 mod write;
@@ -77,6 +78,11 @@ enum Command {
     /// 127.0.0.1: its log, its views at any point, and an event when it
     /// grows. Prints the URL first, then serves until killed.
     Inspect(inspect::InspectArgs),
+    /// Serve CONTEXT over the Model Context Protocol on stdio: tools (view,
+    /// resolve, instances, apply, append, render, verify, log), resources
+    /// (agentctx://log, agentctx://view/KIND) with subscriptions, and the
+    /// prompt `context`.
+    Mcp(mcp::McpArgs),
     /// Print where the newest plan of a PostgreSQL context stands: counts
     /// of done, running, ready, blocked and failed calls.
     Status(workers::StatusArgs),
@@ -347,6 +353,7 @@ fn main() -> ExitCode {
         Command::Worker(args) => workers::worker(args),
         Command::Status(args) => workers::status(args),
         Command::Inspect(args) => inspect::inspect(args),
+        Command::Mcp(args) => mcp::mcp(args),
         Command::View {
             context,
             kind,

@@ -19,6 +19,36 @@ pub(crate) fn append(
     messages: &str,
     key: Option<&AppendKey>,
 ) -> Result<String, Failure> {
+    let done = append_counted(context, messages, key)?;
+    // stdout stays empty (spec §10); stderr says what happened.
+    eprintln!(
+        "appended {} message(s); {} now has {} message(s)",
+        done.appended, done.name, done.length
+    );
+    if crate::input::PRINT_HEAD.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("head: {} ({} messages)", done.head, done.length);
+    }
+    Ok(String::new())
+}
+
+/// What [`append_counted`] did.
+pub(crate) struct Appended {
+    /// Messages appended now (none when the key's append had landed).
+    pub(crate) appended: usize,
+    /// The context's name (a URL without its password).
+    pub(crate) name: String,
+    /// Its length after.
+    pub(crate) length: usize,
+    /// Its head after, as hex.
+    pub(crate) head: String,
+}
+
+/// [`append`]'s work, without printing.
+pub(crate) fn append_counted(
+    context: &str,
+    messages: &str,
+    key: Option<&AppendKey>,
+) -> Result<Appended, Failure> {
     let messages = parse_messages(messages)?;
     crate::hints::check_messages(&messages, "MESSAGES")?;
     let mut stored = open_stored(context, true, Reading::Views)?;
@@ -37,14 +67,12 @@ pub(crate) fn append(
             if landed_before { 0 } else { messages.len() }
         }
     };
-    // stdout stays empty (spec §10); stderr says what happened.
-    eprintln!(
-        "appended {appended} message(s); {} now has {} message(s)",
-        stored.store().name(),
-        stored.context().len()
-    );
-    crate::input::print_head(stored.context());
-    Ok(String::new())
+    Ok(Appended {
+        appended,
+        name: stored.store().name().to_owned(),
+        length: stored.context().len(),
+        head: stored.context().head().to_string(),
+    })
 }
 
 /// `agentctx assign CONTEXT INPUTS [--write]`: each input of the JSON
