@@ -224,3 +224,53 @@ def test_a_missing_context_fails_before_serving(tmp_path: Path) -> None:
     )
     assert out.returncode != 0 and out.stdout == ""
     assert "error:" in out.stderr
+
+
+def test_over_http_it_answers_its_own_address_only(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    context = seeded(str(tmp_path / "h.jsonl"))
+    server = subprocess.Popen(
+        [BIN, "mcp", context, "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+
+        async def main() -> None:
+            async with streamable_http_client(url) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    view = await session.call_tool("view", {"kind": "state"})
+                    assert view.structured_content is not None
+                    assert view.structured_content["view"]["user"] == {"name": "Ada"}
+
+        asyncio.run(main())
+
+        def status(headers: dict[str, str]) -> int:
+            request = urllib.request.Request(
+                url,
+                data=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+                method="POST",
+                headers={
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                    **headers,
+                },
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as error:
+                return int(error.code)
+
+        port = url.split(":")[2].split("/")[0]
+        assert status({"Host": f"evil.example:{port}"}) == 403
+        assert status({"Origin": "http://evil.example"}) == 403
+    finally:
+        server.kill()
+        server.wait(timeout=10)

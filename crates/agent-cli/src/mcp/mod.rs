@@ -1,5 +1,7 @@
 //! `agentctx mcp CONTEXT`: the context served as memory to any agent over
-//! the Model Context Protocol (the official Rust SDK, `rmcp`), on stdio.
+//! the Model Context Protocol (the official Rust SDK, `rmcp`), on stdio, or
+//! with `--http` as Streamable HTTP at `http://127.0.0.1:PORT/mcp`
+//! (127.0.0.1 only; a `Host` or `Origin` naming anything else refused).
 //!
 //! - Tools (`tools.rs`): `view`, `resolve`, `instances`, `apply`,
 //!   `append`, `render`, `verify`, `log` — each the command of the same
@@ -26,6 +28,13 @@ pub(crate) struct McpArgs {
     /// Serve no tool that writes (`apply`, `append`).
     #[arg(long)]
     read_only: bool,
+    /// Serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of
+    /// stdio; the URL is printed first.
+    #[arg(long)]
+    http: bool,
+    /// With --http, the port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0, requires = "http")]
+    port: u16,
 }
 
 /// Serves the context on stdio until the client closes it.
@@ -42,6 +51,14 @@ pub(crate) fn mcp(args: McpArgs) -> Result<String, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::invalid(format!("cannot start the server: {e}")))?;
-    runtime.block_on(server::serve(args.context, args.read_only))?;
+    if args.http {
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, args.port))
+            .map_err(|e| {
+                Failure::invalid(format!("cannot listen on 127.0.0.1:{}: {e}", args.port))
+            })?;
+        runtime.block_on(server::serve_http(listener, args.context, args.read_only))?;
+    } else {
+        runtime.block_on(server::serve(args.context, args.read_only))?;
+    }
     Ok(String::new())
 }

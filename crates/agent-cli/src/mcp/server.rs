@@ -44,13 +44,18 @@ struct Subscriptions {
     watching: bool,
 }
 
+impl Server {
+    fn new(context: Arc<str>, read_only: bool) -> Server {
+        Server {
+            context,
+            read_only,
+            subscriptions: Arc::default(),
+        }
+    }
+}
+
 pub(super) async fn serve(context: String, read_only: bool) -> Result<(), Failure> {
-    let server = Server {
-        context: context.into(),
-        read_only,
-        subscriptions: Arc::default(),
-    };
-    let running = server
+    let running = Server::new(context.into(), read_only)
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| Failure::invalid(format!("mcp: the client did not start a session: {e}")))?;
@@ -59,6 +64,47 @@ pub(super) async fn serve(context: String, read_only: bool) -> Result<(), Failur
         .await
         .map_err(|e| Failure::invalid(format!("mcp: the session ended: {e}")))?;
     Ok(())
+}
+
+/// Serves Streamable HTTP on `listener` (bound to 127.0.0.1) at `/mcp`,
+/// a session of its own for each client, until killed. A request whose
+/// `Host` is not this address, or whose `Origin` is not this server's, is
+/// refused (DNS rebinding, a web page reaching a local server).
+pub(super) async fn serve_http(
+    listener: std::net::TcpListener,
+    context: String,
+    read_only: bool,
+) -> Result<(), Failure> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let port = listener
+        .local_addr()
+        .map_err(|e| Failure::invalid(format!("cannot tell the port listened on: {e}")))?
+        .port();
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Failure::invalid(format!("cannot listen: {e}")))?;
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .map_err(|e| Failure::invalid(format!("cannot listen: {e}")))?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts([format!("127.0.0.1:{port}")])
+        .with_allowed_origins([format!("http://127.0.0.1:{port}")])
+        .enforce_origin_validation();
+    let context: Arc<str> = context.into();
+    let service = StreamableHttpService::new(
+        move || Ok(Server::new(Arc::clone(&context), read_only)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // The URL first, and at once: whoever started us reads it to connect.
+    crate::stdout(&format!("{url}\n"));
+    eprintln!("mcp: serving at {url}");
+    axum::serve(listener, router)
+        .await
+        .map_err(|e| Failure::invalid(format!("mcp: the server stopped: {e}")))
 }
 
 /// Runs a command on a blocking thread.
