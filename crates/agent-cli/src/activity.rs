@@ -182,7 +182,7 @@ fn run_bounded(
 }
 
 /// Sends SIGKILL to every process of group `group` (none left is fine).
-fn kill_group(group: u32) {
+pub(crate) fn kill_group(group: u32) {
     let _ = Command::new("kill")
         .args(["-s", "KILL", "--", &format!("-{group}")])
         .stdout(Stdio::null())

@@ -21,6 +21,11 @@ pub(crate) struct RunArgs {
     /// call on stdin, the result as JSON on stdout). Repeatable.
     #[arg(long = "activity")]
     activities: Vec<String>,
+    /// 'COMMAND ARGS…' (or 'NAME=COMMAND…'): start this MCP server and run
+    /// each of its tools as the activity of that name (NAME.TOOL); the
+    /// call's parameters are the tool's arguments. Repeatable.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    mcp: Vec<String>,
     /// Seconds an activity may run before it and every process it started
     /// are killed (the call fails: "timed out after S s").
     #[arg(long, default_value_t = 600)]
@@ -65,9 +70,15 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     for (i, call) in plan.calls().iter().enumerate() {
         crate::hints::check_call(call, &format!("PLAN call {i}"))?;
     }
-    let activities = crate::activity::activities(
+    let mut activities = crate::activity::activities(
         &args.activities,
         crate::activity::Limits::with_timeout(args.activity_timeout),
+    )?;
+    // Alive until the run ends: their tools are activities.
+    let _servers = crate::mcp::client::start(
+        &args.mcp,
+        std::time::Duration::from_secs(args.activity_timeout),
+        &mut activities,
     )?;
     if args.dry_run {
         warn_literal_references(&plan, &load_context(&args.context, Reading::Views)?);

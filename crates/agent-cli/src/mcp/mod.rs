@@ -15,6 +15,7 @@
 //! The commands run on blocking threads; stdout carries only the
 //! protocol, and what the commands say on stderr goes to the client's log.
 
+pub(crate) mod client;
 mod server;
 mod tools;
 
