@@ -38,7 +38,7 @@ def statuses(report: dict[str, Any]) -> list[str]:
     return [str(c["status"]) for c in report["calls"]]
 
 
-def test_a_servers_tools_are_activities_their_results_written(tmp_path: Path) -> None:
+def test_r43_a_servers_tools_are_activities_their_results_written(tmp_path: Path) -> None:
     where = context(tmp_path)
     report, _ = run(where, [
         {"_tool": "add", "a": "†state.x", "b": 40, "_outputPath": "†state.sum"},
@@ -49,7 +49,7 @@ def test_a_servers_tools_are_activities_their_results_written(tmp_path: Path) ->
     assert view(where) == {"x": 2, "word": "hi", "sum": {"sum": 42}, "loud": {"result": "HI"}}
 
 
-def test_is_error_and_a_schema_mismatch_are_the_calls_failures(tmp_path: Path) -> None:
+def test_r43_is_error_and_a_schema_mismatch_are_the_calls_failures(tmp_path: Path) -> None:
     where = context(tmp_path)
     report, _ = run(where, [
         {"_tool": "boom", "_outputPath": "†state.ok || †state.failed"},
@@ -64,7 +64,7 @@ def test_is_error_and_a_schema_mismatch_are_the_calls_failures(tmp_path: Path) -
     )
 
 
-def test_two_servers_with_one_tool_name_are_refused_until_named(tmp_path: Path) -> None:
+def test_r43_two_servers_with_one_tool_name_are_refused_until_named(tmp_path: Path) -> None:
     where = context(tmp_path)
     out = subprocess.run(
         [BIN, "run", where, "[]", "--mcp", SERVER, "--mcp", SERVER],
@@ -77,7 +77,7 @@ def test_two_servers_with_one_tool_name_are_refused_until_named(tmp_path: Path) 
     assert statuses(report) == ["done"] and view(where)["b"] == {"sum": 3}
 
 
-def test_a_call_past_the_timeout_fails_and_the_run_goes_on(tmp_path: Path) -> None:
+def test_r43_a_call_past_the_timeout_fails_and_the_run_goes_on(tmp_path: Path) -> None:
     where = context(tmp_path)
     report, _ = run(where, [
         {"_tool": "nap", "seconds": 60, "_outputPath": "†state.nap || †state.napFailed"},
@@ -89,7 +89,7 @@ def test_a_call_past_the_timeout_fails_and_the_run_goes_on(tmp_path: Path) -> No
     assert state["after"] == {"result": "AFTER"}
 
 
-def test_a_server_that_dies_mid_call_fails_that_call_only(tmp_path: Path) -> None:
+def test_r43_a_server_that_dies_mid_call_fails_that_call_only(tmp_path: Path) -> None:
     where = context(tmp_path)
     before = len(Path(where).read_text().splitlines())
     report, _ = run(where, [
@@ -101,10 +101,31 @@ def test_a_server_that_dies_mid_call_fails_that_call_only(tmp_path: Path) -> Non
     assert len(Path(where).read_text().splitlines()) == before + 1
 
 
-def test_an_answer_past_the_line_bound_is_never_held(tmp_path: Path) -> None:
+def test_r43_an_answer_past_the_line_bound_is_never_held(tmp_path: Path) -> None:
     where = context(tmp_path)
     report, _ = run(where, [
         {"_tool": "flood", "megabytes": 100, "_outputPath": "†state.flood || †state.flooded"},
     ], "--mcp", SERVER, "--activity-timeout", "5")
     assert statuses(report) == ["done"]
     assert view(where)["flooded"]["error"] == '"flood" did not answer in 5 s'
+
+
+def test_r43_a_worker_runs_a_stored_plan_with_an_mcp_servers_tools() -> None:
+    import uuid
+
+    database = os.environ.get("AGENTCTX_TEST_DATABASE_URL", "postgres://root@127.0.0.1:5432/test")
+    where = f"{database}?context=mcp-worker-{uuid.uuid4().hex[:12]}"
+    messages = [
+        {"type": "state", "data": {"x": 2}},
+        {"type": "plan", "calls": [
+            {"_tool": "add", "a": "†state.x", "b": 3, "_outputPath": "†state.sum"},
+            {"_tool": "shout", "text": "done", "_outputPath": "†state.loud"},
+        ]},
+    ]
+    subprocess.run([BIN, "append", where, json.dumps(messages)], check=True, capture_output=True)
+    out = subprocess.run(
+        [BIN, "worker", where, "--mcp", SERVER, "--until-idle"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert view(where) == {"x": 2, "sum": {"sum": 5}, "loud": {"result": "DONE"}}

@@ -51,7 +51,7 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def test_an_endless_line_costs_bounded_memory_and_the_session_goes_on(tmp_path: Path) -> None:
+def test_r42_an_endless_line_costs_bounded_memory_and_the_session_goes_on(tmp_path: Path) -> None:
     server = start(tmp_path)
     assert server.stdin is not None
     started = time.monotonic()
@@ -70,7 +70,7 @@ def test_an_endless_line_costs_bounded_memory_and_the_session_goes_on(tmp_path: 
     assert server.wait(timeout=10) == 0
 
 
-def test_what_the_peer_sends_is_quoted_in_what_comes_back(tmp_path: Path) -> None:
+def test_r42_what_the_peer_sends_is_quoted_in_what_comes_back(tmp_path: Path) -> None:
     server = start(tmp_path)
     send(server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                   "params": {"name": "view", "arguments": {"kind": "state", "\u001b[2J\u202e": 1}}})

@@ -58,7 +58,7 @@ def log_length(context: str) -> int:
     return int(json.loads(out.stdout)["messages"])
 
 
-def test_the_tools_are_listed_with_their_input_schemas(context: str) -> None:
+def test_r42_the_tools_are_listed_with_their_input_schemas(context: str) -> None:
     async def body(session: ClientSession) -> None:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert sorted(tools) == sorted(
@@ -70,7 +70,7 @@ def test_the_tools_are_listed_with_their_input_schemas(context: str) -> None:
     served(context, body)
 
 
-def test_reads_answer_with_structured_content(context: str) -> None:
+def test_r42_reads_answer_with_structured_content(context: str) -> None:
     async def body(session: ClientSession) -> None:
         view = await session.call_tool("view", {"kind": "state"})
         assert not view.is_error
@@ -94,7 +94,7 @@ def test_reads_answer_with_structured_content(context: str) -> None:
     served(context, body)
 
 
-def test_a_write_lands_once_and_a_refusal_says_why_and_writes_nothing(context: str) -> None:
+def test_r42_a_write_lands_once_and_a_refusal_says_why_and_writes_nothing(context: str) -> None:
     async def body(session: ClientSession) -> None:
         call = {"_tool": "count", "_outputPath": "†state.n"}
         refused = await session.call_tool("apply", {"call": call, "result": "one"})
@@ -123,7 +123,7 @@ def test_a_write_lands_once_and_a_refusal_says_why_and_writes_nothing(context: s
     served(context, body)
 
 
-def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_r42_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
     context = seeded(str(tmp_path / "c.jsonl"))
 
     async def body(session: ClientSession) -> None:
@@ -149,7 +149,7 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path) -> None:
     served(context, body)
 
 
-def test_read_only_serves_no_writing_tool(tmp_path: Path) -> None:
+def test_r42_read_only_serves_no_writing_tool(tmp_path: Path) -> None:
     context = seeded(str(tmp_path / "ro.jsonl"))
 
     async def body(session: ClientSession) -> None:
@@ -162,7 +162,7 @@ def test_read_only_serves_no_writing_tool(tmp_path: Path) -> None:
     assert log_length(context) == 1
 
 
-def test_a_subscriber_hears_of_another_process_appending(context: str) -> None:
+def test_r42_a_subscriber_hears_of_another_process_appending(context: str) -> None:
     updates: list[str] = []
 
     async def body(session: ClientSession) -> None:
@@ -191,7 +191,7 @@ def test_a_subscriber_hears_of_another_process_appending(context: str) -> None:
     served(context, body, updates=updates)
 
 
-def test_the_context_prompt_is_what_the_model_sees(tmp_path: Path) -> None:
+def test_r42_the_context_prompt_is_what_the_model_sees(tmp_path: Path) -> None:
     context = seeded(str(tmp_path / "p.jsonl"))
 
     async def body(session: ClientSession) -> None:
@@ -203,7 +203,7 @@ def test_the_context_prompt_is_what_the_model_sees(tmp_path: Path) -> None:
     served(context, body)
 
 
-def test_an_edited_log_is_a_verify_finding(tmp_path: Path) -> None:
+def test_r42_an_edited_log_is_a_verify_finding(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     context = seeded(str(path))
     subprocess.run([BIN, "append", context, json.dumps({"type": "state", "data": {"n": 2}})], check=True)
@@ -218,7 +218,7 @@ def test_an_edited_log_is_a_verify_finding(tmp_path: Path) -> None:
     served(context, body)
 
 
-def test_a_missing_context_fails_before_serving(tmp_path: Path) -> None:
+def test_r42_a_missing_context_fails_before_serving(tmp_path: Path) -> None:
     out = subprocess.run(
         [BIN, "mcp", "postgres:/nowhere"], capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
@@ -226,7 +226,7 @@ def test_a_missing_context_fails_before_serving(tmp_path: Path) -> None:
     assert "error:" in out.stderr
 
 
-def test_over_http_it_answers_its_own_address_only(tmp_path: Path) -> None:
+def test_r42_over_http_it_answers_its_own_address_only(tmp_path: Path) -> None:
     import urllib.error
     import urllib.request
 

@@ -48,7 +48,14 @@ pub(crate) fn check() -> Result<(), String> {
     for dir in ["crates", "tests", "xtask", "examples"] {
         collect(&root, dir, &mut sources)?;
     }
-    let tests = test_names(&sources);
+    let mut tests = test_names(&sources);
+    // Tests in Python too: the package's, and the MCP tests' (driven by
+    // the official SDK).
+    let mut python = Vec::new();
+    for dir in ["tests", "python"] {
+        collect_ext(&root, &root.join(dir), "py", &mut python)?;
+    }
+    tests.extend(python_test_names(&python));
     let mut problems = Vec::new();
     problems.extend(uncited_rules(&rules(&spec), &tests, &PENDING));
     problems.extend(missing_map_rows(&rules(&spec), &map));
@@ -202,6 +209,24 @@ fn matches(pattern: &str, name: &str) -> bool {
         }
     }
     rest.ends_with(last)
+}
+
+/// The test functions of Python test files (`def test_…`), without the
+/// `test_` pytest wants, so they cite rules as Rust tests do.
+fn python_test_names(sources: &[(String, String)]) -> Vec<String> {
+    let mut names = Vec::new();
+    for (_, text) in sources {
+        for part in text.split("def test_").skip(1) {
+            let name: String = part
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// Function names in test code: everything in files under a `tests`

@@ -39,6 +39,11 @@ pub(crate) struct LoopArgs {
     /// without one are carried out by the model.
     #[arg(long = "activity")]
     activities: Vec<String>,
+    /// 'COMMAND ARGS…' (or 'NAME=COMMAND…'): start this MCP server and run
+    /// each of its tools as the activity of that name (NAME.TOOL).
+    /// Repeatable.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    mcp: Vec<String>,
     /// Seconds an activity may run before it and every process it started
     /// are killed (the call fails: "timed out after S s").
     #[arg(long, default_value_t = 600)]
@@ -118,9 +123,15 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     if args.max_answer_bytes == 0 {
         return Err(Failure::usage("--max-answer-bytes must be at least 1"));
     }
-    let activities = crate::activity::activities(
+    let mut activities = crate::activity::activities(
         &args.activities,
         crate::activity::Limits::with_timeout(args.activity_timeout),
+    )?;
+    // Alive until this command ends: their tools are activities.
+    let servers = crate::mcp::client::start(
+        &args.mcp,
+        std::time::Duration::from_secs(args.activity_timeout),
+        &mut activities,
     )?;
     let mut settings = Loop::new(args.model.as_str());
     settings.max_turns = args.max_turns;
@@ -146,6 +157,12 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
                 .tools
                 .push(Tool::new(tool, &format!("--tools tool {i}")).map_err(Failure::invalid)?);
         }
+    }
+    // An MCP server's tools are offered to the model as `--tools` entries are.
+    for (i, schema) in servers.iter().flat_map(|s| s.schemas.iter()).enumerate() {
+        settings
+            .tools
+            .push(Tool::new(schema.clone(), &format!("--mcp tool {i}")).map_err(Failure::invalid)?);
     }
     if let Some(schema) = &args.output_schema {
         settings.output_schema = Some(json_arg("--output-schema", schema)?);

@@ -16,6 +16,11 @@ pub(crate) struct WorkerArgs {
     /// call on stdin, the result as JSON on stdout). At least one.
     #[arg(long = "activity")]
     activities: Vec<String>,
+    /// 'COMMAND ARGS…' (or 'NAME=COMMAND…'): start this MCP server and run
+    /// each of its tools as the activity of that name (NAME.TOOL).
+    /// Repeatable.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    mcp: Vec<String>,
     /// Activities this worker runs at once.
     #[arg(long, default_value_t = 1)]
     concurrency: usize,
@@ -77,10 +82,10 @@ fn postgres_only(command: &str, context: &str) -> Result<(), Failure> {
 /// stands (exit 0 all done, 1 a call failed, 3 calls blocked).
 pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     postgres_only("worker", &args.context)?;
-    if args.activities.is_empty() {
+    if args.activities.is_empty() && args.mcp.is_empty() {
         return Err(Failure::usage(
-            "worker needs at least one --activity NAME=COMMAND: a worker with no activities \
-             could run nothing",
+            "worker needs at least one --activity NAME=COMMAND or --mcp COMMAND: a worker with \
+             no activities could run nothing",
         ));
     }
     if args.concurrency == 0 {
@@ -89,9 +94,15 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     if !(args.lease.is_finite() && args.lease >= 0.1) {
         return Err(Failure::usage("--lease must be at least 0.1 seconds"));
     }
-    let activities = crate::activity::activities(
+    let mut activities = crate::activity::activities(
         &args.activities,
         crate::activity::Limits::with_timeout(args.activity_timeout),
+    )?;
+    // Alive until this command ends: their tools are activities.
+    let _servers = crate::mcp::client::start(
+        &args.mcp,
+        std::time::Duration::from_secs(args.activity_timeout),
+        &mut activities,
     )?;
     let clock = crate::input::clock(args.date.as_deref())?;
     let mut options = WorkerOptions::new(args.name.unwrap_or_else(default_name));

@@ -34,6 +34,9 @@ pub(crate) struct McpServers {
     /// Each server's process group: what a server started is ended with
     /// it, even a tool still running past its call's timeout.
     groups: Vec<u32>,
+    /// Each tool as `loop` offers tools to the model: its input schema
+    /// with `properties._tool.const` its activity's name.
+    pub(crate) schemas: Vec<AgentValue>,
 }
 
 impl Drop for McpServers {
@@ -83,6 +86,7 @@ pub(crate) fn start(
         runtime,
         running: Vec::new(),
         groups: Vec::new(),
+        schemas: Vec::new(),
     };
     let mut served_by: BTreeMap<String, String> = activities
         .tools()
@@ -133,6 +137,9 @@ pub(crate) fn start(
                     agent_core::quoted(&tool.name)
                 ))
             })?;
+            if let Some(offered) = offered(&name, &tool) {
+                servers.schemas.push(offered);
+            }
             activities.register(
                 name,
                 McpActivity {
@@ -146,6 +153,28 @@ pub(crate) fn start(
         }
     }
     Ok(Some(servers))
+}
+
+/// A tool as `loop` offers it to the model (as a `--tools` entry): its
+/// input schema, its description, and `_tool` fixed to `name`.
+fn offered(name: &str, tool: &rmcp::model::Tool) -> Option<AgentValue> {
+    let mut schema = (*tool.input_schema).clone();
+    let mut properties = match schema.remove("properties") {
+        Some(Value::Object(properties)) => properties,
+        _ => Map::new(),
+    };
+    properties.insert("_tool".into(), serde_json::json!({"const": name}));
+    let mut required = vec![Value::from("_tool")];
+    if let Some(Value::Array(listed)) = schema.remove("required") {
+        required.extend(listed);
+    }
+    schema.insert("type".into(), Value::from("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), Value::Array(required));
+    if let Some(description) = &tool.description {
+        schema.insert("description".into(), Value::from(description.to_string()));
+    }
+    from_serde(&Value::Object(schema))
 }
 
 /// One tool of one server, as an activity.

@@ -428,8 +428,8 @@ fn r34d_bad_worker_arguments_are_usage_errors() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["--until-idle"],
-            "worker needs at least one --activity NAME=COMMAND: a worker with no activities \
-             could run nothing",
+            "worker needs at least one --activity NAME=COMMAND or --mcp COMMAND: a worker with \
+             no activities could run nothing",
         ),
         (
             &["--activity", "t=cat", "--concurrency", "0"],
