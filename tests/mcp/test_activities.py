@@ -129,3 +129,33 @@ def test_r43_a_worker_runs_a_stored_plan_with_an_mcp_servers_tools() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert view(where) == {"x": 2, "sum": {"sum": 5}, "loud": {"result": "DONE"}}
+
+
+def test_r43_a_server_over_http_serves_activities_too(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("tool_server.py"))],
+        env={**os.environ, "MCP_HTTP_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        where = context(tmp_path)
+        report, _ = run(where, [
+            {"_tool": "web.shout", "text": "†state.word", "_outputPath": "†state.loud"},
+        ], "--mcp-http", f"web=http://127.0.0.1:{port}/mcp")
+        assert statuses(report) == ["done"]
+        assert view(where)["loud"] == {"result": "HI"}
+    finally:
+        server.kill()
+        server.wait(timeout=10)

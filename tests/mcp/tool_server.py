@@ -1,6 +1,7 @@
 """An MCP server of tools for the tests of `--mcp` (the official SDK's
 MCPServer, over stdio). `python tool_server.py [PREFIX]` names its tools
-PREFIX + name, so two servers can be made to clash or not."""
+PREFIX + name, so two servers can be made to clash or not; with
+`MCP_HTTP_PORT` set it serves Streamable HTTP on 127.0.0.1 instead."""
 
 import os
 import sys
@@ -50,4 +51,8 @@ def flood(megabytes: int) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    port = os.environ.get("MCP_HTTP_PORT")
+    if port:
+        server.run("streamable-http", host="127.0.0.1", port=int(port))
+    else:
+        server.run("stdio")

@@ -44,6 +44,10 @@ pub(crate) struct LoopArgs {
     /// Repeatable.
     #[arg(long = "mcp", value_name = "COMMAND")]
     mcp: Vec<String>,
+    /// URL (or NAME=URL): an MCP server over Streamable HTTP, its tools
+    /// activities as with --mcp. Repeatable.
+    #[arg(long = "mcp-http", value_name = "URL")]
+    mcp_http: Vec<String>,
     /// Seconds an activity may run before it and every process it started
     /// are killed (the call fails: "timed out after S s").
     #[arg(long, default_value_t = 600)]
@@ -130,6 +134,7 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     // Alive until this command ends: their tools are activities.
     let servers = crate::mcp::client::start(
         &args.mcp,
+        &args.mcp_http,
         std::time::Duration::from_secs(args.activity_timeout),
         &mut activities,
     )?;

@@ -21,6 +21,10 @@ pub(crate) struct WorkerArgs {
     /// Repeatable.
     #[arg(long = "mcp", value_name = "COMMAND")]
     mcp: Vec<String>,
+    /// URL (or NAME=URL): an MCP server over Streamable HTTP, its tools
+    /// activities as with --mcp. Repeatable.
+    #[arg(long = "mcp-http", value_name = "URL")]
+    mcp_http: Vec<String>,
     /// Activities this worker runs at once.
     #[arg(long, default_value_t = 1)]
     concurrency: usize,
@@ -82,7 +86,7 @@ fn postgres_only(command: &str, context: &str) -> Result<(), Failure> {
 /// stands (exit 0 all done, 1 a call failed, 3 calls blocked).
 pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     postgres_only("worker", &args.context)?;
-    if args.activities.is_empty() && args.mcp.is_empty() {
+    if args.activities.is_empty() && args.mcp.is_empty() && args.mcp_http.is_empty() {
         return Err(Failure::usage(
             "worker needs at least one --activity NAME=COMMAND or --mcp COMMAND: a worker with \
              no activities could run nothing",
@@ -101,6 +105,7 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     // Alive until this command ends: their tools are activities.
     let _servers = crate::mcp::client::start(
         &args.mcp,
+        &args.mcp_http,
         std::time::Duration::from_secs(args.activity_timeout),
         &mut activities,
     )?;

@@ -1,7 +1,8 @@
 //! MCP servers' tools as activities: `--mcp 'COMMAND ARGS…'` starts a
-//! server (through `sh -c`, as `--activity` runs its command) and registers
-//! each of its tools as an activity of that name; `--mcp 'NAME=COMMAND…'`
-//! names them `NAME.TOOL`.
+//! server (through `sh -c`, as `--activity` runs its command), and
+//! `--mcp-http URL` connects to one over Streamable HTTP; each of its tools
+//! is registered as an activity of that name. `--mcp 'NAME=COMMAND…'` (and
+//! `--mcp-http 'NAME=URL'`) names them `NAME.TOOL`.
 //!
 //! A call's parameters (its keys without a leading `_`, references
 //! already resolved) are the tool's arguments, checked against the tool's
@@ -18,7 +19,8 @@ use agent_output::Outcome;
 use agent_plan::{Activities, Activity};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -70,11 +72,12 @@ fn parse(spec: &str) -> (Option<&str>, &str) {
 /// each call bounded by `timeout`. A tool name two servers (or a server
 /// and an `--activity`) share is an error naming both.
 pub(crate) fn start(
-    specs: &[String],
+    commands: &[String],
+    urls: &[String],
     timeout: Duration,
     activities: &mut Activities,
 ) -> Result<Option<McpServers>, Failure> {
-    if specs.is_empty() {
+    if commands.is_empty() && urls.is_empty() {
         return Ok(None);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -93,28 +96,52 @@ pub(crate) fn start(
         .into_iter()
         .map(|tool| (tool, "--activity".to_owned()))
         .collect();
-    for spec in specs {
-        let (prefix, command) = parse(spec);
-        let shown = agent_core::quoted(spec);
-        let mut process = tokio::process::Command::new("sh");
-        process.arg("-c").arg(command).process_group(0);
-        let groups = &mut servers.groups;
-        let started = servers.runtime.block_on(async {
-            let transport =
-                TokioChildProcess::new(process).map_err(|e| format!("cannot start it: {e}"))?;
-            groups.extend(transport.id());
-            let service = tokio::time::timeout(START, ().serve(transport))
-                .await
-                .map_err(|_| format!("no answer to initialize in {} s", START.as_secs()))?
-                .map_err(|e| format!("it did not start a session: {e}"))?;
-            let tools = tokio::time::timeout(START, service.list_all_tools())
-                .await
-                .map_err(|_| format!("no tool list in {} s", START.as_secs()))?
-                .map_err(|e| format!("its tool list: {e}"))?;
-            Ok::<_, String>((service, tools))
-        });
-        let (service, tools) =
-            started.map_err(|e| Failure::invalid(format!("--mcp {shown}: {e}")))?;
+    // A session on `$transport`, and its tools, within `START`.
+    macro_rules! connect {
+        ($transport:expr) => {
+            async {
+                let service = tokio::time::timeout(START, ().serve($transport))
+                    .await
+                    .map_err(|_| format!("no answer to initialize in {} s", START.as_secs()))?
+                    .map_err(|e| format!("it did not start a session: {e}"))?;
+                let tools = tokio::time::timeout(START, service.list_all_tools())
+                    .await
+                    .map_err(|_| format!("no tool list in {} s", START.as_secs()))?
+                    .map_err(|e| format!("its tool list: {e}"))?;
+                Ok::<_, String>((service, tools))
+            }
+        };
+    }
+    let sources = commands
+        .iter()
+        .map(|c| (c, false))
+        .chain(urls.iter().map(|u| (u, true)));
+    for (spec, is_url) in sources {
+        let (prefix, target) = parse(spec);
+        let option = if is_url { "--mcp-http" } else { "--mcp" };
+        let shown = format!("{option} {}", agent_core::quoted(spec));
+        let started = if is_url {
+            let config = StreamableHttpClientTransportConfig::with_uri(target.to_owned());
+            match http_client() {
+                // Made inside the runtime: the transport spawns its worker.
+                Ok(client) => servers.runtime.block_on(async {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    connect!(transport).await
+                }),
+                Err(e) => Err(e),
+            }
+        } else {
+            let mut process = tokio::process::Command::new("sh");
+            process.arg("-c").arg(target).process_group(0);
+            let groups = &mut servers.groups;
+            servers.runtime.block_on(async {
+                let transport =
+                    TokioChildProcess::new(process).map_err(|e| format!("cannot start it: {e}"))?;
+                groups.extend(transport.id());
+                connect!(transport).await
+            })
+        };
+        let (service, tools) = started.map_err(|e| Failure::invalid(format!("{shown}: {e}")))?;
         let peer = service.peer().clone();
         servers.running.push(service);
         for tool in tools {
@@ -124,8 +151,8 @@ pub(crate) fn start(
             };
             if let Some(other) = served_by.get(&name) {
                 return Err(Failure::usage(format!(
-                    "--mcp: the tool {} is served by both {other} and {shown}: name one \
-                     server's tools with --mcp 'NAME=COMMAND…'",
+                    "the tool {} is served by both {other} and {shown}: name one \
+                     server's tools with --mcp 'NAME=COMMAND…' (or --mcp-http 'NAME=URL')",
                     agent_core::quoted(&name)
                 )));
             }
@@ -133,7 +160,7 @@ pub(crate) fn start(
             let schema = Value::Object((*tool.input_schema).clone());
             let validator = jsonschema::validator_for(&schema).map_err(|e| {
                 Failure::invalid(format!(
-                    "--mcp {shown}: the inputSchema of {} is not a schema: {e}",
+                    "{shown}: the inputSchema of {} is not a schema: {e}",
                     agent_core::quoted(&tool.name)
                 ))
             })?;
@@ -153,6 +180,26 @@ pub(crate) fn start(
         }
     }
     Ok(Some(servers))
+}
+
+/// The HTTP client of `--mcp-http`: rustls with its own ring provider
+/// (none is installed process-wide, as for the model's server) and no
+/// redirects (an untrusted server's redirect would take the calls
+/// elsewhere; D53: the server is untrusted).
+fn http_client() -> Result<reqwest::Client, String> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| builder.with_platform_verifier())
+        .map_err(|e| format!("cannot configure TLS: {e}"))?
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
 
 /// A tool as `loop` offers it to the model (as a `--tools` entry): its
