@@ -159,3 +159,28 @@ def test_r43_a_server_over_http_serves_activities_too(tmp_path: Path) -> None:
     finally:
         server.kill()
         server.wait(timeout=10)
+
+
+HOSTILE = f"{sys.executable} {Path(__file__).with_name('hostile_server.py')}"
+EVIL = "evil\u001b[2J\u202etool"
+
+
+def test_r43_a_hostile_servers_names_and_texts_are_quoted_where_printed(tmp_path: Path) -> None:
+    where = context(tmp_path)
+    out = subprocess.run(
+        [BIN, "run", where, json.dumps([{"_tool": EVIL, "_outputPath": "†state.ok || †state.failed"}]),
+         "--write", "--mcp", HOSTILE],
+        capture_output=True, text=True, timeout=120,
+    )
+    for printed in (out.stdout, out.stderr):
+        assert "\u001b" not in printed and "\u202e" not in printed and "\u0007" not in printed
+    assert statuses(json.loads(out.stdout)) == ["done"]
+    failed = view(where)["failed"]["error"]
+    assert failed == '"evil\\u001b[2J\\u202etool": "failed\\u001b[31m red \\u202e reversed"'
+    clash = subprocess.run(
+        [BIN, "run", where, "[]", "--mcp", HOSTILE, "--mcp", HOSTILE],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert clash.returncode == 2
+    assert "\u001b" not in clash.stderr and "\u202e" not in clash.stderr
+    assert 'the tool "evil\\u001b[2J\\u202etool" is served by both' in clash.stderr

@@ -129,7 +129,13 @@ pub(crate) fn stream_value(value: &impl serde::Serialize, pretty: bool) -> Strin
         };
         return text.map_or_else(|e| format!("\"{e}\"\n"), |t| t + "\n");
     }
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 16,
+        TerminalSafe {
+            inner: std::io::stdout().lock(),
+            pending: Vec::new(),
+        },
+    );
     let written = if pretty {
         serde_json::to_writer_pretty(&mut out, value)
     } else {
@@ -141,6 +147,48 @@ pub(crate) fn stream_value(value: &impl serde::Serialize, pretty: bool) -> Strin
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     String::new()
+}
+
+/// Writes JSON through to `inner` with every character a terminal would
+/// act on escaped (`agent_core::json_for_terminal`), a character split
+/// between two writes held until it is whole.
+struct TerminalSafe<W: std::io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> TerminalSafe<W> {
+    fn drain(&mut self, all: bool) -> std::io::Result<()> {
+        let whole = match std::str::from_utf8(&self.pending) {
+            Ok(text) => text.len(),
+            // Invalid bytes are not ours to judge: they go through as
+            // they are, once nothing can complete them.
+            Err(e) if e.error_len().is_some() || all => self.pending.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let (ready, rest) = self.pending.split_at(whole);
+        match std::str::from_utf8(ready) {
+            Ok(text) => self
+                .inner
+                .write_all(agent_core::json_for_terminal(text).as_bytes())?,
+            Err(_) => self.inner.write_all(ready)?,
+        }
+        self.pending = rest.to_vec();
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for TerminalSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.drain(false)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.drain(true)?;
+        self.inner.flush()
+    }
 }
 
 /// A JSON argument (spec §10): inline JSON, or `@path` to read a file.

@@ -316,10 +316,13 @@ fn man(dir: Option<&std::path::Path>) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Prints to stdout; a reader that went away (`| head`) is not an error.
+/// Prints to stdout, every character a terminal would act on escaped
+/// (`agent_core::json_for_terminal`: the output is JSON, and stays the
+/// same value); a reader that went away (`| head`) is not an error.
 fn stdout(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
+    let text = agent_core::json_for_terminal(text);
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 

@@ -91,14 +91,29 @@ pub struct UnknownMethod {
 /// ```
 pub fn quoted(text: &str) -> String {
     let json = crate::json::Value::from(text).to_string();
-    if !text.chars().any(acts_on_a_terminal) {
-        return json;
+    json_for_terminal(&json).into_owned()
+}
+
+/// JSON text made safe to print: every character a terminal would act on
+/// instead of showing — DEL, C1 controls, bidi controls, the other format
+/// characters (Cf), line and paragraph separators, and any C0 control but
+/// the whitespace JSON allows between tokens — written as `\uXXXX`. JSON
+/// escapes C0 controls inside strings already, and the others can only be
+/// inside strings, so the result is the same JSON value.
+///
+/// ```
+/// let printed = agent_core::json_for_terminal("{\"tool\": \"ok\u{202e}kO\"}\n");
+/// assert_eq!(printed, "{\"tool\": \"ok\\u202ekO\"}\n");
+/// assert_eq!(agent_core::json_for_terminal("[1, 2]"), "[1, 2]"); // borrowed, untouched
+/// ```
+pub fn json_for_terminal(json: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| acts_on_a_terminal(c) && !matches!(c, '\n' | '\r' | '\t');
+    if !json.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
-    // JSON's own escapes are ASCII, so these characters in the quoted text
-    // are the input's, and escaping them keeps it valid JSON.
     for c in json.chars() {
-        if acts_on_a_terminal(c) {
+        if escaped(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{unit:04x}"));
@@ -107,7 +122,7 @@ pub fn quoted(text: &str) -> String {
             out.push(c);
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Characters a terminal acts on or hides rather than shows: controls,

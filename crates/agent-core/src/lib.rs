@@ -60,7 +60,9 @@ pub use agent_json as json;
 /// A JSON value from JSON-like syntax (the `agent-json` crate's).
 pub use agent_json::json;
 pub use depth::{MAX_DEPTH, TooDeep, drop_deep, json_type, within_depth};
-pub use error::{DisplayPath, Error, InvalidKind, Result, UnknownMethod, quoted};
+pub use error::{
+    DisplayPath, Error, InvalidKind, Result, UnknownMethod, json_for_terminal, quoted,
+};
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
 pub use keys::{CALL_KEYS, MESSAGE_KEYS, UnknownKey, check_keys, did_you_mean, nearest};
 pub use path::{Path, Segment};

@@ -246,3 +246,35 @@ fn d65_the_readme_activities_run_the_moderation_plan_as_demo_does() {
     };
     assert_eq!(summary(&parsed(&run)), summary(&demo["report"]));
 }
+
+#[test]
+fn d53_json_printed_escapes_what_a_terminal_would_act_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bidi.jsonl");
+    let file = file.to_str().unwrap();
+    let message = "{\"type\":\"state\",\"data\":{\"name\":\"ok\u{202e}kO\u{7f}\",\"long\":\""
+        .to_owned()
+        + &"\u{2066}é".repeat(40_000)
+        + "\"}}";
+    let input = dir.path().join("message.jsonl");
+    std::fs::write(&input, message).unwrap();
+    let at = format!("@{}", input.display());
+    let run = agentctx(&["append", file, &at]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Printed whole (view streams it) and as a returned value (resolve).
+    for args in [
+        vec!["view", file, "state"],
+        vec!["resolve", file, "†state.name"],
+    ] {
+        let run = agentctx(&args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            !run.stdout.contains(['\u{202e}', '\u{2066}', '\u{7f}']),
+            "{}",
+            &run.stdout[..80]
+        );
+        let value: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let name = value.get("name").unwrap_or(&value);
+        assert_eq!(name, "ok\u{202e}kO\u{7f}");
+    }
+}
