@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from servers import tool_server_over_http
+
 BIN = os.environ.get("AGENTCTX_BIN", "agentctx")
 SERVER = f"{sys.executable} {Path(__file__).with_name('tool_server.py')}"
 
@@ -132,33 +134,13 @@ def test_r43_a_worker_runs_a_stored_plan_with_an_mcp_servers_tools() -> None:
 
 
 def test_r43_a_server_over_http_serves_activities_too(tmp_path: Path) -> None:
-    import socket
-    import time
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("tool_server.py"))],
-        env={**os.environ, "MCP_HTTP_PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            with socket.socket() as attempt:
-                if attempt.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    with tool_server_over_http() as url:
         where = context(tmp_path)
         report, _ = run(where, [
             {"_tool": "web.shout", "text": "†state.word", "_outputPath": "†state.loud"},
-        ], "--mcp-http", f"web=http://127.0.0.1:{port}/mcp")
+        ], "--mcp-http", f"web={url}")
         assert statuses(report) == ["done"]
         assert view(where)["loud"] == {"result": "HI"}
-    finally:
-        server.kill()
-        server.wait(timeout=10)
 
 
 HOSTILE = f"{sys.executable} {Path(__file__).with_name('hostile_server.py')}"
@@ -184,3 +166,18 @@ def test_r43_a_hostile_servers_names_and_texts_are_quoted_where_printed(tmp_path
     assert clash.returncode == 2
     assert "\u001b" not in clash.stderr and "\u202e" not in clash.stderr
     assert 'the tool "evil\\u001b[2J\\u202etool" is served by both' in clash.stderr
+
+
+def test_r43_a_server_that_never_answers_cannot_hang_the_run(tmp_path: Path) -> None:
+    import time
+
+    where = context(tmp_path)
+    silent = f"{sys.executable} {Path(__file__).with_name('silent_server.py')}"
+    started = time.monotonic()
+    out = subprocess.run(
+        [BIN, "run", where, "[]", "--mcp", silent, "--activity-timeout", "2"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 1
+    assert "no answer to initialize in 2 s" in out.stderr
+    assert time.monotonic() - started < 20

@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
+from servers import tool_server_over_http
+
 BIN = os.environ.get("AGENTCTX_BIN", "agentctx")
 SERVER = f"{sys.executable} {Path(__file__).with_name('tool_server.py')}"
 
@@ -46,7 +48,7 @@ class Model(BaseHTTPRequestHandler):
         pass
 
 
-def test_r43_a_loop_offers_an_mcp_servers_tools_and_runs_the_calls(tmp_path: Path) -> None:
+def loop_with(tmp_path: Path, *source: str) -> None:
     Model.requests = []
     model = HTTPServer(("127.0.0.1", 0), Model)
     threading.Thread(target=model.serve_forever, daemon=True).start()
@@ -56,7 +58,7 @@ def test_r43_a_loop_offers_an_mcp_servers_tools_and_runs_the_calls(tmp_path: Pat
     try:
         out = subprocess.run(
             [BIN, "loop", where, "--model", "m", "--provider", "openai", "--no-stream",
-             "--base-url", f"http://127.0.0.1:{model.server_port}/v1", "--mcp", SERVER, "--write"],
+             "--base-url", f"http://127.0.0.1:{model.server_port}/v1", *source, "--write"],
             capture_output=True, text=True, timeout=120,
             env={**os.environ, "OPENAI_API_KEY": "unused"},
         )
@@ -70,3 +72,12 @@ def test_r43_a_loop_offers_an_mcp_servers_tools_and_runs_the_calls(tmp_path: Pat
     view = subprocess.run([BIN, "view", where, "state"], check=True, capture_output=True, text=True)
     assert json.loads(view.stdout) == {"sum": {"sum": 42}}
     assert json.loads(out.stdout) == "The sum is 42."
+
+
+def test_r43_a_loop_offers_an_mcp_servers_tools_and_runs_the_calls(tmp_path: Path) -> None:
+    loop_with(tmp_path, "--mcp", SERVER)
+
+
+def test_r43_a_loop_offers_the_tools_of_a_server_over_http(tmp_path: Path) -> None:
+    with tool_server_over_http() as url:
+        loop_with(tmp_path, "--mcp-http", url)

@@ -79,8 +79,15 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
             .env(crate::database::VARIABLE, database),
         "the Python tests",
     )?;
-    // `agentctx mcp` driven by the official MCP SDK (tests/mcp).
-    crate::cargo(&["build", "-q", "-p", "agent-cli"], &[])?;
+    // `agentctx mcp` driven by the official MCP SDK (tests/mcp): the
+    // binary the test build made, else one built now.
+    let agentctx = match crate::test_pool::AGENTCTX_BIN.get() {
+        Some(path) => path.clone(),
+        None => {
+            crate::cargo(&["build", "-q", "-p", "agent-cli"], &[])?;
+            target.join("debug").join("agentctx")
+        }
+    };
     let mcp_tests = root.join("tests").join("mcp");
     run(
         Command::new(bin.join("pytest"))
@@ -93,7 +100,7 @@ pub(crate) fn check(database: &str) -> Result<(), String> {
             ])
             .arg(&mcp_tests)
             .current_dir(&target)
-            .env("AGENTCTX_BIN", target.join("debug").join("agentctx"))
+            .env("AGENTCTX_BIN", &agentctx)
             .env(crate::database::VARIABLE, database),
         "the MCP tests",
     )?;

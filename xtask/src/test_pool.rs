@@ -138,6 +138,9 @@ fn build() -> Result<Vec<Binary>, String> {
     Ok(binaries_in(&String::from_utf8_lossy(&output.stdout)))
 }
 
+/// The `agentctx` binary the test build made, once it has run.
+pub(crate) static AGENTCTX_BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 /// The name of the binary holding a crate's integration tests.
 const MERGED: &str = "it";
 
@@ -214,6 +217,15 @@ fn binaries_in(messages: &str) -> Vec<Binary> {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
+        // The `agentctx` binary the CLI's tests run, for the Python step's
+        // MCP tests: built once, as they use it.
+        if message["reason"] == "compiler-artifact"
+            && message["target"]["name"] == "agentctx"
+            && message["target"]["kind"][0] == "bin"
+            && let Some(path) = message["executable"].as_str()
+        {
+            let _ = AGENTCTX_BIN.set(PathBuf::from(path));
+        }
         if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
             continue;
         }

@@ -26,7 +26,8 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How long a server may take to start and list its tools.
+/// How long a server may take to start and list its tools (at most: no
+/// longer than a call may take either).
 const START: Duration = Duration::from_secs(30);
 
 /// The servers `--mcp` started, alive as long as this is.
@@ -96,17 +97,18 @@ pub(crate) fn start(
         .into_iter()
         .map(|tool| (tool, "--activity".to_owned()))
         .collect();
-    // A session on `$transport`, and its tools, within `START`.
+    let start = START.min(timeout);
+    // A session on `$transport`, and its tools, within `start`.
     macro_rules! connect {
         ($transport:expr) => {
             async {
-                let service = tokio::time::timeout(START, ().serve($transport))
+                let service = tokio::time::timeout(start, ().serve($transport))
                     .await
-                    .map_err(|_| format!("no answer to initialize in {} s", START.as_secs()))?
+                    .map_err(|_| format!("no answer to initialize in {} s", start.as_secs()))?
                     .map_err(|e| format!("it did not start a session: {e}"))?;
-                let tools = tokio::time::timeout(START, service.list_all_tools())
+                let tools = tokio::time::timeout(start, service.list_all_tools())
                     .await
-                    .map_err(|_| format!("no tool list in {} s", START.as_secs()))?
+                    .map_err(|_| format!("no tool list in {} s", start.as_secs()))?
                     .map_err(|e| format!("its tool list: {e}"))?;
                 Ok::<_, String>((service, tools))
             }

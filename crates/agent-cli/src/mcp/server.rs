@@ -279,7 +279,9 @@ impl ServerHandler for Server {
         .map_err(|f| McpError::internal_error(f.message, None))?;
         let mut resources = vec![
             Resource::new(LOG_URI, "log")
-                .with_description("The log's last messages (up to 500), with their indexes")
+                .with_description(
+                    "The log's first 500 messages, with their indexes (the log tool pages)",
+                )
                 .with_mime_type("application/json"),
         ];
         for kind in kinds {
