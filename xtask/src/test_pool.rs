@@ -222,6 +222,8 @@ fn binaries_in(messages: &str) -> Vec<Binary> {
         if message["reason"] == "compiler-artifact"
             && message["target"]["name"] == "agentctx"
             && message["target"]["kind"][0] == "bin"
+            // Not the harness of the binary's own unit tests.
+            && message["profile"]["test"] == false
             && let Some(path) = message["executable"].as_str()
         {
             let _ = AGENTCTX_BIN.set(PathBuf::from(path));
