@@ -97,9 +97,7 @@ pub(crate) fn run<'py>(
         );
     }
     let report = ctx.run_released(py, calls, &registered, parallel, key)?;
-    let text = serde_json::to_string(&report)
-        .map_err(|e| crate::errors::Error::new_err(format!("the report: {e}")))?;
-    let value: Value = agent_core::json::from_str(&text)
+    let value: Value = agent_core::json::to_value(&report)
         .map_err(|e| crate::errors::Error::new_err(format!("the report: {e}")))?;
     to_python(py, &value)
 }

@@ -166,9 +166,7 @@ pub(crate) fn start(
                     agent_core::quoted(&tool.name)
                 ))
             })?;
-            if let Some(offered) = offered(&name, &tool) {
-                servers.schemas.push(offered);
-            }
+            servers.schemas.push(offered(&name, &tool));
             activities.register(
                 name,
                 McpActivity {
@@ -206,7 +204,7 @@ fn http_client() -> Result<reqwest::Client, String> {
 
 /// A tool as `loop` offers it to the model (as a `--tools` entry): its
 /// input schema, its description, and `_tool` fixed to `name`.
-fn offered(name: &str, tool: &rmcp::model::Tool) -> Option<AgentValue> {
+fn offered(name: &str, tool: &rmcp::model::Tool) -> AgentValue {
     let mut schema = (*tool.input_schema).clone();
     let mut properties = match schema.remove("properties") {
         Some(Value::Object(properties)) => properties,
@@ -223,7 +221,7 @@ fn offered(name: &str, tool: &rmcp::model::Tool) -> Option<AgentValue> {
     if let Some(description) = &tool.description {
         schema.insert("description".into(), Value::from(description.to_string()));
     }
-    from_serde(&Value::Object(schema))
+    AgentValue::from(Value::Object(schema))
 }
 
 /// One tool of one server, as an activity.
@@ -239,15 +237,6 @@ fn failed(text: String) -> Outcome {
     Outcome::Failure(json!({ "error": text }))
 }
 
-/// agentctx's value as serde_json's, through its text.
-fn to_serde(value: &AgentValue) -> Option<Value> {
-    serde_json::from_str(&value.to_string()).ok()
-}
-
-fn from_serde(value: &Value) -> Option<AgentValue> {
-    agent_core::json::from_str(&value.to_string()).ok()
-}
-
 impl McpActivity {
     /// The call's parameters: its keys without a leading `_`.
     fn arguments(call: &AgentValue) -> Map<String, Value> {
@@ -257,9 +246,7 @@ impl McpActivity {
                 if key.starts_with('_') {
                     continue;
                 }
-                if let Some(value) = to_serde(value) {
-                    arguments.insert(key.to_string(), value);
-                }
+                arguments.insert(key.to_string(), Value::from(value));
             }
         }
         arguments
@@ -280,8 +267,8 @@ impl McpActivity {
                 agent_core::quoted(&text)
             ));
         }
-        if let Some(value) = result.structured_content.as_ref().and_then(from_serde) {
-            return Outcome::Success(value);
+        if let Some(value) = result.structured_content {
+            return Outcome::Success(AgentValue::from(value));
         }
         match agent_core::json::from_str(&text) {
             Ok(value) => Outcome::Success(value),

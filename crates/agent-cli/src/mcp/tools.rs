@@ -371,7 +371,7 @@ fn log(context: &str, arguments: &Map<String, Value>) -> Result<Value, Failure> 
             next = Some(at);
             break;
         }
-        messages.push(json!({"index": at, "message": parsed(&value.to_string())?}));
+        messages.push(json!({"index": at, "message": Value::from(&value)}));
     }
     Ok(json!({"start": start, "messages": messages, "next": next, "total": ctx.len()}))
 }
