@@ -31,6 +31,25 @@ pub(crate) fn activities(specs: &[String], limits: Limits) -> Result<Activities,
     Ok(activities)
 }
 
+/// The activities of `--activity NAME=COMMAND`, `--mcp COMMAND` and
+/// `--mcp-http URL`, each bounded by `timeout` seconds; the MCP servers
+/// started, which must outlive the activities' use.
+pub(crate) fn activities_with_mcp(
+    specs: &[String],
+    mcp: &[String],
+    mcp_http: &[String],
+    timeout: u64,
+) -> Result<(Activities, Option<crate::mcp::client::McpServers>), Failure> {
+    let mut activities = activities(specs, Limits::with_timeout(timeout))?;
+    let servers = crate::mcp::client::start(
+        mcp,
+        mcp_http,
+        std::time::Duration::from_secs(timeout),
+        &mut activities,
+    )?;
+    Ok((activities, servers))
+}
+
 /// How much of a failed command's stderr its failure value keeps: the end,
 /// where the error usually is.
 const STDERR_TAIL_BYTES: usize = 2000;

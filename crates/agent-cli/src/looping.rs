@@ -127,16 +127,12 @@ pub(crate) fn run_loop(args: LoopArgs) -> Result<String, Failure> {
     if args.max_answer_bytes == 0 {
         return Err(Failure::usage("--max-answer-bytes must be at least 1"));
     }
-    let mut activities = crate::activity::activities(
+    // The servers stay alive until this command ends: their tools are activities.
+    let (activities, servers) = crate::activity::activities_with_mcp(
         &args.activities,
-        crate::activity::Limits::with_timeout(args.activity_timeout),
-    )?;
-    // Alive until this command ends: their tools are activities.
-    let servers = crate::mcp::client::start(
         &args.mcp,
         &args.mcp_http,
-        std::time::Duration::from_secs(args.activity_timeout),
-        &mut activities,
+        args.activity_timeout,
     )?;
     let mut settings = Loop::new(args.model.as_str());
     settings.max_turns = args.max_turns;

@@ -74,16 +74,12 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     for (i, call) in plan.calls().iter().enumerate() {
         crate::hints::check_call(call, &format!("PLAN call {i}"))?;
     }
-    let mut activities = crate::activity::activities(
+    // The servers stay alive until this command ends: their tools are activities.
+    let (activities, _servers) = crate::activity::activities_with_mcp(
         &args.activities,
-        crate::activity::Limits::with_timeout(args.activity_timeout),
-    )?;
-    // Alive until the run ends: their tools are activities.
-    let _servers = crate::mcp::client::start(
         &args.mcp,
         &args.mcp_http,
-        std::time::Duration::from_secs(args.activity_timeout),
-        &mut activities,
+        args.activity_timeout,
     )?;
     if args.dry_run {
         warn_literal_references(&plan, &load_context(&args.context, Reading::Views)?);

@@ -98,16 +98,12 @@ pub(crate) fn worker(args: WorkerArgs) -> Result<String, Failure> {
     if !(args.lease.is_finite() && args.lease >= 0.1) {
         return Err(Failure::usage("--lease must be at least 0.1 seconds"));
     }
-    let mut activities = crate::activity::activities(
+    // The servers stay alive until this command ends: their tools are activities.
+    let (activities, _servers) = crate::activity::activities_with_mcp(
         &args.activities,
-        crate::activity::Limits::with_timeout(args.activity_timeout),
-    )?;
-    // Alive until this command ends: their tools are activities.
-    let _servers = crate::mcp::client::start(
         &args.mcp,
         &args.mcp_http,
-        std::time::Duration::from_secs(args.activity_timeout),
-        &mut activities,
+        args.activity_timeout,
     )?;
     let clock = crate::input::clock(args.date.as_deref())?;
     let mut options = WorkerOptions::new(args.name.unwrap_or_else(default_name));
