@@ -216,17 +216,22 @@ fn matches(pattern: &str, name: &str) -> bool {
 fn python_test_names(sources: &[(String, String)]) -> Vec<String> {
     let mut names = Vec::new();
     for (_, text) in sources {
-        for part in text.split("def test_").skip(1) {
-            let name: String = part
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                names.push(name);
-            }
-        }
+        names_after(text, "def test_", &mut names);
     }
     names
+}
+
+/// The identifier after each `marker` in `code`.
+fn names_after(code: &str, marker: &str, names: &mut Vec<String>) {
+    for part in code.split(marker).skip(1) {
+        let name: String = part
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            names.push(name);
+        }
+    }
 }
 
 /// Function names in test code: everything in files under a `tests`
@@ -243,15 +248,7 @@ fn test_names(sources: &[(String, String)]) -> Vec<String> {
                 None => continue,
             }
         };
-        for part in code.split("fn ").skip(1) {
-            let name: String = part
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                names.push(name);
-            }
-        }
+        names_after(code, "fn ", &mut names);
     }
     names.sort();
     names.dedup();
