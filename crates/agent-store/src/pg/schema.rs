@@ -7,13 +7,13 @@ use super::client::Client;
 use tokio_postgres::error::SqlState;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 9;
+pub const SCHEMA_VERSION: i32 = 10;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 9] = [
+const MIGRATIONS: [(i32, &str, &str); 10] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -42,6 +42,11 @@ const MIGRATIONS: [(i32, &str, &str); 9] = [
         9,
         "snapshots in content-defined chunks, rewritten in place where they changed",
         V9,
+    ),
+    (
+        10,
+        "the chain trigger skips the rows agentctx's plain append computed",
+        V10,
     ),
 ];
 
@@ -521,6 +526,23 @@ END
 $body$;
 CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
     FOR EACH ROW EXECUTE PROCEDURE agentctx_chain_check();
+"#;
+
+/// Version 10: the chain trigger skips the rows of the context named by
+/// `agentctx.chain_computed`, a setting agentctx's plain append (D96) makes
+/// for its own transaction: their digests were computed by agentctx from
+/// rows it read and checked, and checking them again was a PL/pgSQL call
+/// and an index lookup per row, a sixth of a durable append (D100: the
+/// chain checked once). Every other row is checked as before. A program
+/// that makes the setting has chosen to skip the check, as one that may
+/// turn triggers off has; the next read still checks every row.
+const V10: &str = r#"
+DROP TRIGGER agentctx_messages_chain ON agentctx_messages;
+CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
+    FOR EACH ROW
+    WHEN (pg_catalog.current_setting('agentctx.chain_computed', true)
+          IS DISTINCT FROM NEW.context::text)
+    EXECUTE PROCEDURE agentctx_chain_check();
 "#;
 
 /// Version 9: a snapshot's bytes are content-defined chunks, one row each

@@ -24,19 +24,24 @@ pub(super) const APPEND: &str = "SELECT o_id, o_length, o_already, o_first, o_en
 /// The compare-and-append as one plain statement, for the common case: the
 /// context's id is known, no key, at least one line. The `UPDATE` takes
 /// the context's row lock and checks its name, id and length; the rows
-/// follow in the same statement (the chain trigger checks their digests).
-/// It inserts every line or none: no row means the function
-/// ([`APPEND`]) must say why (a conflict, a context deleted or replaced).
-/// It skips PL/pgSQL's call: a tenth less server time (D96: the plain append).
+/// follow in the same statement. It inserts every line or none: no row
+/// means the function ([`APPEND`]) must say why (a conflict, a context
+/// deleted or replaced). It skips PL/pgSQL's call (D96: the plain append),
+/// and tells the chain trigger that this transaction's rows of the context
+/// carry digests agentctx computed from rows it read and checked, so the
+/// server does not check them again (schema version 10, D100: the chain
+/// checked once).
 pub(super) const APPEND_PLAIN: &str = "WITH c AS (UPDATE agentctx_contexts \
        SET length = length + cardinality($4::text[]), \
          chained = CASE WHEN chained = length THEN length + cardinality($4::text[]) \
                         ELSE chained END \
        WHERE id = $2 AND name = $1 AND length = $3 \
-         AND cardinality($4::text[]) = cardinality($5::bytea[]) RETURNING id) \
+         AND cardinality($4::text[]) = cardinality($5::bytea[]) \
+       RETURNING id, set_config('agentctx.chain_computed', id::text, true) AS computed) \
      INSERT INTO agentctx_messages (context, seq, line, digest) \
      SELECT c.id, $3 + t.ord - 1, t.line::json, t.digest \
-     FROM c, unnest($4::text[], $5::bytea[]) WITH ORDINALITY AS t(line, digest, ord)";
+     FROM c, unnest($4::text[], $5::bytea[]) WITH ORDINALITY AS t(line, digest, ord) \
+     WHERE c.computed IS NOT NULL";
 
 /// The compare-and-append of a call's result (schema version 5): as
 /// [`APPEND`], then the plan's row, the call's index, the worker and the

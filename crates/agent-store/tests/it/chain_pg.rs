@@ -219,6 +219,66 @@ mod pg_chain {
             .unwrap();
     }
 
+    #[test]
+    fn r34e_the_server_skips_its_check_only_for_the_context_a_transaction_names() {
+        // agentctx's plain append names its context in
+        // `agentctx.chain_computed` for its own transaction (D100): those
+        // rows are not checked again; any other context's rows are, and
+        // the setting ends with the transaction.
+        let (named_url, named) = written("named-skip", 2);
+        let (_, other) = written("other-checked", 2);
+        let mut client = raw();
+        let (named_id, other_id) = (id(&mut client, &named), id(&mut client, &other));
+        let line = r#"{"type":"state","data":{"n":9}}"#;
+        let wrong = vec![7u8; 32];
+        let insert = "INSERT INTO agentctx_messages (context, seq, line, digest) \
+                      VALUES ($1, 2, $2::text::json, $3)";
+        let mut transaction = client.transaction().unwrap();
+        transaction
+            .execute(
+                "SELECT set_config('agentctx.chain_computed', $1, true)",
+                &[&named_id.to_string()],
+            )
+            .unwrap();
+        let refused = transaction
+            .execute(insert, &[&other_id, &line, &wrong])
+            .unwrap_err();
+        let message = refused.as_db_error().unwrap().message().to_owned();
+        assert!(message.contains("row 2 of context"), "{message}");
+        transaction.rollback().unwrap();
+
+        let mut transaction = client.transaction().unwrap();
+        transaction
+            .execute(
+                "SELECT set_config('agentctx.chain_computed', $1, true)",
+                &[&named_id.to_string()],
+            )
+            .unwrap();
+        transaction
+            .execute(insert, &[&named_id, &line, &wrong])
+            .unwrap();
+        transaction
+            .execute(
+                "UPDATE agentctx_contexts SET length = 3, chained = 3 WHERE id = $1",
+                &[&named_id],
+            )
+            .unwrap();
+        transaction.commit().unwrap();
+        // What the server let through, every read still refuses.
+        assert_eq!(tampered(&named_url).0, 2);
+
+        // The setting ended with its transaction.
+        let refused = client
+            .execute(
+                "INSERT INTO agentctx_messages (context, seq, line, digest) \
+                 VALUES ($1, 3, $2::text::json, $3)",
+                &[&named_id, &line, &wrong],
+            )
+            .unwrap_err();
+        let message = refused.as_db_error().unwrap().message().to_owned();
+        assert!(message.contains("row 3 of context"), "{message}");
+    }
+
     /// How a row is changed behind agentctx's back.
     #[derive(Debug, Clone)]
     enum Change {

@@ -204,7 +204,7 @@ mod pg_snapshots {
                  DROP FUNCTION agentctx_save_snapshot(bigint, bigint, bytea[], bytea[]);
                  DROP TABLE agentctx_snapshot_chunks;
                  ALTER TABLE agentctx_snapshots DROP COLUMN chunks, ALTER COLUMN body SET NOT NULL;
-                 DELETE FROM agentctx_migrations WHERE version = 9;
+                 DELETE FROM agentctx_migrations WHERE version >= 9;
                  SET search_path = DEFAULT"
             ))
             .unwrap();
