@@ -234,12 +234,7 @@ mod pg_chain {
         let insert = "INSERT INTO agentctx_messages (context, seq, line, digest) \
                       VALUES ($1, 2, $2::text::json, $3)";
         let mut transaction = client.transaction().unwrap();
-        transaction
-            .execute(
-                "SELECT set_config('agentctx.chain_computed', $1, true)",
-                &[&named_id.to_string()],
-            )
-            .unwrap();
+        name_in_setting(&mut transaction, named_id);
         let refused = transaction
             .execute(insert, &[&other_id, &line, &wrong])
             .unwrap_err();
@@ -248,12 +243,7 @@ mod pg_chain {
         transaction.rollback().unwrap();
 
         let mut transaction = client.transaction().unwrap();
-        transaction
-            .execute(
-                "SELECT set_config('agentctx.chain_computed', $1, true)",
-                &[&named_id.to_string()],
-            )
-            .unwrap();
+        name_in_setting(&mut transaction, named_id);
         transaction
             .execute(insert, &[&named_id, &line, &wrong])
             .unwrap();
@@ -277,6 +267,16 @@ mod pg_chain {
             .unwrap_err();
         let message = refused.as_db_error().unwrap().message().to_owned();
         assert!(message.contains("row 3 of context"), "{message}");
+    }
+
+    /// What agentctx's plain append does for its transaction (D100).
+    fn name_in_setting(transaction: &mut postgres::Transaction<'_>, id: i64) {
+        transaction
+            .execute(
+                "SELECT set_config('agentctx.chain_computed', $1, true)",
+                &[&id.to_string()],
+            )
+            .unwrap();
     }
 
     /// How a row is changed behind agentctx's back.
