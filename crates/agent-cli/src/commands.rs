@@ -147,8 +147,9 @@ pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure>
             .collect();
         return Ok(print_value(&agent_core::json::Value::Object(map), false));
     }
-    let ids = Ids(&ctx);
-    Ok(stream_value(&ids, false))
+    let listed = stream_value(&Ids(&ctx), false);
+    crate::input::drop_aside(ctx);
+    Ok(listed)
 }
 
 /// A context's instance ids as a JSON array, serialised from the context.

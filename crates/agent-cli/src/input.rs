@@ -53,6 +53,22 @@ pub(crate) fn load_context(arg: &str, reading: Reading) -> Result<Context, Failu
     Ok(loaded.context)
 }
 
+/// Frees a large context on a thread of its own, so the command's answer
+/// does not wait for it: freeing 200,000 instance layers piece by piece
+/// took a thirtieth of the command. A command line process may end first
+/// (and its memory with it); a long-lived caller (`agentctx mcp`) gets the
+/// memory back all the same. A small context is dropped here.
+pub(crate) fn drop_aside(context: Context) {
+    const LARGE: usize = 10_000;
+    if context.len() < LARGE {
+        return;
+    }
+    // A thread that cannot be started hands the context back to drop here.
+    let _ = std::thread::Builder::new()
+        .name("agentctx-drop".into())
+        .spawn(move || drop(context));
+}
+
 /// CONTEXT opened for durable appends (`--write`): every append is a commit
 /// (R34, R34b). `missing_ok`: a missing context starts empty and the first
 /// append creates it.

@@ -108,11 +108,18 @@ pub fn quoted(text: &str) -> String {
 /// ```
 pub fn json_for_terminal(json: &str) -> std::borrow::Cow<'_, str> {
     let escaped = |c: char| acts_on_a_terminal(c) && !matches!(c, '\n' | '\r' | '\t');
-    if !json.chars().any(escaped) {
+    // Printable ASCII is most output and never escaped: skip it bytewise.
+    let plain = json
+        .bytes()
+        .position(|b| b >= 0x7f || (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')))
+        .unwrap_or(json.len());
+    let (start, rest) = json.split_at(plain);
+    if !rest.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
+    out.push_str(start);
+    for c in rest.chars() {
         if escaped(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
