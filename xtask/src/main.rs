@@ -98,7 +98,13 @@ fn ci() -> Result<(), String> {
         &docs_env,
     )?;
     public_api::run(true)?;
-    let test_env = [(database::VARIABLE, database.url.as_str())];
+    // What the tests' reads cache (D101: reads leave nothing beside) stays in the target directory.
+    let cache = bench::target_dir()?.join("tmp").join("agentctx-cache");
+    let cache = cache.to_string_lossy();
+    let test_env = [
+        (database::VARIABLE, database.url.as_str()),
+        ("AGENTCTX_CACHE_DIR", cache.as_ref()),
+    ];
     // Every test of the workspace (agent-plan's async trait included: its
     // tests turn the feature on), several binaries at a time.
     test_pool::run(&test_env)?;

@@ -66,7 +66,7 @@ pub use agent_data::{
 };
 pub use append::Stored;
 pub use error::{Error, Fenced, Result};
-pub use files::{CHECKPOINT_EVERY, FileStore};
+pub use files::{CACHE_DIR_VARIABLE, CHECKPOINT_EVERY, FileStore};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]

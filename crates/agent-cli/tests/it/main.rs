@@ -9,6 +9,7 @@ mod support;
 mod activity_limits;
 mod approvals;
 mod arguments;
+mod clean_reads;
 mod cli;
 mod concepts;
 mod concurrency;

@@ -1,11 +1,12 @@
-//! The caches beside a JSONL file: its snapshot (R34c) and its head
-//! record (`record.rs`). Opening through the snapshot needs both to agree
+//! The caches of a JSONL file: its snapshot (R34c) and its head record
+//! (`record.rs`), beside it or in the user's cache directory (`place.rs`). Opening through the snapshot needs both to agree
 //! with the file: the snapshot's anchor with the file's end, and the
 //! record with the file's identity and, after the tail is read, with the
 //! chain's head (R34e). Anything else reads the whole file.
 
 use super::anchor::{FileAnchor, window};
 use super::lock::LockedFile;
+use super::place;
 use super::record::{self, Identity, Record};
 use super::store::{FileStore, Seen};
 use super::trust::{self, Log};
@@ -22,7 +23,8 @@ impl FileStore {
     pub(super) fn resume(&mut self, file: &mut LockedFile) -> Result<Option<Loaded>> {
         let log = Log::of(&file.metadata().map_err(self.io("read"))?);
         let mut warnings = Vec::new();
-        let found = super::snapshot::open_beside(file.target(), &log, &mut warnings);
+        let places = place::to_read(file.target(), &log);
+        let found = super::snapshot::open_from(&places, &log, &mut warnings);
         self.note(warnings);
         let Some(found) = found else {
             return Ok(None);
@@ -67,7 +69,9 @@ impl FileStore {
         // file, and only the whole file says what it holds.
         let meta = file.metadata().map_err(self.io("read"))?;
         let mut ignored = Vec::new();
-        let found = record::read(file.target(), &Log::of(&meta), &mut ignored);
+        let log = Log::of(&meta);
+        let found = record::read(&place::to_read(file.target(), &log), &log, &mut ignored)
+            .map(|(record, _)| record);
         self.note(ignored);
         let expected = Record {
             identity: Identity::of(&meta),
@@ -87,7 +91,8 @@ impl FileStore {
     }
 
     /// Writes a snapshot of `context` — everything this handle read or
-    /// appended — beside the file.
+    /// appended — beside the file, or in the user's cache directory for a
+    /// handle that only read it (D101: reads leave nothing beside).
     pub(super) fn write_snapshot(&mut self, context: &Context) -> Result<()> {
         if self.format != Format::Jsonl
             || self.seen.unterminated
@@ -110,7 +115,11 @@ impl FileStore {
             window: window(&file, self.seen.end.offset as u64).map_err(self.io("read"))?,
         };
         let anchor = anchor.value();
-        let size = super::snapshot::write_beside(&target, &Log::of(&meta), |out| {
+        let log = Log::of(&meta);
+        let Some(place) = place::to_write(&target, &log, self.wrote) else {
+            return Ok(());
+        };
+        let size = super::snapshot::write_to(&place, &log, |out| {
             context.snapshot_to(&anchor, out).map_err(io::Error::other)
         })
         .map_err(self.io("write a snapshot of"))?;
@@ -133,21 +142,30 @@ impl FileStore {
             messages: self.seen.messages,
             digest: self.seen.head,
         };
-        let written = record::write(file.target(), &Log::of(&meta), &found, &mut self.record);
+        let log = Log::of(&meta);
+        let Some(place) = place::to_write(file.target(), &log, self.wrote) else {
+            return;
+        };
+        let written = record::write(&place, &log, &found, &mut self.record);
         if written.is_err() {
             // Perhaps replaced under us: look for it again next time.
             self.record = None;
         }
     }
 
-    /// The head record beside the file, when one may be believed.
+    /// The head record beside the file (or in the user's cache), when one
+    /// may be believed.
     pub(super) fn recorded(&mut self) -> Result<Option<Record>> {
         let target = std::fs::canonicalize(&self.path).map_err(self.io("read"))?;
         let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
         let mut ignored = Vec::new();
-        let found = record::read(&target, &Log::of(&meta), &mut ignored);
+        let log = Log::of(&meta);
+        let found = record::read(&place::to_read(&target, &log), &log, &mut ignored);
         self.note(ignored);
-        Ok(found)
+        // A cached record of another file (its inode reused) says nothing.
+        Ok(found
+            .filter(|(record, at)| at.names_this_file() || record.identity == Identity::of(&meta))
+            .map(|(record, _)| record))
     }
 
     /// After a whole read of `context`: records the file, unless the record
@@ -170,16 +188,21 @@ impl FileStore {
             return false;
         };
         let mut ignored = Vec::new();
-        let found = record::read(file.target(), &Log::of(&meta), &mut ignored);
+        let log = Log::of(&meta);
+        let found = record::read(&place::to_read(file.target(), &log), &log, &mut ignored);
         self.note(ignored);
-        let Some(found) = found else {
+        let Some((found, at)) = found else {
             return true;
         };
-        if crate::verify::check_record(context, found.messages, found.digest).is_empty() {
+        // A cached record that may be of an earlier file (its inode
+        // reused) is only a cache: written over, not kept as evidence.
+        if !at.names_this_file()
+            || crate::verify::check_record(context, found.messages, found.digest).is_empty()
+        {
             return true;
         }
+        let path = at.path("head");
         self.record_disagrees = true;
-        let path = super::recovery::sidecar(file.target(), "head");
         self.note(vec![trust::ignored(
             &path,
             format!(

@@ -19,6 +19,9 @@
 //! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47: append keys);
 //! - [`checkpoints`]: the chain's digest every 256 messages, for `verify`;
 //! - [`record`]: the head record, `.NAME.head` (R34e);
+//! - [`place`]: where the head record and the snapshot are kept: beside
+//!   the log, or in the user's cache directory for a handle that only
+//!   reads (D101: reads leave no files beside the user's);
 //! - [`json`]: splicing appends into a JSON array's text;
 //! - [`open`]: deciding a file's format without hanging on a FIFO, and the
 //!   byte order mark a context file may not start with;
@@ -37,6 +40,7 @@ mod json;
 mod keys;
 mod lock;
 mod open;
+mod place;
 mod record;
 pub(crate) mod recovery;
 mod snapshot;
@@ -45,4 +49,5 @@ pub(crate) mod trust;
 
 pub use checkpoints::EVERY as CHECKPOINT_EVERY;
 pub(crate) use lock::LockedFile;
+pub use place::CACHE_DIR_VARIABLE;
 pub use store::FileStore;

@@ -12,13 +12,13 @@
 //! writers after every append and by readers after a full read, through a
 //! temporary file and a rename, with the log's group and mode.
 
-use super::recovery::{dir_of, sidecar, temp_prefix};
+use super::place::Place;
 use super::trust::{self, Found, Log};
 use agent_data::{Digest, Warning};
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What the first word of a record says.
 const MAGIC: &str = "agentctx-head";
@@ -122,55 +122,58 @@ impl Record {
     }
 }
 
-/// The record beside `target` (the log `log` describes), when there is one
-/// that may be believed and reads as a record; a sidecar that may not be
-/// believed is ignored with a warning.
-pub(crate) fn read(target: &Path, log: &Log, warnings: &mut Vec<Warning>) -> Option<Record> {
-    let path = sidecar(target, "head");
-    match trust::open(&path, log).ok()? {
-        Found::Missing => None,
-        Found::Ignored(warning) => {
-            warnings.push(warning);
-            None
-        }
-        Found::Trusted(mut file) => {
-            let mut text = String::new();
-            // A record is one short line: a larger file is not one.
-            Read::by_ref(&mut file)
-                .take(512)
-                .read_to_string(&mut text)
-                .ok()?;
-            Record::decode(&text)
+/// The record in the first of `places` that has one (the log `log`
+/// describes), with its place, when it may be believed and reads as a record; a record
+/// that may not be believed is ignored with a warning, and the next place
+/// is looked in.
+pub(crate) fn read(
+    places: &[Place],
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<(Record, Place)> {
+    for place in places {
+        let path = place.path("head");
+        match trust::open(&path, log).ok()? {
+            Found::Missing => continue,
+            Found::Ignored(warning) => warnings.push(warning),
+            Found::Trusted(mut file) => {
+                let mut text = String::new();
+                // A record is one short line: a larger file is not one.
+                Read::by_ref(&mut file)
+                    .take(512)
+                    .read_to_string(&mut text)
+                    .ok()?;
+                return Record::decode(&text).map(|record| (record, place.clone()));
+            }
         }
     }
+    None
 }
 
-/// Writes `record` beside `target` (not synced: it is a cache). A record
-/// of ours already there, a regular file no wider than the log, is
-/// overwritten in place — no directory entry changes, which costs an
-/// append far less than a new file and a rename; anything else is
-/// replaced through a fresh temporary file and a rename. A record torn by
-/// a crash fails to read or to match the file: a full read, never a wrong
-/// one.
+/// Writes `record` in `place` (not synced: it is a cache). A record of
+/// ours already there, a regular file no wider than the log, is
+/// overwritten in place (`open` keeps it open, with its path) — no
+/// directory entry changes, which costs an append far less than a new
+/// file and a rename; anything else is replaced through a fresh temporary
+/// file and a rename. A record torn by a crash fails to read or to match
+/// the file: a full read, never a wrong one.
 pub(crate) fn write(
-    target: &Path,
+    place: &Place,
     log: &Log,
     record: &Record,
-    open: &mut Option<File>,
+    open: &mut Option<(PathBuf, File)>,
 ) -> io::Result<()> {
     let text = record.encode();
-    if open.is_none() {
-        *open = ours(&sidecar(target, "head"), log);
-    }
-    // A record replaced under us (another writer renamed a new one in)
-    // leaves ours unlinked: writing it would reach no one.
-    if open
+    let path = place.path("head");
+    // Reopened when the place changed or the record was replaced under us
+    // (another writer renamed a new one in, leaving ours unlinked).
+    let stale = open
         .as_ref()
-        .is_some_and(|f| f.metadata().map_or(true, |m| m.nlink() != 1))
-    {
-        *open = ours(&sidecar(target, "head"), log);
+        .is_none_or(|(at, file)| *at != path || file.metadata().map_or(true, |m| m.nlink() != 1));
+    if stale {
+        *open = ours(&path, log).map(|file| (path.clone(), file));
     }
-    if let Some(file) = open {
+    if let Some((_, file)) = open {
         use std::os::unix::fs::FileExt;
         file.write_all_at(text.as_bytes(), 0)?;
         if file.metadata()?.len() > text.len() as u64 {
@@ -179,12 +182,12 @@ pub(crate) fn write(
         return Ok(());
     }
     let mut file = tempfile::Builder::new()
-        .prefix(&temp_prefix(target, "head."))
+        .prefix(&place.temp_prefix("head."))
         .suffix(".tmp")
-        .tempfile_in(dir_of(target))?;
+        .tempfile_in(place.dir())?;
     log.dress(file.as_file())?;
     file.as_file_mut().write_all(text.as_bytes())?;
-    file.persist(sidecar(target, "head")).map_err(|e| e.error)?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

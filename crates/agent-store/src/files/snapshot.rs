@@ -1,49 +1,50 @@
-//! A file context's snapshot, kept beside it (`c.jsonl.snapshot`): read
+//! A file context's snapshot, kept beside it (`.c.jsonl.snapshot`) or in
+//! the user's cache directory (`place`): read
 //! only when [`trust`] believes it, written through a fresh file renamed
 //! into place. The sealed format is the stores' shared one
 //! (`crate::snapshot`).
 
-use super::recovery::{dir_of, sidecar, temp_prefix};
+use super::place::Place;
 use super::trust::{self, Found, Log};
 use crate::snapshot::{Checksum, Summing, seal_line};
 use agent_data::Warning;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 
-/// Reads the snapshot beside `target`, the log `log` describes; `None`
-/// when there is none, it may not be believed (a warning says why: see
-/// [`trust`]), or it cannot be read — it is only a cache.
-pub(crate) fn read_beside(
-    target: &Path,
+/// Reads the snapshot in the first of `places` that has one (the log
+/// `log` describes); `None` when there is none, it may not be believed (a
+/// warning says why: see [`trust`]), or it cannot be read — it is only a
+/// cache.
+pub(crate) fn read_from(
+    places: &[Place],
     log: &Log,
     warnings: &mut Vec<Warning>,
 ) -> Option<Vec<u8>> {
-    let mut file = open_beside(target, log, warnings)?;
+    let mut file = open_from(places, log, warnings)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
-/// The snapshot beside `target`, opened to be read, as [`read_beside`]
-/// decides whether to believe it.
-pub(crate) fn open_beside(
-    target: &Path,
+/// The snapshot in the first of `places` that has one, opened to be
+/// read, as [`read_from`] decides whether to believe it; one that may not
+/// be believed is passed over (with its warning) for the next place.
+pub(crate) fn open_from(
+    places: &[Place],
     log: &Log,
     warnings: &mut Vec<Warning>,
 ) -> Option<std::fs::File> {
-    let path = sidecar(target, "snapshot");
-    match trust::open(&path, log).ok()? {
-        Found::Missing => None,
-        Found::Ignored(warning) => {
-            warnings.push(warning);
-            None
+    for place in places {
+        match trust::open(&place.path("snapshot"), log).ok()? {
+            Found::Missing => continue,
+            Found::Ignored(warning) => warnings.push(warning),
+            Found::Trusted(file) => return Some(file),
         }
-        Found::Trusted(file) => Some(file),
     }
+    None
 }
 
-/// Replaces the snapshot beside `target` with the body `write` writes,
+/// Replaces the snapshot in `place` with the body `write` writes,
 /// sealed as it is written (it is never held whole): a fresh file
 /// (`O_EXCL`, random name) renamed into place, so a reader sees the old
 /// snapshot or the new one, and a planted symlink is replaced, never
@@ -51,15 +52,15 @@ pub(crate) fn open_beside(
 /// set-id bits): it holds the same data, so whoever may read the context
 /// may read its snapshot (and nobody else). No fsync: a snapshot lost in a
 /// crash is rebuilt. Returns the sealed snapshot's size.
-pub(crate) fn write_beside(
-    target: &Path,
+pub(crate) fn write_to(
+    place: &Place,
     log: &Log,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<u64> {
     let mut file = tempfile::Builder::new()
-        .prefix(&temp_prefix(target, "snapshot."))
+        .prefix(&place.temp_prefix("snapshot."))
         .suffix(".tmp")
-        .tempfile_in(dir_of(target))?;
+        .tempfile_in(place.dir())?;
     log.dress(file.as_file())?;
     let placeholder = seal_line(0);
     file.as_file_mut().write_all(placeholder.as_bytes())?;
@@ -72,14 +73,14 @@ pub(crate) fn write_beside(
     let size = placeholder.len() as u64 + sum.len;
     file.as_file()
         .write_all_at(seal_line(sum.finish()).as_bytes(), 0)?;
-    file.persist(sidecar(target, "snapshot"))
-        .map_err(|e| e.error)?;
+    file.persist(place.path("snapshot")).map_err(|e| e.error)?;
     Ok(size)
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::recovery::sidecar;
     use super::*;
     use crate::snapshot::unseal;
 
@@ -93,7 +94,10 @@ mod tests {
             std::fs::write(&target, "").unwrap();
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
             let log = Log::of(&std::fs::metadata(&target).unwrap());
-            write_beside(&target, &log, |out| out.write_all(b"body")).unwrap();
+            write_to(&Place::Beside(target.clone()), &log, |out| {
+                out.write_all(b"body")
+            })
+            .unwrap();
             let sealed = std::fs::read(sidecar(&target, "snapshot")).unwrap();
             assert_eq!(unseal(&sealed), Some(&b"body"[..]));
             let written = std::fs::metadata(sidecar(&target, "snapshot")).unwrap();

@@ -62,8 +62,11 @@ pub struct FileStore {
     /// Dead writers' temporary files were swept (once per handle: it reads
     /// the directory).
     pub(super) swept: bool,
-    /// The head record beside the file, open for writing in place.
-    pub(super) record: Option<std::fs::File>,
+    /// The head record, open for writing in place, with its path.
+    pub(super) record: Option<(PathBuf, std::fs::File)>,
+    /// This handle appended to the log: its caches are kept beside it
+    /// (D101: reads leave no files beside the user's).
+    pub(super) wrote: bool,
     /// The record disagrees with the log before its end: kept as found,
     /// for `verify`, and never written over by this handle.
     pub(super) record_disagrees: bool,
@@ -95,6 +98,25 @@ pub(super) struct Seen {
 }
 
 impl FileStore {
+    /// The directory where a handle that only reads a file keeps its head
+    /// record and snapshot, when the file has neither beside it: reading
+    /// leaves no file beside the user's (D101: reads leave nothing beside). It is
+    /// [`CACHE_DIR_VARIABLE`](crate::CACHE_DIR_VARIABLE) when set to an
+    /// absolute path, else `$XDG_CACHE_HOME/agentctx`, else
+    /// `$HOME/.cache/agentctx`; `None` when none of them is set (nothing is
+    /// cached for such files then). Files in it are named by the log's
+    /// device, inode and the inode's birth time; removing them only makes
+    /// the next read slower.
+    ///
+    /// ```
+    /// if let Some(dir) = agent_store::FileStore::cache_dir() {
+    ///     assert!(dir.is_absolute());
+    /// }
+    /// ```
+    pub fn cache_dir() -> Option<PathBuf> {
+        super::place::user_cache_dir()
+    }
+
     /// A store for the file at `path`; nothing is read yet. The format is
     /// `.json` → array, `.jsonl` → JSONL, else the first non-blank byte
     /// decides (`[`: array), and a missing file of another extension is
@@ -146,6 +168,7 @@ impl FileStore {
             warned: Vec::new(),
             swept: false,
             record: None,
+            wrote: false,
             record_disagrees: false,
         }
     }
@@ -404,6 +427,7 @@ impl FileStore {
                 self.seen.head = head;
                 super::checkpoints::append(file, &points);
                 self.seen.messages = prepared.base() + lines;
+                self.wrote = true;
                 self.write_record(file);
             }
             Format::Json => {
@@ -523,7 +547,9 @@ impl Store for FileStore {
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
         let mut warnings = Vec::new();
-        let sealed = super::snapshot::read_beside(&target, &Log::of(&meta), &mut warnings);
+        let log = Log::of(&meta);
+        let places = super::place::to_read(&target, &log);
+        let sealed = super::snapshot::read_from(&places, &log, &mut warnings);
         for warning in warnings {
             if let agent_data::Warning::IgnoredSidecar { path, reason } = warning {
                 verified

@@ -35,6 +35,10 @@ pub(crate) struct Log {
     pub(crate) dev: u64,
     /// The log's inode number.
     pub(crate) ino: u64,
+    /// When the log's inode was made, where the file system says: with
+    /// the device and inode, it names this file and no later one that
+    /// reuses the inode.
+    pub(crate) born: Option<std::time::SystemTime>,
 }
 
 impl Log {
@@ -46,6 +50,7 @@ impl Log {
             mode: meta.mode() & 0o7777,
             dev: meta.dev(),
             ino: meta.ino(),
+            born: meta.created().ok(),
         }
     }
 

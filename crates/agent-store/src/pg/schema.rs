@@ -529,7 +529,7 @@ CREATE TRIGGER agentctx_messages_chain BEFORE INSERT ON agentctx_messages
 "#;
 
 /// Version 10: the chain trigger skips the rows of the context named by
-/// `agentctx.chain_computed`, a setting agentctx's plain append (D96) makes
+/// `agentctx.chain_computed`, a setting agentctx's plain append (D96: the plain append) makes
 /// for its own transaction: their digests were computed by agentctx from
 /// rows it read and checked, and checking them again was a PL/pgSQL call
 /// and an index lookup per row, a sixth of a durable append (D100: the

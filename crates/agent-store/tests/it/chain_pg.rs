@@ -222,7 +222,7 @@ mod pg_chain {
     #[test]
     fn r34e_the_server_skips_its_check_only_for_the_context_a_transaction_names() {
         // agentctx's plain append names its context in
-        // `agentctx.chain_computed` for its own transaction (D100): those
+        // `agentctx.chain_computed` for its own transaction (D100: the chain checked once): those
         // rows are not checked again; any other context's rows are, and
         // the setting ends with the transaction.
         let (named_url, named) = written("named-skip", 2);
@@ -269,7 +269,7 @@ mod pg_chain {
         assert!(message.contains("row 3 of context"), "{message}");
     }
 
-    /// What agentctx's plain append does for its transaction (D100).
+    /// What agentctx's plain append does for its transaction (D100: the chain checked once).
     fn name_in_setting(transaction: &mut postgres::Transaction<'_>, id: i64) {
         transaction
             .execute(

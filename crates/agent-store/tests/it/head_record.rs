@@ -328,3 +328,80 @@ fn r34e_a_writer_catching_up_from_nothing_keeps_a_record_the_log_contradicts() {
         "{findings:?}"
     );
 }
+
+/// The caches a read of the file at `path` kept in the user's cache
+/// directory (named by its device and inode first), removed: the
+/// directory is shared.
+fn cached_by_reads(path: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = FileStore::cache_dir() else {
+        return Vec::new();
+    };
+    let meta = std::fs::metadata(path).unwrap();
+    let stem = format!("{}-{}-", meta.dev(), meta.ino());
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&stem))
+        .collect();
+    found.sort();
+    for name in &found {
+        std::fs::remove_file(dir.join(name)).unwrap();
+    }
+    found
+        .iter()
+        .map(|name| name.rsplit('.').next().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn d101_reading_a_file_with_nothing_beside_it_writes_nothing_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let lines: String = (0..300)
+        .map(|i| format!("{{\"type\":\"state\",\"data\":{{\"n\":{i}}}}}\n"))
+        .collect();
+    std::fs::write(&path, lines).unwrap();
+    let first = FileStore::open(&path).unwrap().load_tail().unwrap().context;
+    assert!(first.is_complete(), "nothing cached yet: read whole");
+    let again = FileStore::open(&path).unwrap().load_tail().unwrap().context;
+    FileStore::open(&path).unwrap().verify().unwrap();
+    assert_eq!(
+        listing(dir.path()),
+        ["c.jsonl"],
+        "a read left files beside the log"
+    );
+    if FileStore::cache_dir().is_some() {
+        // Kept in the user's cache instead, and used by the next open.
+        assert!(
+            !again.is_complete(),
+            "the second open used the cached snapshot"
+        );
+        assert_eq!(cached_by_reads(&path), ["head", "snapshot"]);
+    }
+    assert_eq!(n_of(&again), json!(299));
+
+    // A handle that appends keeps them beside the log, and reads follow.
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = store.load().unwrap().context;
+    let m = Message::from_value(json!({"type": "state", "data": {"n": 300}})).unwrap();
+    store.commit(&mut context, &m).unwrap();
+    store.snapshot(&context, SnapshotWhen::Now).unwrap();
+    assert_eq!(
+        listing(dir.path()),
+        [".c.jsonl.head", ".c.jsonl.snapshot", "c.jsonl"]
+    );
+    let reopened = FileStore::open(&path).unwrap().load_tail().unwrap().context;
+    assert!(!reopened.is_complete());
+    assert_eq!(n_of(&reopened), json!(300));
+    cached_by_reads(&path);
+}
