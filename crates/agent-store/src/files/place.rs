@@ -16,7 +16,15 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Names the directory kept for caches of contexts this user reads
-/// (`$XDG_CACHE_HOME/agentctx`, else `~/.cache/agentctx`, by default).
+/// (`$XDG_CACHE_HOME/agentctx`, else `~/.cache/agentctx`, by default;
+/// [`FileStore::cache_dir`](crate::FileStore::cache_dir)).
+///
+/// ```
+/// // A test or a sandbox keeps what its reads cache to itself:
+/// let mut command = std::process::Command::new("agentctx");
+/// command.env(agent_store::CACHE_DIR_VARIABLE, "/tmp/agentctx-cache");
+/// assert_eq!(agent_store::CACHE_DIR_VARIABLE, "AGENTCTX_CACHE_DIR");
+/// ```
 pub const CACHE_DIR_VARIABLE: &str = "AGENTCTX_CACHE_DIR";
 
 /// One place a log's caches may be.
