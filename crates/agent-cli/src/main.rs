@@ -12,6 +12,7 @@ mod hints;
 mod input;
 mod inspect;
 mod keyed;
+mod log;
 mod looping;
 mod mcp;
 mod run;
@@ -199,6 +200,28 @@ enum Command {
         #[arg(long)]
         aliases: bool,
     },
+    /// Print the log's messages a page at a time (50 by default), each as
+    /// `#INDEX` and its compact JSON; the next page's start goes to stderr.
+    Log {
+        /// Context file or PostgreSQL URL, or - for stdin.
+        context: String,
+        /// The index of the first message to look at.
+        #[arg(long, default_value_t = 0)]
+        from: usize,
+        /// The most messages to print (1 to 500).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=500))]
+        limit: u64,
+        /// Only data messages of this kind.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only messages of this instance.
+        #[arg(long)]
+        instance: Option<String>,
+        /// Print the page as one JSON object instead (`messages`, each with
+        /// its `index`; `next`, where the next page starts; `total`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Read the whole log, recompute its chain of digests and compare every
     /// digest recorded beside it (snapshots, rows); print the head and what
     /// does not match (exit 1 when anything). Never repairs.
@@ -326,6 +349,45 @@ fn stdout(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// A mistyped command is never pointed at `loop`, the command that calls a
+/// paid model (D102: no tip toward `loop`): the same error, with the other
+/// tips only.
+fn without_paid_suggestion(error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let suggested: Vec<String> = match error.get(ContextKind::SuggestedSubcommand) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(s)) => s.clone(),
+        _ => Vec::new(),
+    };
+    if error.kind() != ErrorKind::InvalidSubcommand || !suggested.iter().any(|s| s == "loop") {
+        return error;
+    }
+    let typed = match error.get(ContextKind::InvalidSubcommand) {
+        Some(ContextValue::String(typed)) => typed.clone(),
+        _ => String::new(),
+    };
+    let others: Vec<String> = suggested
+        .iter()
+        .filter(|s| *s != "loop")
+        .map(|s| format!("'{s}'"))
+        .collect();
+    let tip = if others.is_empty() {
+        " (`agentctx --help` lists the commands)".to_owned()
+    } else {
+        format!(
+            "\n\n  tip: a similar subcommand exists: {}",
+            others.join(", ")
+        )
+    };
+    <Cli as clap::CommandFactory>::command().error(
+        ErrorKind::InvalidSubcommand,
+        format!(
+            "unrecognized subcommand {}{tip}",
+            agent_core::quoted(&typed)
+        ),
+    )
+}
+
 fn main() -> ExitCode {
     // Going over the file-size limit (`ulimit -f`) sends SIGXFSZ, whose
     // default action kills the process mid-write and leaves a torn line.
@@ -345,7 +407,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // --help and --version are not errors; everything else is usage (2).
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            let _ = without_paid_suggestion(e).print();
             return ExitCode::from(code);
         }
     };
@@ -385,6 +447,23 @@ fn main() -> ExitCode {
             pretty,
         } => commands::render(&context, &provider, &mode, tokens, pretty),
         Command::Instances { context, aliases } => commands::instances(&context, aliases),
+        Command::Log {
+            context,
+            from,
+            limit,
+            kind,
+            instance,
+            json,
+        } => log::log(
+            &context,
+            &log::Page {
+                start: from,
+                limit: usize::try_from(limit).unwrap_or(50),
+                kind: kind.as_deref(),
+                instance: instance.as_deref(),
+            },
+            json,
+        ),
         Command::Assign {
             context,
             inputs,

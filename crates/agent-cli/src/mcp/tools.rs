@@ -8,7 +8,7 @@
 //! JSON text, which never starts with `@`).
 
 use crate::Failure;
-use crate::input::{Reading, load_context};
+
 use serde_json::{Map, Value, json};
 
 /// One tool: its name, what it does, its input schema, whether it writes.
@@ -42,7 +42,7 @@ pub(crate) enum Called {
 }
 
 /// The most messages `log` returns at once.
-pub(crate) const LOG_LIMIT: u64 = 500;
+pub(crate) const LOG_LIMIT: u64 = crate::log::MOST;
 
 /// How long the text beside a structured result may be before it says
 /// only how long it is.
@@ -342,7 +342,7 @@ fn run(context: &str, name: &str, arguments: &Map<String, Value>) -> Result<Valu
     }
 }
 
-/// A page of the log, filtered by kind and instance.
+/// A page of the log, filtered by kind and instance (`agentctx log`'s).
 fn log(context: &str, arguments: &Map<String, Value>) -> Result<Value, Failure> {
     let start = index(arguments, "start")?.unwrap_or(0);
     let limit = arguments
@@ -350,28 +350,11 @@ fn log(context: &str, arguments: &Map<String, Value>) -> Result<Value, Failure> 
         .and_then(Value::as_u64)
         .unwrap_or(50)
         .clamp(1, LOG_LIMIT);
-    let limit = usize::try_from(limit).unwrap_or(50);
-    let kind = text(arguments, "kind");
-    let instance = text(arguments, "instance");
-    let ctx = load_context(context, Reading::Whole)?;
-    let mut messages = Vec::new();
-    let mut next = None;
-    for at in start..ctx.len() {
-        let Some(message) = ctx.message(at) else {
-            continue;
-        };
-        let value = message.to_value();
-        let field = |name: &str| value.get(name).and_then(agent_core::json::Value::as_str);
-        if kind.is_some_and(|k| field("kind") != Some(k))
-            || instance.is_some_and(|x| field("_instance") != Some(x))
-        {
-            continue;
-        }
-        if messages.len() == limit {
-            next = Some(at);
-            break;
-        }
-        messages.push(json!({"index": at, "message": Value::from(&value)}));
-    }
-    Ok(json!({"start": start, "messages": messages, "next": next, "total": ctx.len()}))
+    let page = crate::log::Page {
+        start,
+        limit: usize::try_from(limit).unwrap_or(50),
+        kind: text(arguments, "kind"),
+        instance: text(arguments, "instance"),
+    };
+    Ok(Value::from(&crate::log::page(context, &page)?))
 }

@@ -20,6 +20,7 @@ mod hostile_files;
 mod inspect;
 mod inspect_about;
 mod keys;
+mod log;
 mod r#loop;
 mod loop_server;
 mod machine;
