@@ -250,9 +250,24 @@ pub fn w5_file(path: &std::path::Path, messages: usize) -> Result<u64, String> {
         .match_indices('\n')
         .nth(messages.saturating_sub(W5_TAIL + 1))
         .map_or(0, |(at, _)| at + 1);
-    std::fs::write(path, &jsonl[..cut]).map_err(|e| e.to_string())?;
+    // All but the prefix's last line written as a file; that line appended
+    // through the store, so this handle is the log's writer and keeps its
+    // snapshot beside it (a handle that only read would keep it in the
+    // user's cache directory, D101: reads leave nothing beside).
+    let last = jsonl[..cut.saturating_sub(1)]
+        .rfind('\n')
+        .map_or(0, |at| at + 1);
+    std::fs::write(path, &jsonl[..last]).map_err(|e| e.to_string())?;
     let mut store = FileStore::open(path).map_err(|e| e.to_string())?;
     let mut context = store.load().map_err(|e| e.to_string())?.context;
+    let mut prefix_end = Vec::new();
+    for line in jsonl[last..cut].lines() {
+        let value: Value = agent_core::json::from_str(line).map_err(|e| e.to_string())?;
+        prefix_end.extend(Message::from_value(value).map_err(|e| e.to_string())?);
+    }
+    store
+        .commit(&mut context, &prefix_end)
+        .map_err(|e| e.to_string())?;
     store
         .snapshot(&context, SnapshotWhen::Now)
         .map_err(|e| e.to_string())?;

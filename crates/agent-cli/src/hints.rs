@@ -176,3 +176,55 @@ pub(crate) fn kind_hint(context: &Context, kind: &Kind) -> String {
         }
     }
 }
+
+/// A warning for each reference in `calls`' parameters to a kind the
+/// context does not have and none of `calls` writes (`_outputPath`): such a
+/// call would wait, blocked, for a value nothing makes. It names the
+/// nearest kind, or the kinds there are, as `view` does.
+pub(crate) fn warn_unknown_kinds(calls: &[Call], context: &Context) {
+    let written: Vec<&Kind> = calls
+        .iter()
+        .filter_map(Call::output_path)
+        .flat_map(|path| path.outcomes().iter().flatten())
+        .map(|reference| &reference.kind)
+        .collect();
+    let mut known: Vec<&str> = context.identities().map(|id| id.kind.as_str()).collect();
+    known.sort_unstable();
+    known.dedup();
+    for (i, call) in calls.iter().enumerate() {
+        let mut warned: Vec<Kind> = Vec::new();
+        let mut texts = Vec::new();
+        for (_, value) in call.parameters() {
+            strings(value, &mut texts);
+        }
+        for text in texts {
+            let Ok(expression) = agent_vars::Expression::parse(text) else {
+                continue;
+            };
+            for reference in expression.references() {
+                let kind = &reference.kind;
+                let there = known.binary_search(&kind.as_str()).is_ok();
+                if there || written.contains(&kind) || warned.contains(kind) {
+                    continue;
+                }
+                warned.push(kind.clone());
+                eprintln!(
+                    "warning: PLAN call {i}: {reference} reads ¶{kind}, a kind the context does \
+                     not have and no call of the plan writes: the call will be blocked{}",
+                    kind_hint(context, kind)
+                );
+            }
+        }
+    }
+}
+
+/// The strings in `value` that start with `†`: the expressions in it.
+fn strings<'v>(value: &'v agent_core::json::Value, out: &mut Vec<&'v str>) {
+    use agent_core::json::Value;
+    match value {
+        Value::String(text) if text.starts_with(agent_core::DAGGER) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+        Value::Object(members) => members.values().for_each(|item| strings(item, out)),
+        _ => {}
+    }
+}

@@ -152,11 +152,13 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
 }
 
 /// A warning for each parameter that looks like a reference missing its
-/// `†` and names a value of the context.
+/// `†` and names a value of the context, and for each reference to a kind
+/// nothing has or writes.
 fn warn_literal_references(plan: &Plan, context: &Context) {
     for (i, call) in plan.calls().iter().enumerate() {
         crate::hints::warn_literal_references(call, context, &format!("PLAN call {i}"));
     }
+    crate::hints::warn_unknown_kinds(plan.calls(), context);
 }
 
 /// What `run --key` says in its help.

@@ -226,3 +226,26 @@ fn d63_append_says_on_stderr_how_many_messages_it_appended_and_stdout_stays_empt
         format!("appended 2 message(s); {path} now has 4 message(s)\n")
     );
 }
+
+#[test]
+fn d63_a_reference_to_a_kind_nothing_has_or_writes_is_warned_before_the_run() {
+    let (_dir, path) = context(STATE);
+    // ¶stat: nothing has it, nothing writes it — the call would wait.
+    let plan = r#"[{"_tool":"t","c":"†stat.items","_outputPath":"†state.x"},
+                  {"_tool":"t","c":"†made.x","_outputPath":"†state.y"},
+                  {"_tool":"t","_outputPath":"†made.x"}]"#;
+    let run = agentctx(&["run", &path, plan, "--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "warning: PLAN call 0: †stat.items reads ¶stat, a kind the context does not have \
+         and no call of the plan writes: the call will be blocked; did you mean ¶state?\n"
+    );
+    // Far from every kind: the kinds there are.
+    let run = agentctx(&["run", &path, r#"[{"_tool":"t","c":"†zzz.q"}]"#, "--dry-run"]);
+    assert_eq!(
+        run.stderr,
+        "warning: PLAN call 0: †zzz.q reads ¶zzz, a kind the context does not have \
+         and no call of the plan writes: the call will be blocked; the kinds are ¶state, ¶input\n"
+    );
+}
