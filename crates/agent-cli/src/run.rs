@@ -140,13 +140,23 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
     } else {
         let mut context = load_context(&args.context, Reading::Views)?;
         warn_literal_references(&plan, &context);
-        plan.run_observed(
+        let before = context.len();
+        let report = plan.run_observed(
             &mut context,
             &activities,
             clock.as_ref(),
             None,
             &mut progress,
-        )
+        );
+        // The results were appended to a copy in memory: say so where a
+        // person reads it, since the next `view` will not show them.
+        if live && context.len() > before {
+            eprintln!(
+                "(not written: {} message(s) appended in memory only; add --write to save them)",
+                context.len() - before
+            );
+        }
+        report
     };
     finish(&report, args.pretty)
 }

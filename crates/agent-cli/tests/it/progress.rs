@@ -28,6 +28,15 @@ fn spec10_run_on_a_terminal_shows_one_live_line_per_wave_and_clears_it() {
                 \r\x1b[2Krun: 0 running, 3 done, 0 waiting\r\x1b[2K";
     assert!(seen.starts_with(live), "{seen:?}");
     assert!(seen.contains("\"status\":\"done\""), "{seen:?}");
+    // Without --write the three results were appended in memory only.
+    assert!(
+        seen.contains(
+            "(not written: 3 message(s) appended in memory only; add --write to save them)"
+        ),
+        "{seen:?}"
+    );
+    let written = crate::support::on_terminal(&[args.as_slice(), &["--write"]].concat());
+    assert!(!String::from_utf8_lossy(&written.stdout).contains("not written"));
 
     // Without a terminal: nothing on stderr.
     let plain = crate::support::command(&args[1..]).output().unwrap();
