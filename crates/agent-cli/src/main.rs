@@ -145,12 +145,17 @@ enum Command {
     Append {
         /// Context file or PostgreSQL URL (created by the first append).
         context: String,
-        /// A JSON message object, a JSON array of them, or @file holding a
-        /// JSON array or JSONL.
-        messages: String,
+        /// JSON message objects, JSON arrays of them, or @files holding a
+        /// JSON array or JSONL: all appended as one batch, all or none.
+        #[arg(required = true, num_args = 1..)]
+        messages: Vec<String>,
         #[arg(long, value_name = "KEY", value_parser = keyed::parse_key, long_help = keyed::HELP)]
         /// Append at most once per KEY (see --help).
         key: Option<agent_data::AppendKey>,
+        /// Append only to a context that holds no messages (else append
+        /// nothing, and say so): a setup step that can be run again.
+        #[arg(long, conflicts_with = "key")]
+        if_empty: bool,
     },
     /// Copy every message of FROM into TO, which must be missing or empty;
     /// every field, key order and number arrives as it was.
@@ -473,7 +478,8 @@ fn main() -> ExitCode {
             context,
             messages,
             key,
-        } => write::append(&context, &messages, key.as_ref()),
+            if_empty,
+        } => write::append(&context, &messages, key.as_ref(), if_empty),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Completions { shell } => Ok(completions(shell)),
         Command::Man { dir } => man(dir.as_deref()),

@@ -16,15 +16,27 @@ use agent_data::{Context, Format, Message};
 /// stderr says so.
 pub(crate) fn append(
     context: &str,
-    messages: &str,
+    messages: &[String],
     key: Option<&AppendKey>,
+    if_empty: bool,
 ) -> Result<String, Failure> {
-    let done = append_counted(context, messages, key)?;
+    let mut batch = Vec::new();
+    for argument in messages {
+        batch.extend(parse_messages(argument)?);
+    }
+    let done = append_batch(context, batch, key, if_empty)?;
     // stdout stays empty (spec §10); stderr says what happened.
-    eprintln!(
-        "appended {} message(s); {} now has {} message(s)",
-        done.appended, done.name, done.length
-    );
+    if done.kept_out {
+        eprintln!(
+            "not appended: {} already holds {} message(s) (--if-empty)",
+            done.name, done.length
+        );
+    } else {
+        eprintln!(
+            "appended {} message(s); {} now has {} message(s)",
+            done.appended, done.name, done.length
+        );
+    }
     if crate::input::PRINT_HEAD.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!("head: {} ({} messages)", done.head, done.length);
     }
@@ -41,18 +53,46 @@ pub(crate) struct Appended {
     pub(crate) length: usize,
     /// Its head after, as hex.
     pub(crate) head: String,
+    /// Nothing was appended because the context held messages
+    /// (`--if-empty`).
+    pub(crate) kept_out: bool,
 }
 
-/// [`append`]'s work, without printing.
+/// [`append`]'s work, without printing: MESSAGES as one argument.
 pub(crate) fn append_counted(
     context: &str,
     messages: &str,
     key: Option<&AppendKey>,
 ) -> Result<Appended, Failure> {
-    let messages = parse_messages(messages)?;
+    append_batch(context, parse_messages(messages)?, key, false)
+}
+
+/// Appends `messages` as one batch, all or none; with `if_empty`, only
+/// to a context holding no messages when they land (decided under the
+/// store's compare-and-append, so of two such appends at once one lands).
+fn append_batch(
+    context: &str,
+    messages: Vec<Message>,
+    key: Option<&AppendKey>,
+    if_empty: bool,
+) -> Result<Appended, Failure> {
     crate::hints::check_messages(&messages, "MESSAGES")?;
     let mut stored = open_stored(context, true, Reading::Views)?;
+    let mut kept_out = false;
     let appended = match key {
+        None if if_empty => {
+            let landed = stored
+                .append_built(&mut |now: &Context| {
+                    kept_out = !now.is_empty();
+                    Ok(if kept_out {
+                        Vec::new()
+                    } else {
+                        messages.clone()
+                    })
+                })
+                .map_err(Failure::invalid)?;
+            landed.len()
+        }
         None => {
             stored.append_all(&messages).map_err(Failure::invalid)?;
             messages.len()
@@ -72,6 +112,7 @@ pub(crate) fn append_counted(
         name: stored.store().name().to_owned(),
         length: stored.context().len(),
         head: stored.context().head().to_string(),
+        kept_out,
     })
 }
 

@@ -27,6 +27,7 @@ mod machine;
 mod pg_credentials;
 mod postgres;
 mod progress;
+mod setup;
 mod typos;
 mod verify;
 mod workers;
