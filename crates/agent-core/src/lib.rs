@@ -66,5 +66,5 @@ pub use error::{
 pub use ident::{Instance, Kind, MAX_INSTANCE_CHARS};
 pub use keys::{CALL_KEYS, MESSAGE_KEYS, UnknownKey, check_keys, did_you_mean, nearest};
 pub use path::{Path, Segment};
-pub use reference::{DAGGER, Reference};
+pub use reference::{DAGGER, Reference, dagger_meant};
 pub use write::{Method, check_write, merge_deep, write, write_checked};

@@ -7,6 +7,26 @@ use std::fmt;
 /// The dagger that starts a reference (U+2020).
 pub const DAGGER: char = '†';
 
+/// The expression `text` was most likely meant to be, when it is a
+/// reference missing its `†`: written bare (`state.x`), or with a
+/// character standing in for it (`$state.x` as in templates and shells,
+/// `+state.x`, which looks like it). `None` when `text` does not look like
+/// one (D104: one spelling, the mistyped ones named).
+///
+/// ```
+/// use agent_core::dagger_meant;
+/// assert_eq!(dagger_meant("$state.x").as_deref(), Some("†state.x"));
+/// assert_eq!(dagger_meant("state.x").as_deref(), Some("†state.x"));
+/// assert_eq!(dagger_meant("†state.x"), None);
+/// assert_eq!(dagger_meant("42"), None);
+/// ```
+pub fn dagger_meant(text: &str) -> Option<String> {
+    let text = text.trim();
+    let bare = text.strip_prefix(['$', '+']).unwrap_or(text);
+    bare.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        .then(|| format!("{DAGGER}{bare}"))
+}
+
 /// A reference to a path in the view of a kind: `†state.user.name`.
 ///
 /// This is one operand of an expression; `||` and `&&` live in `agent-vars`.

@@ -29,8 +29,11 @@ pub enum Error {
     OutputPathNotString,
     /// `_outputPath` is a string but not an expression (no leading `†`).
     #[error(
-        "`_outputPath` {} is not an expression: it must start with '†'",
-        agent_core::quoted(text)
+        "`_outputPath` {} is not an expression: it must start with '†'{}",
+        agent_core::quoted(text),
+        agent_core::dagger_meant(text)
+            .map(|meant| format!("; did you mean {}?", agent_core::quoted(&meant)))
+            .unwrap_or_default()
     )]
     OutputPathNotExpression {
         /// The rejected text.

@@ -112,13 +112,13 @@ impl Parser<'_> {
     }
 
     /// Text that does not start with `†` is not an expression: most often a
-    /// forgotten `†`, so the error suggests it.
+    /// forgotten `†`, or `$` typed for it, so the error suggests it.
     fn not_an_expression(&self) -> SyntaxError {
         let rest = self.rest().trim_end();
-        let reason = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        let reason = if let Some(meant) = agent_core::dagger_meant(rest) {
             format!(
                 "expected '†' (an expression starts with a reference): did you mean {}?",
-                agent_core::quoted(&format!("{DAGGER}{rest}"))
+                agent_core::quoted(&meant)
             )
         } else {
             "expected '†' (an expression starts with a reference, like †state.a)".to_owned()

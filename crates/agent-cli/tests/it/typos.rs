@@ -249,3 +249,28 @@ fn d63_a_reference_to_a_kind_nothing_has_or_writes_is_warned_before_the_run() {
          and no call of the plan writes: the call will be blocked; the kinds are ¶state, ¶input\n"
     );
 }
+
+#[test]
+fn d104_a_dollar_or_a_plus_typed_for_the_dagger_is_named() {
+    let (_dir, path) = context(STATE);
+    for typed in ["$input.text", "+input.text"] {
+        let run = agentctx(&["resolve", &path, typed]);
+        assert_eq!(run.code, 1, "{typed}");
+        assert!(
+            run.stderr.starts_with(
+                "error: syntax error at byte 0: expected '†' (an expression starts with a \
+                 reference): did you mean \"†input.text\"?\n"
+            ),
+            "{typed}: {}",
+            run.stderr
+        );
+    }
+    let call = r#"{"_tool":"t","_outputPath":"$state.x"}"#;
+    let run = agentctx(&["apply", &path, call, "--result", "1"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: `_outputPath` \"$state.x\" is not an expression: it must start with '†'; \
+         did you mean \"†state.x\"?\n"
+    );
+}

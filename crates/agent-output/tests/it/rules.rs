@@ -674,7 +674,7 @@ fn r18_r20_a_call_parses_its_meta_keys_once_and_says_what_is_wrong() {
         ),
         (
             json!({"_outputPath": "state.a"}),
-            "`_outputPath` \"state.a\" is not an expression: it must start with '†'",
+            "`_outputPath` \"state.a\" is not an expression: it must start with '†'; did you mean \"†state.a\"?",
         ),
         (
             json!({"_outputMethod": null}),
