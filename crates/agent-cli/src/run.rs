@@ -219,6 +219,13 @@ pub(crate) fn demo(json: bool, file: &std::path::Path) -> Result<String, Failure
         .context;
     let plan = agent_core::json::from_str(DEMO_PLAN).map_err(Failure::invalid)?;
     let calls: Vec<Value> = agent_core::json::from_value(plan).map_err(Failure::invalid)?;
+    // The plan is recorded in the context before it runs, as a worker's
+    // is: `inspect` shows it, and what each call did, at every point.
+    let recorded = agent_data::OpaqueMessage::new(json!({"type": "plan", "calls": calls.clone()}))
+        .map_err(Failure::invalid)?;
+    context
+        .append_all(&[recorded.into()])
+        .map_err(Failure::invalid)?;
     let plan = Plan::new(calls).map_err(Failure::invalid)?;
     let report = plan.run(&mut context, &demo_activities(), &SystemClock);
     write_whole(&context, file)?;

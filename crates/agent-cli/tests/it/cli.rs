@@ -740,6 +740,23 @@ fn demo_runs_the_bundled_plan_end_to_end_and_says_how_to_inspect_the_file_it_wro
         "{}",
         written.stderr
     );
+    // The plan it ran is recorded in the context, for `inspect`.
+    let plans = agentctx(&["log", file, "--json", "--limit", "500"], None);
+    let recorded: Value = agent_core::json::from_str(&plans.stdout).unwrap();
+    let plan_messages: Vec<&Value> = recorded["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["message"]["type"] == "plan")
+        .collect();
+    assert_eq!(plan_messages.len(), 1, "{}", plans.stdout);
+    assert_eq!(
+        plan_messages[0]["message"]["calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
     let messages = std::fs::read_to_string(file).unwrap().lines().count();
     assert!(
         run.stdout.ends_with(&format!(
