@@ -180,6 +180,20 @@ fn value_arg(what: &str, arg: &str) -> Result<agent_core::json::Value, Failure> 
         if arg.starts_with('@') {
             return failure;
         }
+        // Meant as an object or array: quoting it whole would make it a
+        // string. Single quotes for double is the common slip.
+        if arg.trim_start().starts_with(['{', '[']) {
+            let fixed = arg.replace('\'', "\"");
+            let hint = if agent_core::json::from_str(&fixed).is_ok() {
+                format!(
+                    "; JSON quotes keys and strings with \": {what} {}",
+                    shell_word(&fixed)
+                )
+            } else {
+                format!("; {what} takes JSON, and this object or array is not valid JSON")
+            };
+            return Failure::invalid(format!("{}{hint}", failure.message));
+        }
         let quoted = agent_core::quoted(arg);
         let text = if what == "--result" {
             format!(" (or --result-text {})", shell_word(arg))

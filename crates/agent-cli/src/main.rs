@@ -249,10 +249,14 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `agentctx man | man -l -`; with
-    /// --dir, write it and one page per subcommand (agentctx-run.1, …)
-    /// into DIR, as the repository keeps them in docs/man/.
+    /// Print the manual page (roff), e.g. `agentctx man | man -l -`, or
+    /// COMMAND's (`agentctx man run`); with --dir, write it and one page
+    /// per subcommand (agentctx-run.1, …) into DIR, as the repository
+    /// keeps them in docs/man/.
     Man {
+        /// The command whose page to print.
+        #[arg(conflicts_with = "dir")]
+        command: Option<String>,
         /// Write every page into this directory instead.
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
@@ -324,7 +328,7 @@ fn completions(shell: clap_complete::Shell) -> String {
 
 /// The manual page, generated from the same definitions as `--help`;
 /// with `dir`, every page written there.
-fn man(dir: Option<&std::path::Path>) -> Result<String, Failure> {
+fn man(page: Option<&str>, dir: Option<&std::path::Path>) -> Result<String, Failure> {
     if let Some(dir) = dir {
         clap_mangen::generate_to(Cli::command(), dir).map_err(|e| {
             Failure::invalid(format!(
@@ -337,6 +341,24 @@ fn man(dir: Option<&std::path::Path>) -> Result<String, Failure> {
     // As `generate_to` builds it: no `help` subcommand, which has no page.
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
+    if let Some(page) = page {
+        let names: Vec<String> = command
+            .get_subcommands()
+            .map(|sub| sub.get_name().to_owned())
+            .collect();
+        let Some(sub) = command.find_subcommand(page).cloned() else {
+            let near = agent_core::nearest(page, names.iter().map(String::as_str))
+                .map(|near| format!("; did you mean {}?", agent_core::quoted(near)))
+                .unwrap_or_default();
+            return Err(Failure::usage(format!(
+                "no command {}{near}",
+                agent_core::quoted(page)
+            )));
+        };
+        // Built above, it carries the name `generate_to` gives its page
+        // (agentctx-run).
+        command = sub;
+    }
     let mut out = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut out)
@@ -482,7 +504,7 @@ fn main() -> ExitCode {
         } => write::append(&context, &messages, key.as_ref(), if_empty),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Completions { shell } => Ok(completions(shell)),
-        Command::Man { dir } => man(dir.as_deref()),
+        Command::Man { command, dir } => man(command.as_deref(), dir.as_deref()),
         Command::Check {
             context,
             complete,

@@ -162,3 +162,23 @@ fn d64_an_instance_really_named_hash_n_is_read_as_itself() {
     // ② has no alias here: `#2` names the instance called so.
     assert_eq!(run.stdout, "{\"#2\":\"#2\",\"②\":\"②\",\"#51\":\"#51\"}\n");
 }
+
+#[test]
+fn d64_an_object_result_that_is_not_json_is_shown_as_json_not_as_a_string() {
+    let (_dir, path) = context("");
+    let run = agentctx(&["apply", &path, CALL, "--result", "{'a':1}"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .ends_with("; JSON quotes keys and strings with \": --result '{\"a\":1}'\n"),
+        "{}",
+        run.stderr
+    );
+    let run = agentctx(&["apply", &path, CALL, "--failure", "[1, 2"]);
+    assert!(
+        run.stderr
+            .ends_with("; --failure takes JSON, and this object or array is not valid JSON\n"),
+        "{}",
+        run.stderr
+    );
+}

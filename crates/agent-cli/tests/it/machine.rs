@@ -192,6 +192,22 @@ fn d65_the_manual_pages_in_docs_man_are_current() {
         page.stdout,
         std::fs::read_to_string(kept.join("agentctx.1")).unwrap()
     );
+    // One command's page, as --dir writes it.
+    for command in ["run", "log", "append"] {
+        let page = agentctx(&["man", command]);
+        assert_eq!(page.code, 0, "{}", page.stderr);
+        assert_eq!(
+            page.stdout,
+            std::fs::read_to_string(kept.join(format!("agentctx-{command}.1"))).unwrap(),
+            "{command}"
+        );
+    }
+    let unknown = agentctx(&["man", "rn"]);
+    assert_eq!(unknown.code, 2);
+    assert_eq!(
+        unknown.stderr,
+        "error: no command \"rn\"; did you mean \"run\"?\n"
+    );
 }
 
 #[test]
