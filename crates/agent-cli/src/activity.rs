@@ -250,13 +250,33 @@ impl Activity for ShellActivity {
         }
         match agent_core::json::from_str(&stdout) {
             Ok(value) => Outcome::Success(value),
+            // What it printed, its start, says more than where parsing stopped.
             Err(e) => Outcome::Failure(json!({
                 "exitStatus": 0,
                 "error": format!("stdout is not JSON: {e}"),
+                "stdout": head(&out.stdout, STDOUT_HEAD_BYTES),
                 "stderr": tail(&out.stderr, STDERR_TAIL_BYTES),
             })),
         }
     }
+}
+
+/// How much of a non-JSON stdout a failure quotes: its start.
+const STDOUT_HEAD_BYTES: usize = 200;
+
+/// The first `max` bytes of `bytes` as text, trimmed, ending at a
+/// character boundary; `…` marks a cut.
+fn head(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The last `max` bytes of `bytes` as text, trimmed, starting at a

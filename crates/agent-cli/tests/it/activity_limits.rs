@@ -97,3 +97,29 @@ fn children_an_activity_leaves_running_do_not_keep_run_waiting() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(report(&run)["calls"][0]["status"], "done");
 }
+
+#[test]
+fn spec10_an_activity_whose_stdout_is_not_json_fails_quoting_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    std::fs::write(&path, "{\"type\":\"input\",\"data\":{\"x\":1}}\n").unwrap();
+    let path = path.to_str().unwrap();
+    let plan = r#"[{"_tool":"t","_outputPath":"†state.y || †state.failed"}]"#;
+    let long = format!("t=printf '{}é{}'", "x".repeat(199), "y".repeat(50));
+    for (activity, quoted) in [
+        ("t=echo hello, not JSON", "hello, not JSON".to_owned()),
+        (long.as_str(), format!("{}…", "x".repeat(199))),
+    ] {
+        let run = crate::support::agentctx(&["run", path, plan, "--activity", activity]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let report: agent_core::json::Value = agent_core::json::from_str(&run.stdout).unwrap();
+        assert_eq!(report["calls"][0]["outcome"], "failure", "{}", run.stdout);
+        let failure = &report["calls"][0]["failure"];
+        assert_eq!(failure["stdout"], quoted.as_str(), "{}", run.stdout);
+        assert_eq!(
+            failure["error"], "stdout is not JSON: expected value at line 1 column 1",
+            "{}",
+            run.stdout
+        );
+    }
+}
