@@ -52,6 +52,13 @@ pub(crate) fn view(
             crate::hints::kind_hint(&ctx, &kind)
         )));
     }
+    // The value is printed as the log folds it; that it breaks its schema
+    // is said beside it, as `check` says it.
+    for problem in ctx.check_layer_of(&kind, instance.as_ref(), CheckMode::Normal) {
+        if matches!(problem, agent_data::Problem::Schema { .. }) {
+            eprintln!("warning: {problem}");
+        }
+    }
     match ctx.view(&kind, instance.as_ref()) {
         Some(view) => Ok(stream_value(view, pretty)),
         None => Err(Failure::unresolved(format!(

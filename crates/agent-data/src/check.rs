@@ -82,27 +82,66 @@ impl Context {
     /// Every fold diagnostic and schema violation, layer by layer in order of
     /// first appearance (R27; with [`CheckMode::Complete`], R26).
     pub fn check(&self, mode: CheckMode) -> Vec<Problem> {
-        let complete = mode == CheckMode::Complete;
         let mut problems = Vec::new();
         for (identity, layer) in &self.layers {
-            let mut diagnostics = Vec::new();
-            let view = self.folded(identity, layer, &mut diagnostics);
-            problems.extend(diagnostics.into_iter().map(Problem::Fold));
-            let schema = self.compiled_schema(&identity.kind, identity.instance.as_ref());
-            if let (Some(schema), Some(view)) = (schema, view) {
-                match schema.violations(&view, complete) {
-                    Some(violations) => {
-                        problems.extend(violations.into_iter().map(|violation| Problem::Schema {
-                            identity: identity.clone(),
-                            violation,
-                        }))
-                    }
-                    None => problems.push(Problem::Unchecked {
-                        identity: identity.clone(),
-                    }),
-                }
-            }
+            self.check_layer(identity, layer, mode, &mut problems);
         }
         problems
+    }
+
+    /// What [`Context::check`] finds in the layer of `kind` and `instance`
+    /// alone: nothing when there is no such layer.
+    ///
+    /// ```
+    /// use agent_data::{CheckMode, Context, Format};
+    /// let lines = concat!(
+    ///     r#"{"type":"data","kind":"user","data":{"age":"ten"},"#,
+    ///     r#""schema":{"type":"object","properties":{"age":{"type":"integer"}}}}"#,
+    /// );
+    /// // Loaded as stored: a log may hold what an append would refuse.
+    /// let ctx = Context::load(lines.as_bytes(), Format::Jsonl)?.context;
+    /// let user = agent_core::Kind::new("user")?;
+    /// assert_eq!(ctx.check_layer_of(&user, None, CheckMode::Normal).len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_layer_of(
+        &self,
+        kind: &agent_core::Kind,
+        instance: Option<&agent_core::Instance>,
+        mode: CheckMode,
+    ) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let probe = crate::identity::IdentityRef::new(kind, instance);
+        if let Some((_, identity, layer)) = self.layers.get_full(probe) {
+            self.check_layer(identity, layer, mode, &mut problems);
+        }
+        problems
+    }
+
+    fn check_layer(
+        &self,
+        identity: &Identity,
+        layer: &Layer,
+        mode: CheckMode,
+        problems: &mut Vec<Problem>,
+    ) {
+        let complete = mode == CheckMode::Complete;
+        let mut diagnostics = Vec::new();
+        let view = self.folded(identity, layer, &mut diagnostics);
+        problems.extend(diagnostics.into_iter().map(Problem::Fold));
+        let schema = self.compiled_schema(&identity.kind, identity.instance.as_ref());
+        if let (Some(schema), Some(view)) = (schema, view) {
+            match schema.violations(&view, complete) {
+                Some(violations) => {
+                    problems.extend(violations.into_iter().map(|violation| Problem::Schema {
+                        identity: identity.clone(),
+                        violation,
+                    }))
+                }
+                None => problems.push(Problem::Unchecked {
+                    identity: identity.clone(),
+                }),
+            }
+        }
     }
 }

@@ -274,3 +274,22 @@ fn d104_a_dollar_or_a_plus_typed_for_the_dagger_is_named() {
          did you mean \"†state.x\"?\n"
     );
 }
+
+#[test]
+fn r27_view_of_a_value_breaking_its_schema_prints_it_and_warns_as_check_does() {
+    let schema = r#"{"type":"object","properties":{"age":{"type":"integer"}}}"#;
+    let (_dir, path) = context(&format!(
+        "{{\"type\":\"data\",\"kind\":\"user\",\"data\":{{\"age\":\"ten\"}},\"schema\":{schema}}}\n\
+         {{\"type\":\"data\",\"kind\":\"user\",\"data\":{{\"age\":10}},\"_instance\":\"a\"}}\n"
+    ));
+    let run = agentctx(&["view", &path, "user"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "{\"age\":\"ten\"}\n");
+    let check = agentctx(&["check", &path]);
+    let said = check.stdout.lines().next().unwrap().to_owned();
+    assert_eq!(run.stderr, format!("warning: {said}\n"));
+    // A view that keeps its schema is printed without a word.
+    let run = agentctx(&["view", &path, "user", "--instance", "a"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+}
