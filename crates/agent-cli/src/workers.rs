@@ -32,8 +32,9 @@ pub(crate) struct WorkerArgs {
     /// when a worker dies, others take its calls over after this.
     #[arg(long, default_value_t = 30.0)]
     lease: f64,
-    /// Attempts after the first when an activity fails, 1 s, 2 s, 4 s, …
-    /// apart.
+    /// Attempts after the first when an activity fails and its call's
+    /// `_outputPath` has no failure outcome, 1 s, 2 s, 4 s, … apart (a
+    /// failure it has an outcome for is written at once, as `run` does).
     #[arg(long, default_value_t = 2)]
     retries: u32,
     /// Exit when no call is ready or running (else run until killed).

@@ -24,7 +24,9 @@ pub struct WorkerOptions {
     /// How long a claim holds without renewal: a worker that dies leaves
     /// its calls to others after this. Renewed every third of it.
     pub lease: Duration,
-    /// Attempts after the first when an activity fails (with backoff). A
+    /// Attempts after the first when an activity fails (with backoff) and
+    /// its call's `_outputPath` has no outcome for a failure; a failure
+    /// it has one for is written at once, as `run` writes it. A
     /// call taken over from a worker that stopped mid-activity counts that
     /// attempt too, and may be claimed up to two more times than this
     /// allows, so a worker dying does not fail its calls.

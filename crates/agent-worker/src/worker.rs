@@ -465,7 +465,14 @@ impl<'w> Running<'w> {
             Ok(outcome) => outcome,
             Err(error) => return self.give_up(&claim, &error),
         };
+        // A failure the call's `_outputPath` has an outcome for is its
+        // result, written at once, as `run` writes it (D105: one rule for
+        // failures); only a failure with nowhere to go is tried again.
+        let handled = call
+            .output_path()
+            .is_some_and(|path| path.outcomes().len() > 1);
         if let Outcome::Failure(value) = &outcome
+            && !handled
             && claim.attempt <= self.options().retries
         {
             let error = format!("attempt {} failed: {value}", claim.attempt);

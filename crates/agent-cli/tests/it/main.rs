@@ -31,3 +31,4 @@ mod setup;
 mod typos;
 mod verify;
 mod workers;
+mod workers_outcomes;
