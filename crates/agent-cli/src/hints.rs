@@ -53,6 +53,14 @@ pub(crate) fn check_messages(messages: &[Message], what: &str) -> Result<(), Fai
 /// (the string would pass as written). Only strings with a path (a `.` or
 /// `[`): a bare word such as "state" is far more often meant as a word.
 pub(crate) fn warn_literal_references(call: &Call, context: &Context, what: &str) {
+    for warning in literal_references(call, context, what) {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// [`warn_literal_references`]'s warnings, without `warning: `.
+pub(crate) fn literal_references(call: &Call, context: &Context, what: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
     let scope = agent_vars::Scope::new(context, call.instance());
     for (key, value) in call.parameters() {
         let Some(text) = value.as_str() else { continue };
@@ -63,15 +71,16 @@ pub(crate) fn warn_literal_references(call: &Call, context: &Context, what: &str
             continue;
         };
         if let agent_vars::Evaluation::Value(_) = expression.evaluate(&scope) {
-            eprintln!(
-                "warning: {what}: parameter {} is the string {}, which passes as written; \
+            warnings.push(format!(
+                "{what}: parameter {} is the string {}, which passes as written; \
                  did you mean {}?",
                 quoted(key),
                 quoted(text),
                 quoted(&format!("†{text}"))
-            );
+            ));
         }
     }
+    warnings
 }
 
 /// The instance an `--instance` argument names: an id of the context as
@@ -177,11 +186,12 @@ pub(crate) fn kind_hint(context: &Context, kind: &Kind) -> String {
     }
 }
 
-/// A warning for each reference in `calls`' parameters to a kind the
+/// The warnings for each reference in `calls`' parameters to a kind the
 /// context does not have and none of `calls` writes (`_outputPath`): such a
 /// call would wait, blocked, for a value nothing makes. It names the
 /// nearest kind, or the kinds there are, as `view` does.
-pub(crate) fn warn_unknown_kinds(calls: &[Call], context: &Context) {
+pub(crate) fn unknown_kinds(calls: &[Call], context: &Context) -> Vec<String> {
+    let mut warnings = Vec::new();
     let written: Vec<&Kind> = calls
         .iter()
         .filter_map(Call::output_path)
@@ -208,14 +218,15 @@ pub(crate) fn warn_unknown_kinds(calls: &[Call], context: &Context) {
                     continue;
                 }
                 warned.push(kind.clone());
-                eprintln!(
-                    "warning: PLAN call {i}: {reference} reads ¶{kind}, a kind the context does \
-                     not have and no call of the plan writes: the call will be blocked{}",
+                warnings.push(format!(
+                    "PLAN call {i}: {reference} reads ¶{kind}, a kind the context does not \
+                     have and no call of the plan writes: the call will be blocked{}",
                     kind_hint(context, kind)
-                );
+                ));
             }
         }
     }
+    warnings
 }
 
 /// The strings in `value` that start with `†`: the expressions in it.

@@ -82,12 +82,14 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         args.activity_timeout,
     )?;
     if args.dry_run {
-        warn_literal_references(&plan, &load_context(&args.context, Reading::Views)?);
+        let warnings =
+            warn_literal_references(&plan, &load_context(&args.context, Reading::Views)?);
         let missing = plan.tools_without_activity(&activities);
-        return Ok(crate::input::print_value(
-            &json!({"waves": plan.waves(), "missingActivities": missing}),
-            args.pretty,
-        ));
+        let mut dry = json!({"waves": plan.waves(), "missingActivities": missing});
+        if !warnings.is_empty() {
+            dry["warnings"] = json!(warnings);
+        }
+        return Ok(crate::input::print_value(&dry, args.pretty));
     }
     // With --write, each call's result is committed as it is written, so it
     // is validated against the file as it is then (R34b).
@@ -108,12 +110,13 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
             }
         }
     };
+    let warnings;
     let report = if let Some(key) = &args.key {
         // Every call's key must be valid before anything runs.
         key.derive(&format!("call-{}", plan.calls().len()))
             .map_err(|e| Failure::usage(format!("--key: {e}")))?;
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
-        warn_literal_references(&plan, stored.context());
+        warnings = warn_literal_references(&plan, stored.context());
         let mut noting = Noting::new(&mut stored, key)?;
         let report = plan.run_observed(
             &mut noting,
@@ -127,7 +130,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         report
     } else if args.write {
         let mut stored = open_stored(&args.context, false, Reading::Views)?;
-        warn_literal_references(&plan, stored.context());
+        warnings = warn_literal_references(&plan, stored.context());
         let report = plan.run_observed(
             &mut stored,
             &activities,
@@ -139,7 +142,7 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         report
     } else {
         let mut context = load_context(&args.context, Reading::Views)?;
-        warn_literal_references(&plan, &context);
+        warnings = warn_literal_references(&plan, &context);
         let before = context.len();
         let report = plan.run_observed(
             &mut context,
@@ -158,17 +161,26 @@ pub(crate) fn run(args: RunArgs) -> Result<String, Failure> {
         }
         report
     };
-    finish(&report, args.pretty)
+    finish(&report, &warnings, args.pretty)
 }
 
 /// A warning for each parameter that looks like a reference missing its
 /// `†` and names a value of the context, and for each reference to a kind
-/// nothing has or writes.
-fn warn_literal_references(plan: &Plan, context: &Context) {
+/// nothing has or writes: printed on stderr now, and kept for the report.
+fn warn_literal_references(plan: &Plan, context: &Context) -> Vec<String> {
+    let mut warnings = Vec::new();
     for (i, call) in plan.calls().iter().enumerate() {
-        crate::hints::warn_literal_references(call, context, &format!("PLAN call {i}"));
+        warnings.extend(crate::hints::literal_references(
+            call,
+            context,
+            &format!("PLAN call {i}"),
+        ));
     }
-    crate::hints::warn_unknown_kinds(plan.calls(), context);
+    warnings.extend(crate::hints::unknown_kinds(plan.calls(), context));
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    warnings
 }
 
 /// What `run --key` says in its help.
@@ -179,9 +191,14 @@ const RUN_KEY_HELP: &str = "With --write: append each call's result at most once
     KEY: printable ASCII without spaces; every KEY/call-N at most 128 bytes. Kept 7 days, \
     in PostgreSQL and beside JSONL files (not JSON arrays)";
 
-/// The report on stdout, with the exit status its calls call for.
-fn finish(report: &Report, pretty: bool) -> Result<String, Failure> {
-    let text = crate::input::print_value(&json!(report), pretty);
+/// The report on stdout (with the warnings given before the run, when
+/// there were any), with the exit status its calls call for.
+fn finish(report: &Report, warnings: &[String], pretty: bool) -> Result<String, Failure> {
+    let mut shown = json!(report);
+    if !warnings.is_empty() {
+        shown["warnings"] = json!(warnings);
+    }
+    let text = crate::input::print_value(&shown, pretty);
     let count = |f: fn(&Status) -> bool| report.calls.iter().filter(|c| f(&c.status)).count();
     // The store failed: nothing after it ran (D42: one readiness rule).
     if let Some(error) = report.calls.iter().find_map(|c| match &c.status {

@@ -905,7 +905,12 @@ fn run_blocked_is_exit_3_and_dry_run_lists_waves() {
     let run = agentctx(&["run", "-", plan, "--dry-run"], Some("[]"));
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "{\"waves\":[[0],[1]],\"missingActivities\":[\"t\"]}\n")
+        (
+            0,
+            "{\"waves\":[[0],[1]],\"missingActivities\":[\"t\"],\"warnings\":[\"PLAN call 0: \
+             †input.missing reads ¶input, a kind the context does not have and no call of the \
+             plan writes: the call will be blocked; the context has no data messages\"]}\n"
+        )
     );
 }
 

@@ -162,6 +162,22 @@ fn d63_a_parameter_naming_a_value_of_the_context_without_its_dagger_is_warned() 
         "{}",
         run.stderr
     );
+    // The run's report says so too, the same words.
+    let said = run
+        .stderr
+        .trim_end()
+        .trim_start_matches("warning: ")
+        .to_owned();
+    let dry: agent_core::json::Value = agent_core::json::from_str(&run.stdout).unwrap();
+    assert_eq!(dry["warnings"], agent_core::json::json!([said]));
+    let ran = agentctx(&["run", &path, &format!("[{call}]"), "--activity", "t=echo 1"]);
+    let report: agent_core::json::Value = agent_core::json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        report["warnings"],
+        agent_core::json::json!([said]),
+        "{}",
+        ran.stdout
+    );
     // A string naming nothing in the context passes silently.
     let call = r#"{"_tool":"t","text":"input.nothing"}"#;
     assert_eq!(agentctx(&["resolve-call", &path, call]).stderr, "");
