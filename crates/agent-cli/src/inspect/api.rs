@@ -154,9 +154,17 @@ async fn answer_at<Q: Send + 'static>(
 ) -> Response {
     let (Query(Point { at }), Query(query)) = match (point_asked, query) {
         (Ok(at), Ok(query)) => (at, query),
-        (Err(rejection), _) | (_, Err(rejection)) => {
-            return error(StatusCode::BAD_REQUEST, rejection.body_text());
+        (Err(_), _) => {
+            let length = shared.context().len();
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "at: not a point: a point is a whole number of messages, 0 to {length} \
+                     (the context's length)"
+                ),
+            );
         }
+        (_, Err(rejection)) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
     };
     let context = shared.context();
     let length = context.len();

@@ -242,7 +242,7 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             if status == StatusCode::METHOD_NOT_ALLOWED {
                 refused
                     .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static("GET"));
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             }
             refused
         }
@@ -309,11 +309,12 @@ fn refusal(request: &Request, port: u16) -> Option<(StatusCode, String)> {
             ),
         ));
     }
-    if request.method() != axum::http::Method::GET {
+    // HEAD is answered as GET is, without the body (the router does so).
+    if request.method() != axum::http::Method::GET && request.method() != axum::http::Method::HEAD {
         return Some((
             StatusCode::METHOD_NOT_ALLOWED,
             format!(
-                "{} is not answered: agentctx inspect only reads, and answers GET only",
+                "{} is not answered: agentctx inspect only reads, and answers GET and HEAD only",
                 request.method()
             ),
         ));

@@ -161,7 +161,8 @@ fn d75_inspect_pages_and_filters_the_log() {
         (bad_point.status, bad_point.body.as_str()),
         (
             400,
-            "{\"error\":\"Failed to deserialize query string: at: invalid digit found in string\"}\n"
+            "{\"error\":\"at: not a point: a point is a whole number of messages, 0 to 4 (the \
+             context's length)\"}\n"
         )
     );
     let bad = server.get("/api/log?from=x");
@@ -221,24 +222,49 @@ fn d75_there_is_no_write_endpoint() {
         stream.read_to_string(&mut raw).unwrap();
         assert!(raw.starts_with("HTTP/1.1 405 "), "{method}: {raw}");
     }
-    for (method, path) in [
-        ("HEAD", "/api/log"),
-        ("POST", "/api/nothing"),
-        ("OPTIONS", "/"),
-    ] {
+    for (method, path) in [("POST", "/api/nothing"), ("OPTIONS", "/")] {
         let host = server.host();
         let refused = server.exchange(&format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n"));
         assert_eq!(refused.status, 405, "{method} {path}");
-        assert_eq!(refused.header("allow"), Some("GET"));
-        if method != "HEAD" {
-            assert_eq!(
-                refused.body,
-                format!(
-                    "{{\"error\":\"{method} is not answered: agentctx inspect only reads, and \
-                     answers GET only\"}}\n"
-                )
-            );
-        }
+        assert_eq!(refused.header("allow"), Some("GET, HEAD"));
+        assert_eq!(
+            refused.body,
+            format!(
+                "{{\"error\":\"{method} is not answered: agentctx inspect only reads, and \
+                 answers GET and HEAD only\"}}\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn d75_head_is_answered_as_get_without_a_body_and_a_bad_point_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&file_context(&dir));
+    let host = server.host();
+    for path in ["/", "/api/log", "/api/views"] {
+        let got = server.get(path);
+        let head = server.exchange(&format!("HEAD {path} HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!((head.status, got.status), (200, 200), "{path}");
+        assert_eq!(
+            head.header("content-type"),
+            got.header("content-type"),
+            "{path}"
+        );
+        assert_eq!(head.body, "", "{path}");
+    }
+    for at in ["-1", "abc"] {
+        let bad = server.get(&format!("/api/views?at={at}"));
+        assert_eq!(bad.status, 400, "{at}");
+        let length = server.json("/api/views")["length"].clone();
+        assert_eq!(
+            bad.body,
+            format!(
+                "{{\"error\":\"at: not a point: a point is a whole number of messages, 0 to \
+                 {length} (the context's length)\"}}\n"
+            ),
+            "{at}"
+        );
     }
 }
 
