@@ -202,40 +202,24 @@ pub(crate) fn unknown_kinds(calls: &[Call], context: &Context) -> Vec<String> {
     known.sort_unstable();
     known.dedup();
     for (i, call) in calls.iter().enumerate() {
-        let mut warned: Vec<Kind> = Vec::new();
-        let mut texts = Vec::new();
-        for (_, value) in call.parameters() {
-            strings(value, &mut texts);
-        }
-        for text in texts {
-            let Ok(expression) = agent_vars::Expression::parse(text) else {
+        // A call whose expressions do not parse is refused by the run itself.
+        let Ok(reads) = agent_vars::call_reads(call.as_value()) else {
+            continue;
+        };
+        let mut warned: Vec<&Kind> = Vec::new();
+        for reference in &reads.references {
+            let kind = &reference.kind;
+            let there = known.binary_search(&kind.as_str()).is_ok();
+            if there || written.contains(&kind) || warned.contains(&kind) {
                 continue;
-            };
-            for reference in expression.references() {
-                let kind = &reference.kind;
-                let there = known.binary_search(&kind.as_str()).is_ok();
-                if there || written.contains(&kind) || warned.contains(kind) {
-                    continue;
-                }
-                warned.push(kind.clone());
-                warnings.push(format!(
-                    "PLAN call {i}: {reference} reads ¶{kind}, a kind the context does not \
-                     have and no call of the plan writes: the call will be blocked{}",
-                    kind_hint(context, kind)
-                ));
             }
+            warned.push(kind);
+            warnings.push(format!(
+                "PLAN call {i}: {reference} reads ¶{kind}, a kind the context does not \
+                 have and no call of the plan writes: the call will be blocked{}",
+                kind_hint(context, kind)
+            ));
         }
     }
     warnings
-}
-
-/// The strings in `value` that start with `†`: the expressions in it.
-fn strings<'v>(value: &'v agent_core::json::Value, out: &mut Vec<&'v str>) {
-    use agent_core::json::Value;
-    match value {
-        Value::String(text) if text.starts_with(agent_core::DAGGER) => out.push(text),
-        Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
-        Value::Object(members) => members.values().for_each(|item| strings(item, out)),
-        _ => {}
-    }
 }
