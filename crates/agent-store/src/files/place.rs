@@ -10,7 +10,8 @@
 //! a read faster, never change what it reads.
 
 use super::recovery::{dir_of, sidecar, temp_prefix};
-use super::trust::{Log, me};
+use super::trust::{self, Found, Log, me};
+use agent_data::Warning;
 use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -88,6 +89,25 @@ pub(crate) fn to_read(target: &Path, log: &Log) -> Vec<Place> {
         places.push(cached(dir, log));
     }
     places
+}
+
+/// The cache called `suffix` in the first of `places` that has one, open
+/// to be read, with its place, when it may be believed; one that may not
+/// be believed is passed over (with its warning) for the next place.
+pub(crate) fn open_first<'p>(
+    places: &'p [Place],
+    suffix: &str,
+    log: &Log,
+    warnings: &mut Vec<Warning>,
+) -> Option<(std::fs::File, &'p Place)> {
+    for place in places {
+        match trust::open(&place.path(suffix), log).ok()? {
+            Found::Missing => continue,
+            Found::Ignored(warning) => warnings.push(warning),
+            Found::Trusted(file) => return Some((file, place)),
+        }
+    }
+    None
 }
 
 /// Where a handle writes `target`'s caches: beside it when the handle

@@ -13,7 +13,7 @@
 //! temporary file and a rename, with the log's group and mode.
 
 use super::place::Place;
-use super::trust::{self, Found, Log};
+use super::trust::{self, Log};
 use agent_data::{Digest, Warning};
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
@@ -131,23 +131,14 @@ pub(crate) fn read(
     log: &Log,
     warnings: &mut Vec<Warning>,
 ) -> Option<(Record, Place)> {
-    for place in places {
-        let path = place.path("head");
-        match trust::open(&path, log).ok()? {
-            Found::Missing => continue,
-            Found::Ignored(warning) => warnings.push(warning),
-            Found::Trusted(mut file) => {
-                let mut text = String::new();
-                // A record is one short line: a larger file is not one.
-                Read::by_ref(&mut file)
-                    .take(512)
-                    .read_to_string(&mut text)
-                    .ok()?;
-                return Record::decode(&text).map(|record| (record, place.clone()));
-            }
-        }
-    }
-    None
+    let (mut file, place) = super::place::open_first(places, "head", log, warnings)?;
+    let mut text = String::new();
+    // A record is one short line: a larger file is not one.
+    Read::by_ref(&mut file)
+        .take(512)
+        .read_to_string(&mut text)
+        .ok()?;
+    Record::decode(&text).map(|record| (record, place.clone()))
 }
 
 /// Writes `record` in `place` (not synced: it is a cache). A record of

@@ -1,11 +1,11 @@
 //! A file context's snapshot, kept beside it (`.c.jsonl.snapshot`) or in
 //! the user's cache directory (`place`): read
-//! only when [`trust`] believes it, written through a fresh file renamed
+//! only when [`trust`](super::trust) believes it, written through a fresh file renamed
 //! into place. The sealed format is the stores' shared one
 //! (`crate::snapshot`).
 
 use super::place::Place;
-use super::trust::{self, Found, Log};
+use super::trust::Log;
 use crate::snapshot::{Checksum, Summing, seal_line};
 use agent_data::Warning;
 use std::io::{self, Read, Write};
@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 
 /// Reads the snapshot in the first of `places` that has one (the log
 /// `log` describes); `None` when there is none, it may not be believed (a
-/// warning says why: see [`trust`]), or it cannot be read — it is only a
+/// warning says why: see [`trust`](super::trust)), or it cannot be read — it is only a
 /// cache.
 pub(crate) fn read_from(
     places: &[Place],
@@ -34,14 +34,7 @@ pub(crate) fn open_from(
     log: &Log,
     warnings: &mut Vec<Warning>,
 ) -> Option<std::fs::File> {
-    for place in places {
-        match trust::open(&place.path("snapshot"), log).ok()? {
-            Found::Missing => continue,
-            Found::Ignored(warning) => warnings.push(warning),
-            Found::Trusted(file) => return Some(file),
-        }
-    }
-    None
+    super::place::open_first(places, "snapshot", log, warnings).map(|(file, _)| file)
 }
 
 /// Replaces the snapshot in `place` with the body `write` writes,
