@@ -10,7 +10,8 @@
 //! - [`database`]: the PostgreSQL server the tests use, and names on it
 //!   no other test uses; [`cluster`]: a throwaway cluster of one's own;
 //! - [`growth`]: linear growth checked as a ratio of two sizes' times;
-//! - [`process`]: a finished process's exit code and text.
+//! - [`process`]: a finished process's exit code and text;
+//! - [`files`]: a directory's names, to check a command left it as it was.
 //!
 //! ```
 //! let server = test_support::http::Server::start(|stream, _, _| {
@@ -24,6 +25,7 @@
 
 pub mod cluster;
 pub mod database;
+pub mod files;
 pub mod growth;
 pub mod http;
 pub mod process;

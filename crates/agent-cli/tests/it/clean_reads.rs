@@ -7,14 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
+use test_support::files::listing;
 
 #[test]
 fn d101_the_readmes_reading_commands_leave_the_examples_directory_as_it_was() {

@@ -354,14 +354,7 @@ fn cached_by_reads(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
+use test_support::files::listing;
 
 #[test]
 fn d101_reading_a_file_with_nothing_beside_it_writes_nothing_beside_it() {
