@@ -70,7 +70,7 @@ const TARGETS: [(&str, f64); 22] = [
     ("W6-load-instances-vs-parse", 1.5),
     ("S1-file-append-vs-raw", 1.3),
     ("WIDE-instances-first", 1.5),
-    ("WIDE-instances-snapshot", 1.5),
+    ("WIDE-instances-again", 1.5),
     ("C1-chain-vs-sha256", 2.0),
     ("C2-verify-chain-vs-sha256sum", 2.0),
     ("S2-pg-append-vs-insert", 1.5),

@@ -65,6 +65,9 @@ pub struct Context {
     /// a global write of their kind last forgot it: what that write must
     /// forget, found without visiting every layer.
     pub(crate) layered: Built,
+    /// Messages written to instance layers: those a snapshot holds as
+    /// they are, to be folded again on restore (D106: snapshots that pay).
+    pub(crate) instance_writes: usize,
 }
 
 /// Positions of layers with a built layered view. Views are built by
@@ -284,6 +287,9 @@ impl Context {
         }
         let at = self.layer_index(data.kind(), data.instance());
         self.log.seal(written, Some(at));
+        if data.instance().is_some() {
+            self.instance_writes += 1;
+        }
         let Some((identity, layer)) = self.layers.get_index_mut(at) else {
             return;
         };

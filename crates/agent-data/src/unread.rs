@@ -109,6 +109,7 @@ impl Context {
         let written = self.log.write_text(text);
         let at = self.add_interned_layer(kind, Some(&instance), layer, hash);
         self.log.seal(written, Some(at));
+        self.instance_writes += 1;
         true
     }
 }

@@ -8,6 +8,7 @@
 //! So it is written without fsync, through a fresh file renamed into place.
 
 use crate::Result;
+use agent_data::Context;
 use std::io::{self, Read, Write};
 
 /// A snapshot is due once this many messages followed the last one…
@@ -42,18 +43,21 @@ impl Since {
         self.messages >= SNAPSHOT_AFTER && self.bytes.saturating_mul(SIZE_SHARE) >= self.snapshot
     }
 
-    /// Writes a snapshot with `write` when one is due or `now` (what
-    /// [`crate::Store::snapshot`] does for every store): whether one was
-    /// written. Without `now` a failure is not an error — a snapshot is
-    /// only a cache, and one that cannot be written (permissions, a full or
-    /// read-only file system, a lost connection) costs later opens time.
+    /// Writes a snapshot of `context` with `write` when one is due and
+    /// pays ([`Context::snapshot_pays`], D106: snapshots that pay), or
+    /// `now` (what [`crate::Store::snapshot`] does for every store):
+    /// whether one was written. Without `now` a failure is not an error —
+    /// a snapshot is only a cache, and one that cannot be written
+    /// (permissions, a full or read-only file system, a lost connection)
+    /// costs later opens time.
     pub(crate) fn write_if_due(
         &self,
         when: crate::SnapshotWhen,
+        context: &Context,
         write: impl FnOnce() -> Result<()>,
     ) -> Result<bool> {
         let now = when == crate::SnapshotWhen::Now;
-        if !(now || self.due()) {
+        if !(now || self.due() && context.snapshot_pays()) {
             return Ok(false);
         }
         match write() {

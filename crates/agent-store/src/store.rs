@@ -79,7 +79,8 @@ pub trait Store {
     /// Writes a snapshot of `context` — loaded from this store and caught
     /// up — [`SnapshotWhen::Due`]: when the messages since the last one
     /// crossed the threshold ([`crate::SNAPSHOT_AFTER`] messages and a
-    /// quarter of its size in bytes), or [`SnapshotWhen::Now`]. Returns
+    /// quarter of its size in bytes) and a snapshot pays
+    /// ([`Context::snapshot_pays`]), or [`SnapshotWhen::Now`]. Returns
     /// whether one was written. When due, failing to write one is not an
     /// error: it is a cache.
     ///

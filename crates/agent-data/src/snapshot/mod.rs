@@ -184,6 +184,30 @@ struct GlobalOut<'a> {
 }
 
 impl Context {
+    /// True when a snapshot would spare an open at least half the log: at
+    /// least half the messages are global writes, text or opaque, which a
+    /// snapshot replaces by the views. Instance layers' messages are held
+    /// in it as they are and folded again on restore, so for a context of
+    /// mostly instance writes a snapshot is about as costly to read as the
+    /// log and only costs its writing (D106: snapshots that pay). Stores
+    /// write one when due only when this holds.
+    ///
+    /// ```
+    /// use agent_data::Context;
+    ///
+    /// let folded = Context::from_json(r#"[{"type":"state","n":1},{"type":"state","n":2}]"#)?;
+    /// assert!(folded.snapshot_pays());
+    /// let instances = Context::from_json(
+    ///     r#"[{"type":"state","n":1,"_instance":"a"},{"type":"state","n":2,"_instance":"b"}]"#,
+    /// )?;
+    /// assert!(!instances.snapshot_pays());
+    /// # Ok::<(), agent_data::Error>(())
+    /// ```
+    pub fn snapshot_pays(&self) -> bool {
+        let folded = self.len().saturating_sub(self.instance_writes);
+        folded.saturating_mul(2) >= self.len()
+    }
+
     /// The context's folded state as a snapshot, with the store's `anchor`
     /// kept verbatim; [`Context::from_snapshot`] reads it back. Everything
     /// but text, opaque and global-layer messages is in it.
@@ -500,6 +524,7 @@ fn restore(header: Header, held: Vec<u8>, bad: Option<usize>) -> Result<(Context
             "its layers hold {counted} messages, more than the {length} it summarises"
         )));
     }
+    context.instance_writes = indexes.len();
     context.log = Log::restored(length, header.head, held, indexes, &positions)
         .ok_or_else(|| invalid("its held messages are not JSONL text".to_owned()))?;
     Ok((context, header.anchor))

@@ -223,6 +223,12 @@ proptest! {
             prop_assert_eq!(resumed.message_json(index), full.message_json(index));
         }
         prop_assert_eq!(resumed.is_complete(), full.is_empty() || resumed.held_from() == 0);
+        // A snapshot pays when at least half the messages are not instance
+        // writes (D106: snapshots that pay), however the context was read.
+        let instance_writes = messages.iter().filter(|m| m.get("_instance").is_some()).count();
+        let pays = (messages.len() - instance_writes) * 2 >= messages.len();
+        prop_assert_eq!(full.snapshot_pays(), pays);
+        prop_assert_eq!(resumed.snapshot_pays(), pays);
     }
 }
 

@@ -533,7 +533,7 @@ impl Store for FileStore {
 
     fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
         let since = self.since;
-        since.write_if_due(when, || self.write_snapshot(context))
+        since.write_if_due(when, context, || self.write_snapshot(context))
     }
 
     /// [`Store::verify`], and the snapshot beside the file checked

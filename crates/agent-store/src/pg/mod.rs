@@ -208,7 +208,7 @@ impl Store for PgStore {
 
     fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
         let since = self.since;
-        since.write_if_due(when, || self.write_snapshot(context))
+        since.write_if_due(when, context, || self.write_snapshot(context))
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {

@@ -5,7 +5,7 @@
 
 use agent_core::json;
 use agent_data::{Context, Message};
-use agent_store::{Append, FileStore, Store, Stored};
+use agent_store::{Append, FileStore, SnapshotWhen, Store, Stored};
 use std::path::PathBuf;
 
 fn dir(name: &str) -> PathBuf {
@@ -232,6 +232,55 @@ fn every_view(context: &Context) -> Vec<agent_core::json::Value> {
             .collect::<Vec<_>>()
     ));
     out
+}
+
+/// `n` writes, each to an instance of its own, committed through `store`.
+fn instance_writes(store: &mut FileStore, context: &mut Context, n: usize) {
+    for i in 0..n {
+        let write = Message::from_value(
+            agent_core::json!({"type": "state", "v": i, "_instance": format!("i{i}")}),
+        )
+        .unwrap();
+        store.commit(context, &write).unwrap();
+    }
+}
+
+#[test]
+fn d106_a_snapshot_is_written_when_due_only_where_it_spares_half_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let snapshot = dir.path().join(".c.jsonl.snapshot");
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = Context::new();
+    // Every write is its own instance layer's, held in a snapshot as it
+    // is: one would cost its writing and spare no reading.
+    instance_writes(&mut store, &mut context, 300);
+    assert!(!context.snapshot_pays());
+    assert!(!snapshot.exists(), "a snapshot of instance writes only was written");
+    let mut reopened = FileStore::open(&path).unwrap();
+    let tail = reopened.load_tail().unwrap().context;
+    assert!(tail.is_complete(), "opened from a snapshot that should not exist");
+    assert!(!snapshot.exists(), "an open wrote a snapshot of instance writes only");
+    // Global writes fold into one view; once they are half the log a
+    // snapshot pays, and the next commit past the threshold writes one.
+    for n in 0..300 {
+        let global = Message::from_value(agent_core::json!({"type": "state", "data": {"n": n}}))
+            .unwrap();
+        store.commit(&mut context, &global).unwrap();
+    }
+    assert!(context.snapshot_pays());
+    assert!(snapshot.is_file(), "no snapshot once global writes were half the log");
+    let resumed = FileStore::open(&path).unwrap().load_tail().unwrap().context;
+    let full = FileStore::open(&path).unwrap().load().unwrap().context;
+    assert!(!resumed.is_complete());
+    assert_eq!(every_view(&resumed), every_view(&full));
+    // Asked for, a snapshot is written whether it pays or not.
+    let other = dir.path().join("d.jsonl");
+    let mut store = FileStore::open(&other).unwrap();
+    let mut context = Context::new();
+    instance_writes(&mut store, &mut context, 100);
+    assert!(store.snapshot(&context, SnapshotWhen::Now).unwrap());
+    assert!(dir.path().join(".d.jsonl.snapshot").is_file());
 }
 
 #[test]

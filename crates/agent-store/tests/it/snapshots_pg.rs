@@ -68,6 +68,34 @@ mod pg_snapshots {
         (url, name, store, context)
     }
 
+    /// How many chunk rows the context's snapshot has.
+    fn chunks(client: &mut postgres::Client, id: i64) -> usize {
+        versions(client, id).len()
+    }
+
+    #[test]
+    fn d106_a_snapshot_is_written_when_due_only_where_it_spares_half_the_log() {
+        let name = fresh_name("pays");
+        let url = with_context(&name);
+        let mut store = open(&url);
+        let mut context = Context::new();
+        for i in 0..200 {
+            let write = Message::from_value(
+                json!({"type": "state", "v": i, "_instance": format!("i{i}")}),
+            )
+            .unwrap();
+            store.commit(&mut context, &write).unwrap();
+        }
+        let mut client = raw();
+        let id = id(&mut client, &name);
+        assert_eq!(chunks(&mut client, id), 0, "a snapshot of instance writes only");
+        pushed(&mut store, &mut context, 0, 200);
+        assert!(chunks(&mut client, id) > 0, "no snapshot once global writes were half the log");
+        let resumed = open(&url).load_tail().unwrap().context;
+        assert!(!resumed.is_complete());
+        assert_eq!(state(&resumed), state(&context));
+    }
+
     #[test]
     fn r34c_a_snapshot_rewrite_writes_only_the_chunks_that_changed() {
         let (url, name, mut store, mut context) = long("chunks");
