@@ -305,9 +305,20 @@ fn measure_shape(
     let (which, how) = if wrote_snapshot {
         ("snapshot", "through the snapshot the first open wrote")
     } else {
-        ("again", "after a first open, which wrote no snapshot (one would not pay)")
+        (
+            "again",
+            "after a first open, which wrote no snapshot (one would not pay)",
+        )
     };
-    let mut second = row(shape, which, how, &second_runs, &parse_runs, log_bytes, floor);
+    let mut second = row(
+        shape,
+        which,
+        how,
+        &second_runs,
+        &parse_runs,
+        log_bytes,
+        floor,
+    );
     for row in [&mut rows[0], &mut second] {
         row["snapshot_bytes"] = json!(snapshot_bytes);
         row["snapshot_ratio"] = json!(snapshot_bytes as f64 / log_bytes);

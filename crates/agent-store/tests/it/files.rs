@@ -256,20 +256,32 @@ fn d106_a_snapshot_is_written_when_due_only_where_it_spares_half_the_log() {
     // is: one would cost its writing and spare no reading.
     instance_writes(&mut store, &mut context, 300);
     assert!(!context.snapshot_pays());
-    assert!(!snapshot.exists(), "a snapshot of instance writes only was written");
+    assert!(
+        !snapshot.exists(),
+        "a snapshot of instance writes only was written"
+    );
     let mut reopened = FileStore::open(&path).unwrap();
     let tail = reopened.load_tail().unwrap().context;
-    assert!(tail.is_complete(), "opened from a snapshot that should not exist");
-    assert!(!snapshot.exists(), "an open wrote a snapshot of instance writes only");
+    assert!(
+        tail.is_complete(),
+        "opened from a snapshot that should not exist"
+    );
+    assert!(
+        !snapshot.exists(),
+        "an open wrote a snapshot of instance writes only"
+    );
     // Global writes fold into one view; once they are half the log a
     // snapshot pays, and the next commit past the threshold writes one.
     for n in 0..300 {
-        let global = Message::from_value(agent_core::json!({"type": "state", "data": {"n": n}}))
-            .unwrap();
+        let global =
+            Message::from_value(agent_core::json!({"type": "state", "data": {"n": n}})).unwrap();
         store.commit(&mut context, &global).unwrap();
     }
     assert!(context.snapshot_pays());
-    assert!(snapshot.is_file(), "no snapshot once global writes were half the log");
+    assert!(
+        snapshot.is_file(),
+        "no snapshot once global writes were half the log"
+    );
     let resumed = FileStore::open(&path).unwrap().load_tail().unwrap().context;
     let full = FileStore::open(&path).unwrap().load().unwrap().context;
     assert!(!resumed.is_complete());

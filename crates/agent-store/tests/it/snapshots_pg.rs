@@ -80,17 +80,23 @@ mod pg_snapshots {
         let mut store = open(&url);
         let mut context = Context::new();
         for i in 0..200 {
-            let write = Message::from_value(
-                json!({"type": "state", "v": i, "_instance": format!("i{i}")}),
-            )
-            .unwrap();
+            let write =
+                Message::from_value(json!({"type": "state", "v": i, "_instance": format!("i{i}")}))
+                    .unwrap();
             store.commit(&mut context, &write).unwrap();
         }
         let mut client = raw();
         let id = id(&mut client, &name);
-        assert_eq!(chunks(&mut client, id), 0, "a snapshot of instance writes only");
+        assert_eq!(
+            chunks(&mut client, id),
+            0,
+            "a snapshot of instance writes only"
+        );
         pushed(&mut store, &mut context, 0, 200);
-        assert!(chunks(&mut client, id) > 0, "no snapshot once global writes were half the log");
+        assert!(
+            chunks(&mut client, id) > 0,
+            "no snapshot once global writes were half the log"
+        );
         let resumed = open(&url).load_tail().unwrap().context;
         assert!(!resumed.is_complete());
         assert_eq!(state(&resumed), state(&context));
