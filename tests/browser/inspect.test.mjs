@@ -10,24 +10,19 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { launch } from "./chromium.mjs";
+import { agentctx, append, directories, rendered, Server } from "./support.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BIN = process.env.AGENTCTX_BIN;
 const DATABASE = process.env.AGENTCTX_TEST_DATABASE_URL ?? "postgres://root@127.0.0.1:5432/test";
 const SCREENSHOT =
   process.env.AGENTCTX_SCREENSHOT ?? path.join(HERE, "..", "..", "target", "inspect.png");
 // Unique to this run: contexts of other runs are never touched.
 const RUN = `browser-${process.pid}-${Date.now()}`;
-/** How long the page may take to show a point. */
-const RENDER_MS = 20_000;
 /** How long an append by another process may take to appear. */
 const LIVE_MS = 5_000;
 
@@ -43,108 +38,6 @@ const START = [
   { type: "input", data: { topic: "folds" } },
   { type: "text", text: "done" },
 ];
-
-if (!BIN) {
-  throw new Error("set AGENTCTX_BIN to the agentctx binary (cargo xtask browser does)");
-}
-
-/** `agentctx ARGS` to its end: its exit code and output. */
-function agentctx(args) {
-  return new Promise((resolve) => {
-    execFile(BIN, args, { timeout: RENDER_MS }, (error, stdout, stderr) => {
-      resolve({ code: error ? (error.code ?? error.signal) : 0, stdout, stderr });
-    });
-  });
-}
-
-async function append(context, messages) {
-  const run = await agentctx(["append", context, JSON.stringify(messages)]);
-  assert.equal(run.code, 0, `agentctx append failed: ${run.stderr}`);
-}
-
-// Every inspect process started, killed when this file's process exits,
-// also on a signal, and every temporary directory made, removed then: a
-// failing or interrupted run leaves no server and no file behind.
-const children = new Set();
-const directories = new Set();
-process.on("exit", () => {
-  for (const child of children) child.kill("SIGKILL");
-  for (const dir of directories) rmSync(dir, { recursive: true, force: true });
-});
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.on(signal, () => process.exit(1));
-}
-
-/** A running `agentctx inspect CONTEXT`. */
-class Server {
-  static async start(context) {
-    const child = spawn(BIN, ["inspect", context], { stdio: ["ignore", "pipe", "pipe"] });
-    children.add(child);
-    let stderr = "";
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    const line = await new Promise((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`inspect printed no URL in time: ${stderr}`)), 20_000);
-      child.stdout.on("data", (chunk) => {
-        out += chunk;
-        if (out.includes("\n")) {
-          clearTimeout(timer);
-          resolve(out.split("\n")[0]);
-        }
-      });
-      child.on("exit", (code) => reject(new Error(`inspect exited (${code}): ${stderr}`)));
-    });
-    const port = /^http:\/\/127\.0\.0\.1:(\d+)\/$/.exec(line)?.[1];
-    assert.ok(port, `not the URL: ${JSON.stringify(line)}`);
-    return new Server(child, line, Number(port));
-  }
-
-  constructor(child, url, port) {
-    this.child = child;
-    this.url = url;
-    this.port = port;
-    this.origin = new URL(url).origin;
-  }
-
-  async stop() {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      const exited = new Promise((resolve) => this.child.once("exit", resolve));
-      this.child.kill();
-      await exited;
-    }
-    children.delete(this.child);
-  }
-
-  /** `GET path` over plain HTTP with `Host: host`: status and body. */
-  get(pathname, host = `127.0.0.1:${this.port}`) {
-    return new Promise((resolve, reject) => {
-      const request = http.get(
-        { host: "127.0.0.1", port: this.port, path: pathname, headers: { Host: host } },
-        (response) => {
-          let body = "";
-          response.setEncoding("utf8");
-          response.on("data", (chunk) => (body += chunk));
-          response.on("end", () => resolve({ status: response.statusCode, body }));
-        },
-      );
-      request.setTimeout(RENDER_MS, () => request.destroy(new Error(`GET ${pathname}: no answer`)));
-      request.on("error", reject);
-    });
-  }
-
-  async json(pathname) {
-    const response = await this.get(pathname);
-    assert.equal(response.status, 200, `${pathname}: ${response.body}`);
-    return JSON.parse(response.body);
-  }
-
-  /** The message numbers /api/log lists (among the first `at`). */
-  async numbers(at) {
-    const query = at === undefined ? "" : `&at=${at}`;
-    const log = await this.json(`/api/log?limit=1000${query}`);
-    return log.messages.map((m) => String(m.number));
-  }
-}
 
 /** The two kinds of context, each made fresh for this run. */
 const STORES = [
@@ -191,9 +84,11 @@ after(async () => {
  * Opens `pathname` of `server` in a new page, runs `body(page, seen)`, and
  * closes the page even when it fails. The page records every script error
  * (uncaught, or logged with console.error) and every request, and aborts
- * any request to another origin; the test fails on either.
+ * any request to another origin; the test fails on either, but for the
+ * errors `expected` matches (a refusal the test asks for, which the
+ * browser logs).
  */
-async function visit(server, pathname, body) {
+async function visit(server, pathname, body, expected = []) {
   const page = await browser.newPage();
   const seen = { errors: [], requests: [], foreign: [] };
   try {
@@ -220,7 +115,8 @@ async function visit(server, pathname, body) {
   } finally {
     await page.close();
   }
-  assert.deepEqual(seen.errors, [], `script errors on ${pathname}`);
+  const unexpected = seen.errors.filter((error) => !expected.some((pattern) => pattern.test(error)));
+  assert.deepEqual(unexpected, [], `script errors on ${pathname}`);
   assert.deepEqual(seen.foreign, [], `requests to another origin from ${pathname}`);
 }
 
@@ -232,36 +128,23 @@ function originOf(url) {
   }
 }
 
-/** Waits until the page has finished rendering point `at` of `length`. */
-async function rendered(page, at, length, timeout = RENDER_MS) {
-  try {
-    await page.waitForFunction(
-      (at, length) =>
-        document.body?.dataset.at === at && document.body?.dataset.length === length,
-      { timeout },
-      String(at),
-      String(length),
-    );
-  } catch (e) {
-    const state = await page.evaluate(() => ({
-      at: document.body?.dataset.at,
-      length: document.body?.dataset.length,
-      status: document.getElementById("status")?.textContent,
-    }));
-    throw new Error(
-      `the page did not show point ${at} of ${length} within ${timeout} ms ` +
-        `(body data-at=${state.at}, data-length=${state.length}, #status=${JSON.stringify(state.status)}): ${e.message}`,
-    );
-  }
-}
-
 /** The textContent of the first match of `selector`, or null when none. */
 function text(page, selector) {
   return page.evaluate((s) => document.querySelector(s)?.textContent ?? null, selector);
 }
 
-/** The view of `kind` shown: global, or as read in `instance`. */
-function view(page, kind, instance) {
+/**
+ * The view of `kind` shown: global, or as read in `instance` — opened
+ * first, as a user opens it, since an instance's view is asked for only
+ * then (D107: the inspector at scale).
+ */
+async function view(page, kind, instance) {
+  if (instance !== undefined) {
+    const box = `#views section[data-kind="${kind}"] [data-scope="instance"][data-instance="${instance}"]`;
+    const open = await page.$eval(box, (details) => details.open).catch(() => null);
+    if (open === false) await page.click(`${box} > summary`);
+    if (open !== null) await page.waitForSelector(`${box}[data-loaded="yes"]`);
+  }
   return page.evaluate(
     (kind, instance) => {
       const scope =
@@ -349,6 +232,47 @@ for (const store of STORES) {
       for (const at of [0, 1, START.length]) {
         await visit(server, `/?at=${at}`, (page) => rendered(page, at, START.length));
       }
+    });
+
+    it("says so when ?at= is not a point, in the server's words", async () => {
+      await visit(server, "/?at=abc", async (page) => {
+        await page.waitForFunction(() => document.body?.dataset.error !== undefined, { timeout: 20_000 });
+        const status = await text(page, "#status");
+        assert.equal(
+          status,
+          `error: at: not a point: a point is a whole number of messages, 0 to ${START.length} ` +
+            "(the context's length)",
+        );
+        // Nothing is shown as if it were a point.
+        assert.equal(await page.evaluate(() => document.body.dataset.at), undefined);
+      }, [/status of 400 \(Bad Request\) \(http:\/\/127\.0\.0\.1:\d+\/api\/views\?at=abc\)$/]);
+    });
+
+    it("shows an opened message indented, with the chain's digest after it", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        await page.click('#log tr[data-number="0"] td.message');
+        await page.waitForSelector('#log tr[data-number="0"] .digest');
+        const opened = await text(page, '#log tr[data-number="0"] td.message');
+        const digest = await server.json("/api/digest?n=0");
+        assert.ok(opened.startsWith('{\n  "type": "data",'), opened);
+        assert.ok(opened.endsWith(`chain digest after #0: ${digest.digest}`), opened);
+        assert.match(digest.digest, /^[0-9a-f]{64}$/);
+      });
+    });
+
+    it("counts the prompt's tokens when asked, as the API does", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        const counted = await server.json("/api/prompt?tokens=1");
+        assert.equal(await text(page, "#tokens"), `${counted.count} message(s) count tokens`);
+        await page.click("#tokens button");
+        await page.waitForFunction(() => /tokens \(/.test(document.getElementById("tokens").textContent));
+        assert.equal(
+          await text(page, "#tokens"),
+          `${counted.tokens} tokens (o200k_base) in ${counted.count} message(s)`,
+        );
+      });
     });
 
     it("asks nothing of any origin but the one it is served from", async () => {

@@ -60,7 +60,7 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// to 3, so a slower writer or digest, shared by both sides of W2, shows.
 /// From Python, an apply and an open are held to 1.3 of the facade's,
 /// and a LangGraph step through `AgentctxSaver` to LangGraph's own savers'.
-const TARGETS: [(&str, f64); 22] = [
+const TARGETS: [(&str, f64); 26] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-recorded-inplace", 1.5),
@@ -83,6 +83,10 @@ const TARGETS: [(&str, f64); 22] = [
     ("PY-open-view-vs-facade", 1.3),
     ("LG-step-vs-sqlite", 1.0),
     ("LG-step-vs-postgres", 1.0),
+    ("INSPECT-usable-vs-1s", 1.0),
+    ("INSPECT-jump-vs-1s", 1.0),
+    ("INSPECT-live-vs-1s", 1.0),
+    ("INSPECT-memory-vs-log", 3.0),
 ];
 
 /// Which parts a `cargo xtask bench` run measures.
@@ -96,6 +100,7 @@ enum Parts {
     Chain,
     Wide,
     Python,
+    Inspect,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -108,15 +113,16 @@ pub(crate) fn run() -> Result<(), String> {
         Some("chain") => Parts::Chain,
         Some("wide") => Parts::Wide,
         Some("python") => Parts::Python,
+        Some("inspect") => Parts::Inspect,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide|python]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide|python|inspect]"
             ));
         }
     };
     // Asked first, so a missing server fails the run before the long suite.
     let mut database = String::new();
-    if !matches!(parts, Parts::Chain | Parts::Wide) {
+    if !matches!(parts, Parts::Chain | Parts::Wide | Parts::Inspect) {
         let server = crate::probe("pg-bench", &["server".as_ref()])?;
         database = server["url"].as_str().unwrap_or_default().to_owned();
         eprintln!(
@@ -159,6 +165,9 @@ pub(crate) fn run() -> Result<(), String> {
     if matches!(parts, Parts::All | Parts::Python) {
         summary.extend(crate::bench_python::run(&target, &database)?);
     }
+    if matches!(parts, Parts::All | Parts::Inspect) {
+        summary.extend(crate::bench_inspect::run(&target)?);
+    }
     let unjudged: Vec<String> = summary
         .iter_mut()
         .filter_map(crate::spread::annotate)
@@ -173,6 +182,7 @@ pub(crate) fn run() -> Result<(), String> {
         Parts::Chain => "bench-summary-chain.json",
         Parts::Wide => "bench-summary-wide.json",
         Parts::Python => "bench-summary-python.json",
+        Parts::Inspect => "bench-summary-inspect.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

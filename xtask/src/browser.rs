@@ -44,15 +44,7 @@ pub(crate) fn tools() -> Result<(), String> {
 /// unify features differently and compile again) and the PostgreSQL server
 /// at `database_url`, after [`tools`].
 pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
-    let dir = crate::workspace_root()?.join(DIR);
-    if needs_install(&dir) {
-        run_timed(
-            Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund"])
-                .current_dir(&dir),
-            "npm ci",
-        )?;
-    }
+    let dir = ready()?;
     let target = bench::target_dir()?;
     let bin = target.join("debug").join("agentctx");
     if !bin.is_file() {
@@ -61,20 +53,16 @@ pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
             bin.display()
         ));
     }
-    // Alone first: a Chromium that cannot start fails here with one
-    // message saying what to provide, not once per test.
-    run_timed(
-        Command::new("node").arg("chromium.mjs").current_dir(&dir),
-        "the Chromium check",
-    )
-    .map_err(|e| {
-        format!("{e}: Chromium did not start (above: why, and how to name another with AGENTCTX_CHROMIUM)")
-    })?;
     let screenshot = target.join("inspect.png");
     run_timed(
         Command::new("node")
             // A test that hangs fails instead of holding CI.
-            .args(["--test", "--test-timeout=60000", "inspect.test.mjs"])
+            .args([
+                "--test",
+                "--test-timeout=60000",
+                "inspect.test.mjs",
+                "scale.test.mjs",
+            ])
             .current_dir(&dir)
             .env("AGENTCTX_BIN", &bin)
             .env(database::VARIABLE, database_url)
@@ -86,6 +74,30 @@ pub(crate) fn run_with(database_url: &str) -> Result<(), String> {
         screenshot.display()
     );
     Ok(())
+}
+
+/// The npm project's directory, its packages installed (`npm ci` when
+/// its lockfile is newer than what was installed) and its Chromium
+/// started once: one that cannot start fails here with one message saying
+/// what to provide, not once per test.
+pub(crate) fn ready() -> Result<PathBuf, String> {
+    let dir = crate::workspace_root()?.join(DIR);
+    if needs_install(&dir) {
+        run_timed(
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(&dir),
+            "npm ci",
+        )?;
+    }
+    run_timed(
+        Command::new("node").arg("chromium.mjs").current_dir(&dir),
+        "the Chromium check",
+    )
+    .map_err(|e| {
+        format!("{e}: Chromium did not start (above: why, and how to name another with AGENTCTX_CHROMIUM)")
+    })?;
+    Ok(dir)
 }
 
 /// Whether `npm ci` must run: no `node_modules`, or a lockfile newer
@@ -103,7 +115,7 @@ fn needs_install(dir: &Path) -> bool {
 
 /// Runs `command` to its end, its output going to the terminal, and says
 /// how long it took.
-fn run_timed(command: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run_timed(command: &mut Command, what: &str) -> Result<(), String> {
     eprintln!("xtask: {what}");
     let started = std::time::Instant::now();
     let status = command

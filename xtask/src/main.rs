@@ -24,6 +24,7 @@
 
 mod bench;
 mod bench_cli;
+mod bench_inspect;
 mod bench_python;
 mod bench_wide;
 mod bench_workers;

@@ -1,49 +1,11 @@
-//! What the page shows beside the log and the views: what the model sees
-//! at a point (`/api/prompt`), and which messages made a value
-//! (`/api/provenance`). Each is a function of the context as it was at the
-//! point asked; the routes in `api.rs` take it there.
+//! Which messages made a value (`/api/provenance`): a function of the
+//! context as it was at the point asked; the route in `api.rs` takes it
+//! there.
 
 use agent_core::json;
 use agent_core::json::Value;
 use agent_core::{Instance, Kind, Method, Path, Segment};
 use agent_data::{Context, Message};
-use agent_render::{RenderMode, Renderer};
-
-/// What the model sees of `context` in `mode`: each chat message with its
-/// role, text and tokens, and the tokens of the whole OpenAI payload (the
-/// count `agentctx render --tokens` prints).
-pub(super) fn prompt(context: &Context, mode: &str) -> Result<Value, String> {
-    let mode_name = mode;
-    let mode = match mode {
-        "merged" => RenderMode::Merged,
-        "append" => RenderMode::Append,
-        other => {
-            return Err(format!(
-                "mode {}: expected merged or append",
-                agent_core::quoted(other)
-            ));
-        }
-    };
-    let chat = Renderer::new().render(context, mode);
-    let payload = agent_render::payload(&chat, agent_render::PayloadFormat::OpenAi)
-        .map_err(|e| e.to_string())?;
-    let messages: Vec<Value> = chat
-        .iter()
-        .map(|m| {
-            json!({
-                "role": m.role(),
-                "text": m.text(),
-                "tokens": agent_render::count_tokens(m.text()),
-            })
-        })
-        .collect();
-    Ok(json!({
-        "mode": mode_name,
-        "tokens": agent_render::count_tokens(&payload.to_text(false)),
-        "encoding": "o200k_base",
-        "messages": messages,
-    }))
-}
 
 /// Where a value is asked about: a kind's view, global or as one instance
 /// reads it, and a path into it given as its segments (a JSON array of

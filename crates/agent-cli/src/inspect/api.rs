@@ -31,6 +31,8 @@ pub(super) fn router() -> Router<Arc<Shared>> {
         .route("/favicon.svg", get(icon))
         .route("/api/log", get(log))
         .route("/api/views", get(views))
+        .route("/api/instances", get(instances))
+        .route("/api/digest", get(digest))
         .route("/api/plan", get(plan))
         .route("/api/prompt", get(prompt))
         .route("/api/provenance", get(provenance))
@@ -86,8 +88,8 @@ async fn not_found(uri: Uri) -> Response {
     error(
         StatusCode::NOT_FOUND,
         format!(
-            "no such page: {}; the API is /api/log, /api/views, /api/plan, /api/prompt, \
-             /api/provenance and /api/events",
+            "no such page: {}; the API is /api/log, /api/digest, /api/views, /api/instances, \
+             /api/plan, /api/prompt, /api/provenance and /api/events",
             uri.path()
         ),
     )
@@ -155,7 +157,7 @@ async fn answer_at<Q: Send + 'static>(
     let (Query(Point { at }), Query(query)) = match (point_asked, query) {
         (Ok(at), Ok(query)) => (at, query),
         (Err(_), _) => {
-            let length = shared.context().len();
+            let length = shared.status.borrow().length;
             return error(
                 StatusCode::BAD_REQUEST,
                 format!(
@@ -166,24 +168,23 @@ async fn answer_at<Q: Send + 'static>(
         }
         (_, Err(rejection)) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
     };
-    let context = shared.context();
-    let length = context.len();
-    let at = match point(at, length) {
-        Ok(at) => at,
-        Err(text) => return error(StatusCode::BAD_REQUEST, text),
-    };
     // A few answers at a time: each may refold the log, and any page the
     // browser visits can send requests here even though it cannot read
     // the answers.
     let Ok(_permit) = Arc::clone(&shared.answering).acquire_owned().await else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     };
+    // Off the threads that answer: the context is taken while the poller
+    // is not folding what was appended into it.
     let body = tokio::task::spawn_blocking(move || {
+        let context = shared.context();
+        let length = context.len();
+        let at = point(at, length)?;
         let past = match cut {
-            Cut::Prefix if at < length => Some(context.prefix(at).map_err(|e| e.to_string())?),
+            Cut::Prefix if at < length => Some(shared.past.at(&context, at)?),
             Cut::Prefix | Cut::Whole => None,
         };
-        let mut body = answer(past.as_ref().unwrap_or(&context), query, at)?;
+        let mut body = answer(past.as_deref().unwrap_or(&context), query, at)?;
         if let Some(fields) = body.as_object_mut() {
             fields.insert("at".into(), json!(at));
             fields.insert("length".into(), json!(length));
@@ -302,26 +303,110 @@ fn entry(context: &Context, index: usize) -> Value {
     })
 }
 
-/// `GET /api/views`: each kind's view, global and per instance, at `at`.
-async fn views(
+/// The query of `/api/views`.
+#[derive(serde::Deserialize)]
+pub(super) struct ViewsQuery {
+    /// Only this instance's views beside the global ones.
+    instance: Option<String>,
+    /// `none`: no instance's views, only the global ones (and every kind).
+    instances: Option<String>,
+}
+
+/// The query of `/api/digest`.
+#[derive(serde::Deserialize)]
+pub(super) struct DigestQuery {
+    n: usize,
+}
+
+/// `GET /api/digest?n=N`: the chain's digest after message N (R34e), as
+/// `verify` computes it: from the first message on.
+async fn digest(
     State(shared): State<Arc<Shared>>,
     point: Result<Query<Point>, QueryRejection>,
-    query: Result<Query<NoFields>, QueryRejection>,
+    query: Result<Query<DigestQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Prefix, |context, _, _| {
-        Ok(views_of(context))
+    answer_at(shared, (point, query), Cut::Whole, |context, query, end| {
+        if query.n >= end {
+            return Err(format!(
+                "n={}: there is no message {} among the first {end} (0 to {})",
+                query.n,
+                query.n,
+                end.saturating_sub(1)
+            ));
+        }
+        let lines = (0..=query.n).map(|i| context.message_json(i).unwrap_or_default().as_bytes());
+        Ok(json!({"number": query.n, "digest": agent_data::Digest::of(lines).to_string()}))
     })
     .await
 }
 
+/// `GET /api/views`: each kind's view, global and per instance (or only
+/// the one asked for), at `at`.
+async fn views(
+    State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
+    query: Result<Query<ViewsQuery>, QueryRejection>,
+) -> Response {
+    answer_at(shared, (point, query), Cut::Prefix, |context, query, at| {
+        let only = match (query.instance.as_deref(), query.instances.as_deref()) {
+            (_, Some(other)) if other != "none" => {
+                return Err(format!(
+                    "instances {}: expected none (or leave it out for every instance's views)",
+                    agent_core::quoted(other)
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err("instance and instances=none: ask for one or the other".to_owned());
+            }
+            (None, Some(_)) => Only::Global,
+            (None, None) => Only::Every,
+            (Some(id), None) => Only::One(
+                context
+                    .instances()
+                    .find(|x| x.as_str() == id)
+                    .ok_or_else(|| {
+                        format!(
+                            "instance {}: there is none among the first {at} messages",
+                            agent_core::quoted(id)
+                        )
+                    })?,
+            ),
+        };
+        Ok(views_of(context, &only))
+    })
+    .await
+}
+
+/// Whose views `/api/views` answers with beside the global ones.
+enum Only<'c> {
+    Every,
+    Global,
+    One(&'c agent_core::Instance),
+}
+
+impl Only<'_> {
+    fn wants(&self, instance: &agent_core::Instance) -> bool {
+        match self {
+            Only::Every => true,
+            Only::Global => false,
+            Only::One(one) => *one == instance,
+        }
+    }
+}
+
 /// The views of `context`: each kind's global view, and for each instance
-/// each kind it wrote, as read in it (its layer over the global one).
-fn views_of(context: &Context) -> Value {
+/// `only` names each kind it wrote, as read in it (its layer over the
+/// global one).
+fn views_of(context: &Context, only: &Only<'_>) -> Value {
     let mut kinds: Vec<&agent_core::Kind> = Vec::new();
     let mut global = Map::new();
     let mut instances = Map::new();
-    for instance in context.instances() {
-        instances.insert(instance.as_str().to_owned(), Value::Object(Map::new()));
+    if let Only::One(one) = only {
+        instances.insert(one.as_str().to_owned(), Value::Object(Map::new()));
+    } else if let Only::Every = only {
+        for instance in context.instances() {
+            instances.insert(instance.as_str().to_owned(), Value::Object(Map::new()));
+        }
     }
     for identity in context.identities() {
         if !kinds.contains(&&identity.kind) {
@@ -332,6 +417,7 @@ fn views_of(context: &Context) -> Value {
                 let view = context.view(&identity.kind, None).cloned();
                 global.insert(identity.kind.as_str().to_owned(), view.into());
             }
+            Some(x) if !only.wants(x) => {}
             Some(x) => {
                 let view = context.view(&identity.kind, Some(x)).cloned();
                 if let Some(Value::Object(own)) = instances.get_mut(x.as_str()) {
@@ -345,6 +431,65 @@ fn views_of(context: &Context) -> Value {
         "kinds": kinds,
         "global": global,
         "instances": instances,
+    })
+}
+
+/// The query of `/api/instances`.
+#[derive(serde::Deserialize)]
+pub(super) struct InstancesQuery {
+    from: Option<usize>,
+    limit: Option<usize>,
+    q: Option<String>,
+}
+
+/// `GET /api/instances`: a page of the instances at `at`, in order of
+/// first appearance, each with the kinds it wrote and its messages.
+async fn instances(
+    State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
+    query: Result<Query<InstancesQuery>, QueryRejection>,
+) -> Response {
+    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
+        Ok(instances_of(context, &query))
+    })
+    .await
+}
+
+fn instances_of(context: &Context, query: &InstancesQuery) -> Value {
+    // One walk over the layers: each instance's kinds and messages.
+    let mut own: std::collections::HashMap<&str, (Vec<&str>, usize)> =
+        std::collections::HashMap::new();
+    for identity in context.identities() {
+        if let Some(x) = &identity.instance {
+            let (kinds, messages) = own.entry(x.as_str()).or_default();
+            kinds.push(identity.kind.as_str());
+            *messages += context.layer_len(identity);
+        }
+    }
+    let needle = query.q.as_deref().map(str::to_lowercase);
+    let matching: Vec<&str> = context
+        .instances()
+        .map(|x| x.as_str())
+        .filter(|x| {
+            needle
+                .as_deref()
+                .is_none_or(|needle| x.to_lowercase().contains(needle))
+        })
+        .collect();
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT);
+    let page: Vec<Value> = matching
+        .iter()
+        .skip(query.from.unwrap_or(0))
+        .take(limit)
+        .map(|&id| {
+            let (kinds, messages) = own.get(id).cloned().unwrap_or_default();
+            json!({"id": id, "kinds": kinds, "messages": messages})
+        })
+        .collect();
+    json!({
+        "total": context.instances().len(),
+        "matching": matching.len(),
+        "instances": page,
     })
 }
 
@@ -370,21 +515,19 @@ async fn plan(
     .await
 }
 
-/// The query of `/api/prompt`.
-#[derive(serde::Deserialize)]
-pub(super) struct PromptQuery {
-    mode: Option<String>,
-}
-
-/// `GET /api/prompt`: what the model sees at `at`, in `mode`.
+/// `GET /api/prompt`: a page of what the model sees at `at`, in `mode`.
 async fn prompt(
     State(shared): State<Arc<Shared>>,
     point: Result<Query<Point>, QueryRejection>,
-    query: Result<Query<PromptQuery>, QueryRejection>,
+    query: Result<Query<super::prompt::PromptQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
-        super::about::prompt(context, query.mode.as_deref().unwrap_or("merged"))
-    })
+    let prompts = Arc::clone(&shared);
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Prefix,
+        move |context, query, at| prompts.prompts.page(context, at, &query),
+    )
     .await
 }
 

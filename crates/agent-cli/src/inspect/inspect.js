@@ -15,6 +15,8 @@ const SHOWN_INSTANCES = 100;
 const TREE_DEPTH = 40;
 // Messages per page of the log.
 const PAGE = 100;
+// Chat messages per page of the prompt.
+const PROMPT_PAGE = 20;
 
 // `at`: the point shown, null for the latest (followed as it grows);
 // `page`: the log page asked for, `{from: N}` or `{before: N}`, null for
@@ -29,9 +31,14 @@ const state = {
   page: null,
   next: null,
   previous: null,
-  asked: { log: 0, provenance: 0, diff: 0 },
+  asked: { log: 0, provenance: 0, diff: 0, tokens: 0 },
   storeError: "",
+  badPoint: badPointInUrl(),
+  // The length last shown while following: rows after it are new.
+  seen: null,
   views: null,
+  // Instance views opened ("kind\0id"), opened again at the next point.
+  open: new Set(),
   shown: 0,
   busy: false,
   again: false,
@@ -40,6 +47,13 @@ const state = {
 function pointFromUrl() {
   const text = new URLSearchParams(location.search).get("at");
   return text === null || text === "" || !/^\d+$/.test(text) ? null : Number(text);
+}
+
+// What `?at=` said when it is not a point: the server says why, and the
+// page shows it instead of another point.
+function badPointInUrl() {
+  const text = new URLSearchParams(location.search).get("at");
+  return text !== null && text !== "" && !/^\d+$/.test(text) ? text : null;
 }
 
 async function api(path, params = {}) {
@@ -137,11 +151,42 @@ function scope(name, attrs, value, where) {
   return box;
 }
 
-function renderViews(views) {
+// An instance's view of `kind`, collapsed with its count of messages; its
+// tree is asked for when it is opened (a context may hold thousands).
+function instanceScope(instance, kind) {
+  const box = element("details");
+  Object.assign(box.dataset, { scope: "instance", instance: instance.id });
+  const messages = instance.messages === 1 ? "1 message" : `${instance.messages} messages`;
+  box.appendChild(element("summary", null, `instance ${instance.id} · ${messages}`));
+  const body = element("div", "tree");
+  box.appendChild(body);
+  const key = `${kind}\u0000${instance.id}`;
+  const load = async () => {
+    if (!box.open) {
+      state.open.delete(key);
+      return;
+    }
+    state.open.add(key);
+    if (box.dataset.loaded) return;
+    box.dataset.loaded = "asked";
+    try {
+      const views = await api("/api/views", { at: state.at, instance: instance.id });
+      const value = (views.instances[instance.id] || {})[kind];
+      body.replaceChildren(tree(value, { kind, instance: instance.id }, [], 0));
+      box.dataset.loaded = "yes";
+    } catch (e) {
+      body.replaceChildren(element("p", "state failed", `error: ${e.message}`));
+      delete box.dataset.loaded;
+    }
+  };
+  box.addEventListener("toggle", load);
+  box.open = state.open.has(key);
+  return box;
+}
+
+function renderViews(views, list) {
   const out = $("views");
   out.replaceChildren();
-  const wanted = $("instance-filter").value.trim().toLowerCase();
-  const instances = Object.entries(views.instances);
   for (const kind of views.kinds) {
     const section = element("section", "kind");
     section.dataset.kind = kind;
@@ -149,19 +194,23 @@ function renderViews(views) {
     if (Object.prototype.hasOwnProperty.call(views.global, kind)) {
       section.appendChild(scope("global", { scope: "global" }, views.global[kind], { kind }));
     }
-    const own = instances.filter(([id, kinds]) =>
-      Object.prototype.hasOwnProperty.call(kinds, kind) && id.toLowerCase().includes(wanted));
-    for (const [id, kinds] of own.slice(0, SHOWN_INSTANCES)) {
-      section.appendChild(scope(`instance ${id}`, { scope: "instance", instance: id },
-        kinds[kind], { kind, instance: id }));
-    }
-    if (own.length > SHOWN_INSTANCES) {
-      section.appendChild(element("p", "more",
-        `${own.length - SHOWN_INSTANCES} more instances: find one with the filter above`));
+    for (const instance of list.instances.filter((x) => x.kinds.includes(kind))) {
+      section.appendChild(instanceScope(instance, kind));
     }
     out.appendChild(section);
   }
+  const unlisted = list.matching - list.instances.length;
+  if (unlisted > 0) {
+    out.appendChild(element("p", "more",
+      `${unlisted} more of ${list.total} instances: find one with the filter above`));
+  }
   if (views.kinds.length === 0) out.appendChild(element("p", "hint", "No data yet."));
+}
+
+async function loadInstances() {
+  return api("/api/instances", {
+    at: state.at, limit: SHOWN_INSTANCES, q: $("instance-filter").value.trim(),
+  });
 }
 
 async function showProvenance(where, path) {
@@ -281,6 +330,7 @@ function renderLog(log, picked) {
     const row = element("tr");
     row.dataset.number = String(m.number);
     if (m.number === picked) row.classList.add("picked");
+    if (state.seen !== null && m.number >= state.seen) row.classList.add("fresh");
     const number = element("td", "number");
     const go = element("button", null, String(m.number));
     go.type = "button";
@@ -289,21 +339,46 @@ function renderLog(log, picked) {
     number.appendChild(go);
     row.appendChild(number);
     const tool = m.call && typeof m.call === "object" ? m.call._tool : null;
-    for (const text of [m.type, m.kind, m.instance, m.method, m.path, m.date, tool]) {
+    for (const text of [m.type, m.kind, m.instance, m.method, m.path]) {
       row.appendChild(element("td", null, text));
     }
-    // One line; a click shows the whole message.
+    // A date to the second on one line; the whole of it on hover.
+    const date = element("td", "date", typeof m.date === "string" ? m.date.replace("T", " ").slice(0, 19) : null);
+    if (typeof m.date === "string") date.title = m.date;
+    row.appendChild(date);
+    row.appendChild(element("td", null, tool));
+    // One line; a click shows the whole message, indented, and the chain's
+    // digest after it.
     const body = element("td", "message", JSON.stringify(m.message));
-    body.addEventListener("click", () => row.classList.toggle("open"));
+    body.addEventListener("click", () => openMessage(row, body, m));
     row.appendChild(body);
     rows.appendChild(row);
   }
+  // The number column as wide as the largest number it may show.
+  const digits = String(Math.max(state.length, 1)).length;
+  document.querySelector("#log-table col.n").style.width = `${digits + 2}ch`;
   const end = state.at === null ? state.length : state.at;
   const first = log.messages.length ? log.messages[0].number : null;
   $("page").textContent = first === null ? "no messages"
     : `${first}–${log.messages[log.messages.length - 1].number} of ${end}`;
   state.next = log.next;
   state.previous = log.previous;
+}
+
+async function openMessage(row, body, m) {
+  if (row.classList.toggle("open")) {
+    body.textContent = JSON.stringify(m.message, null, 2);
+    try {
+      const chained = await api("/api/digest", { n: m.number });
+      if (row.classList.contains("open")) {
+        body.appendChild(element("div", "digest", `chain digest after #${m.number}: ${chained.digest}`));
+      }
+    } catch (e) {
+      body.appendChild(element("div", "digest", `digest: ${e.message}`));
+    }
+  } else {
+    body.textContent = JSON.stringify(m.message);
+  }
 }
 
 async function loadLog(picked) {
@@ -376,20 +451,80 @@ function renderPrompt(answer) {
     $("prompt").replaceChildren(element("p", "state failed", `error: ${answer.error}`));
     return;
   }
-  $("tokens").textContent = `${answer.tokens} tokens (${answer.encoding}) in ${answer.messages.length} message(s)`;
+  // Counting a large prompt's tokens takes longer than showing it, and
+  // the tokenizer's memory: counted when asked.
+  const count = element("button", "more", "count tokens");
+  count.type = "button";
+  count.addEventListener("click", () => countTokens(state.at, $("prompt-mode").value));
+  $("tokens").replaceChildren(`${answer.count} message(s) `, count);
+  $("prompt").replaceChildren();
+  addPromptMessages(answer);
+}
+
+// Appends a page of the prompt's messages; a cut text and the messages
+// after the page are a click away.
+function addPromptMessages(answer) {
   const out = $("prompt");
-  out.replaceChildren();
+  const where = { at: state.at, mode: $("prompt-mode").value };
   for (const m of answer.messages) {
     const turn = element("div", "turn");
+    turn.dataset.index = String(m.index);
     turn.appendChild(element("span", "role", `${m.role}`));
     turn.appendChild(element("span", null, ` · ${m.tokens} tokens`));
-    turn.appendChild(element("pre", null, m.text));
+    const text = element("pre", null, m.text);
+    turn.appendChild(text);
+    if (m.cut) {
+      const whole = element("button", "more", `show all ${m.bytes} bytes`);
+      whole.type = "button";
+      whole.addEventListener("click", async () => {
+        try {
+          const one = await api("/api/prompt", { ...where, from: m.index, limit: 1, chars: 1000000 });
+          text.textContent = one.messages[0]?.text ?? "";
+          whole.remove();
+        } catch (e) {
+          fail(e);
+        }
+      });
+      turn.appendChild(whole);
+    }
     out.appendChild(turn);
+  }
+  const shown = answer.from + answer.messages.length;
+  if (shown < answer.count) {
+    const more = element("button", "more",
+      `show ${Math.min(PROMPT_PAGE, answer.count - shown)} more of ${answer.count - shown} message(s)`);
+    more.type = "button";
+    more.addEventListener("click", async () => {
+      try {
+        const next = await api("/api/prompt", { ...where, from: shown, limit: PROMPT_PAGE });
+        more.remove();
+        addPromptMessages(next);
+      } catch (e) {
+        fail(e);
+      }
+    });
+    out.appendChild(more);
+  }
+}
+
+// The whole payload's tokens, counted by the server.
+async function countTokens(at, mode) {
+  const current = ask("tokens");
+  $("tokens").textContent = "counting tokens…";
+  try {
+    const counted = await api("/api/prompt", { at, mode, limit: 0, tokens: 1 });
+    if (current()) {
+      $("tokens").textContent =
+        `${counted.tokens} tokens (${counted.encoding}) in ${counted.count} message(s)`;
+    }
+  } catch (e) {
+    if (current()) $("tokens").textContent = `tokens not counted: ${e.message}`;
   }
 }
 
 async function loadPrompt() {
-  renderPrompt(await api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }));
+  const mode = $("prompt-mode").value;
+  renderPrompt(await api("/api/prompt", { at: state.at, mode, limit: PROMPT_PAGE }));
 }
 
 // ---- the point shown ---------------------------------------------------
@@ -418,8 +553,20 @@ async function show() {
 
 async function showOnce() {
   const mine = ++state.shown;
+  if (state.badPoint !== null) {
+    // The server's own words for what is wrong with it.
+    try {
+      await api("/api/views", { at: state.badPoint });
+    } catch (e) {
+      fail(e);
+      document.body.dataset.error = e.message;
+    }
+    return;
+  }
   try {
-    const views = await api("/api/views", { at: state.at });
+    const [views, list] = await Promise.all([
+      api("/api/views", { at: state.at, instances: "none" }), loadInstances(),
+    ]);
     if (mine !== state.shown) return;
     state.length = views.length;
     state.views = views;
@@ -427,11 +574,12 @@ async function showOnce() {
     const failed = (e) => ({ error: e.message });
     const [log, plan, prompt] = await Promise.all([
       loadLog(null), api("/api/plan", { at: state.at }).catch(failed),
-      api("/api/prompt", { at: state.at, mode: $("prompt-mode").value }).catch(failed),
+      api("/api/prompt", { at: state.at, mode: $("prompt-mode").value, limit: PROMPT_PAGE })
+        .catch(failed),
     ]);
     if (mine !== state.shown) return;
     $("context").textContent = log.context;
-    renderViews(views);
+    renderViews(views, list);
     renderPlan(plan);
     renderPrompt(prompt);
     showPoint(views.at, views.length);
@@ -454,6 +602,9 @@ function showPoint(at, length) {
 
 function goTo(point) {
   state.at = point;
+  state.badPoint = null;
+  state.seen = null;
+  delete document.body.dataset.error;
   state.page = null;
   history.replaceState(null, "", state.at === null ? "/" : `/?at=${state.at}`);
   show();
@@ -463,7 +614,16 @@ $("slider").addEventListener("input", () => { $("at").value = $("slider").value;
 $("slider").addEventListener("change", () => goTo(Number($("slider").value)));
 $("at").addEventListener("change", () => goTo(Number($("at").value)));
 $("latest").addEventListener("click", () => goTo(null));
-$("instance-filter").addEventListener("input", () => { if (state.views) renderViews(state.views); });
+$("instance-filter").addEventListener("input", async () => {
+  if (!state.views) return;
+  const views = state.views;
+  try {
+    const list = await loadInstances();
+    if (views === state.views) renderViews(views, list);
+  } catch (e) {
+    fail(e);
+  }
+});
 for (const id of ["filter-kind", "filter-instance", "filter-q"]) {
   $(id).addEventListener("change", () => turnPage(null));
 }
@@ -481,7 +641,10 @@ $("diff-go").addEventListener("click", showDiff);
 const events = new EventSource("/api/events");
 events.addEventListener("messages", (e) => {
   state.storeError = "";
-  state.length = JSON.parse(e.data).length;
+  const grown = JSON.parse(e.data);
+  // What was shown before this append stays unmarked; what it added is marked.
+  if (state.at === null && state.seen === null) state.seen = grown.from;
+  state.length = grown.length;
   $("length").textContent = String(state.length);
   $("slider").max = String(state.length);
   if (state.at === null) show();

@@ -8,7 +8,9 @@
 
 mod about;
 mod api;
+mod past;
 mod plan;
+mod prompt;
 
 use crate::Failure;
 use crate::input::{AnyStore, open_store};
@@ -23,6 +25,10 @@ use std::time::{Duration, Instant};
 
 /// How often the store is asked whether the context grew.
 const POLL: Duration = Duration::from_millis(500);
+
+/// Polls skipped while a request holds the context, before the poller
+/// copies it to fold what was appended.
+const POLLS_WAITED_FOR_READERS: usize = 2;
 
 /// How many answers are computed at once; the others wait their turn.
 const ANSWERING: usize = 2;
@@ -59,7 +65,9 @@ pub(crate) struct Status {
 
 /// What every request reads.
 pub(crate) struct Shared {
-    /// The newest context published by the poller.
+    /// The newest context. The poller folds what was appended into it in
+    /// place while no request holds it, so the server keeps one copy
+    /// (D107: the inspector at scale).
     context: RwLock<Arc<Context>>,
     /// Its status, for the event stream.
     status: tokio::sync::watch::Sender<Status>,
@@ -76,6 +84,10 @@ pub(crate) struct Shared {
     /// it was asked: one request at a time asks, at most every
     /// [`CALLS_TABLE_AGE`].
     calls_table: Mutex<Option<(Instant, Option<Arc<PlanStatus>>)>>,
+    /// The context at the past point last asked about.
+    past: past::Past,
+    /// The prompt at the point last asked about.
+    prompts: prompt::Prompts,
 }
 
 impl Shared {
@@ -133,13 +145,15 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
         error: None,
     });
     let shared = Arc::new(Shared {
-        context: RwLock::new(Arc::new(context.clone())),
+        context: RwLock::new(Arc::new(context)),
         status,
         name: store.name().to_owned(),
         postgres: agent_store::is_postgres_url(&args.context).then(|| args.context.clone()),
         port,
         answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
         calls_table: Mutex::new(None),
+        past: past::Past::default(),
+        prompts: prompt::Prompts::default(),
     });
     let url = format!("http://127.0.0.1:{port}/");
     // The URL first, and at once: whoever started us reads it to connect.
@@ -147,7 +161,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
     eprintln!("inspect: serving {} read-only at {url}", shared.name);
     {
         let shared = Arc::clone(&shared);
-        std::thread::spawn(move || poll(store, context, &shared));
+        std::thread::spawn(move || poll(store, &shared));
     }
     if args.open {
         open_browser(&url);
@@ -156,29 +170,34 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
 }
 
 /// Asks the store every [`POLL`] for what other writers appended, and
-/// publishes the grown context. A failed poll is reported (on stderr and
-/// the event stream) and tried again.
-fn poll(mut store: AnyStore, mut context: Context, shared: &Shared) {
+/// folds it into the shared context. A failed poll is reported (on stderr
+/// and the event stream) and tried again.
+fn poll(mut store: AnyStore, shared: &Shared) {
+    let mut waited = 0;
     loop {
         std::thread::sleep(POLL);
-        let before = context.len();
-        let error = match store.catch_up(&mut context) {
+        let mut newest = shared
+            .context
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A request still reading the context holds it: its answers are
+        // short, so the poll waits a round or two for it rather than copy
+        // the whole context, and copies only after that.
+        if Arc::get_mut(&mut newest).is_none() && waited < POLLS_WAITED_FOR_READERS {
+            waited += 1;
+            continue;
+        }
+        waited = 0;
+        let context = Arc::make_mut(&mut newest);
+        let error = match store.catch_up(context) {
             Ok(()) => None,
             Err(e) => Some(e.to_string()),
         };
-        if context.len() != before {
-            // Readers hold the context they started with; the copy is what
-            // lets them read without waiting for the store.
-            let published = Arc::new(context.clone());
-            *shared
-                .context
-                .write()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = published;
-        }
         let status = Status {
             length: context.len(),
             error,
         };
+        drop(newest);
         shared.status.send_if_modified(|old| {
             if *old == status {
                 return false;

@@ -82,7 +82,9 @@ fn d78_the_prompt_at_a_point_is_what_render_shows_with_its_token_count() {
         .strip_prefix("tokens: ")
         .and_then(|rest| rest.strip_suffix(" (o200k_base)\n"))
         .unwrap_or_else(|| panic!("{}", rendered.stderr));
-    let now = server.json("/api/prompt");
+    // Counted only when asked: at a large point counting takes longest.
+    assert_eq!(server.json("/api/prompt")["tokens"], Value::Null);
+    let now = server.json("/api/prompt?tokens=1");
     assert_eq!(now["tokens"].to_string(), tokens);
     assert_eq!(
         (&now["mode"], &now["encoding"]),
@@ -111,6 +113,41 @@ fn d78_the_prompt_at_a_point_is_what_render_shows_with_its_token_count() {
             400,
             "{\"error\":\"mode \\\"sideways\\\": expected merged or append\"}\n"
         )
+    );
+}
+
+#[test]
+fn d78_the_prompt_is_answered_a_page_of_messages_at_a_time_each_text_cut_where_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = file_context(&dir);
+    let server = Server::start(&context);
+    let whole = server.json("/api/prompt?mode=append&chars=1000000&limit=200");
+    let count = whole["count"].as_u64().unwrap() as usize;
+    let all = whole["messages"].as_array().unwrap();
+    assert!(count >= 2, "{whole}");
+    assert_eq!(all.len(), count);
+    // A page from the second message: the same messages, numbered as in the whole.
+    let page = server.json("/api/prompt?mode=append&from=1&limit=1&chars=1000000");
+    assert_eq!(page["messages"], json!([all[1].clone()]));
+    assert_eq!((&page["from"], &page["count"]), (&json!(1), &json!(count)));
+    // Cut at 5 characters: says so, and how long the whole text is.
+    let cut = server.json("/api/prompt?mode=append&limit=1&chars=5");
+    let first = &cut["messages"][0];
+    let text = all[0]["text"].as_str().unwrap();
+    assert_eq!(
+        first["text"],
+        json!(text.chars().take(5).collect::<String>())
+    );
+    assert_eq!(
+        (&first["cut"], &first["bytes"]),
+        (&json!(true), &json!(text.len()))
+    );
+    assert_eq!(all[0]["cut"], json!(false));
+    // Past the end: no messages, the count still.
+    let past = server.json(&format!("/api/prompt?mode=append&from={}", count + 5));
+    assert_eq!(
+        (&past["messages"], &past["from"]),
+        (&json!([]), &json!(count))
     );
 }
 

@@ -19,6 +19,7 @@ mod hostile_cli;
 mod hostile_files;
 mod inspect;
 mod inspect_about;
+mod inspect_pages;
 mod keys;
 mod log;
 mod r#loop;

@@ -1,0 +1,138 @@
+//! What `agentctx inspect` answers a page at a time, so that a context of
+//! thousands of instances is shown lazily (D107: the inspector at scale):
+//! the instances listed with what they wrote, one instance's views or only
+//! the global ones, a message's chain digest.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
+
+use crate::support::agentctx;
+use crate::support::inspect::{Server, file_context};
+use agent_core::{json, json::Value};
+
+/// A context of `START` and instances ② to ④ writing `state` (④ twice)
+/// and ③ writing `input` too.
+fn with_instances(dir: &tempfile::TempDir) -> String {
+    let context = file_context(dir);
+    let more = r#"[
+      {"type":"state","data":{"n":2},"_instance":"②"},
+      {"type":"state","data":{"n":3},"_instance":"③"},
+      {"type":"input","data":{"q":"why"},"_instance":"③"},
+      {"type":"state","data":{"n":4},"_instance":"④"},
+      {"type":"state","data":{"m":4},"_instance":"④"}
+    ]"#;
+    let run = agentctx(&["append", &context, more]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    context
+}
+
+#[test]
+fn d107_instances_are_listed_a_page_at_a_time_with_their_kinds_and_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&with_instances(&dir));
+    let all = server.json("/api/instances");
+    assert_eq!(
+        all,
+        json!({
+            "at": 9, "length": 9, "total": 4, "matching": 4,
+            "instances": [
+                {"id": "①", "kinds": ["state"], "messages": 1},
+                {"id": "②", "kinds": ["state"], "messages": 1},
+                {"id": "③", "kinds": ["state", "input"], "messages": 2},
+                {"id": "④", "kinds": ["state"], "messages": 2},
+            ],
+        })
+    );
+    let ids = |path: &str| -> Vec<Value> {
+        let answer = server.json(path);
+        answer["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].clone())
+            .collect()
+    };
+    assert_eq!(
+        ids("/api/instances?from=1&limit=2"),
+        [json!("②"), json!("③")]
+    );
+    assert_eq!(ids("/api/instances?q=%E2%91%A2"), [json!("③")]);
+    assert_eq!(server.json("/api/instances?q=③")["matching"], json!(1));
+    // As they were: after 3 messages only ① had written.
+    assert_eq!(ids("/api/instances?at=3"), [json!("①")]);
+}
+
+#[test]
+fn d107_views_answer_for_one_instance_or_for_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&with_instances(&dir));
+    let global = json!({"state": {"step": 2}});
+    assert_eq!(
+        server.json("/api/views?instance=③"),
+        json!({
+            "at": 9, "length": 9, "kinds": ["state", "input"], "global": global,
+            "instances": {"③": {"state": {"step": 2, "n": 3}, "input": {"q": "why"}}},
+        })
+    );
+    assert_eq!(
+        server.json("/api/views?instances=none"),
+        json!({
+            "at": 9, "length": 9, "kinds": ["state", "input"], "global": global,
+            "instances": {},
+        })
+    );
+    for (query, error) in [
+        (
+            "instance=⑨",
+            "instance \"⑨\": there is none among the first 9 messages",
+        ),
+        (
+            "instance=②&at=2",
+            "instance \"②\": there is none among the first 2 messages",
+        ),
+        (
+            "instances=some",
+            "instances \"some\": expected none (or leave it out for every instance's views)",
+        ),
+        (
+            "instances=none&instance=②",
+            "instance and instances=none: ask for one or the other",
+        ),
+    ] {
+        let refused = server.get(&format!("/api/views?{query}"));
+        assert_eq!(
+            (refused.status, refused.body.as_str()),
+            (400, format!("{}\n", json!({"error": error})).as_str()),
+            "{query}"
+        );
+    }
+}
+
+#[test]
+fn d107_a_messages_digest_is_the_chains_after_it_as_verify_computes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = file_context(&dir);
+    let server = Server::start(&context);
+    let checked = agentctx(&["verify", &context]);
+    let verified: Value = agent_core::json::from_str(&checked.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", checked.stdout));
+    assert_eq!(
+        server.json("/api/digest?n=3")["digest"],
+        verified["head"],
+        "{verified}"
+    );
+    let first = server.json("/api/digest?n=0");
+    assert_eq!(first["number"], json!(0));
+    assert_ne!(first["digest"], verified["head"]);
+    assert_eq!(
+        server.json("/api/digest?n=0&at=1"),
+        json!({"number": 0, "digest": first["digest"], "at": 1, "length": 4})
+    );
+    let past = server.get("/api/digest?n=4");
+    assert_eq!(
+        (past.status, past.body.as_str()),
+        (
+            400,
+            "{\"error\":\"n=4: there is no message 4 among the first 4 (0 to 3)\"}\n"
+        )
+    );
+}
