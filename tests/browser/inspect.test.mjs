@@ -173,6 +173,88 @@ function includesNone(shown, texts, what) {
   for (const t of texts) assert.ok(!shown?.includes(t), `${what} shows ${t}: ${shown}`);
 }
 
+describe("inspect's plan", () => {
+  const search = { _tool: "search", q: "†state.topic", _outputPath: "†state.found" };
+  const summarise = { _tool: "summarise", text: "†state.found", _outputPath: "†state.summary" };
+  const publish = { _tool: "publish", text: "†state.summary", _outputPath: "†state.published" };
+  let dir;
+  let server;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "agentctx-browser-plan-"));
+    directories.add(dir);
+    const context = path.join(dir, "plan.jsonl");
+    await append(context, [
+      { type: "state", data: { topic: "cats" } },
+      { type: "plan", calls: [search, summarise, publish] },
+      { type: "state", data: { found: ["a"] }, _outputPath: "†state.found", _call: search },
+    ]);
+    server = await Server.start(context);
+  });
+  after(async () => {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("draws the calls as a graph, each call that ran linked to its result", async () => {
+    await visit(server, "/", async (page) => {
+      await rendered(page, 3, 3);
+      const calls = await page.$$eval("svg.plan-graph g.call", (boxes) =>
+        boxes.map((g) => `${g.dataset.call} ${g.getAttribute("class")} ${g.textContent}`));
+      assert.deepEqual(calls, [
+        "0 call done #0 searchdonecall 0: search, done; result #2",
+        "1 call ready #1 summarisereadycall 1: summarise, ready",
+        "2 call blocked #2 publishblockedcall 2: publish, blocked (waits for call 1)",
+      ]);
+      assert.equal(await page.$$eval("svg.plan-graph line.edge", (lines) => lines.length), 2);
+      assert.equal(await text(page, '#plan tr[data-call="0"] td.result'), "#2");
+      await page.click('svg.plan-graph g.call[data-call="0"]');
+      await page.waitForSelector('#log tr.picked[data-number="2"]');
+    });
+  });
+});
+
+describe("the demo's context, as the README shows it", () => {
+  let dir;
+  let server;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "agentctx-browser-demo-"));
+    directories.add(dir);
+    const context = path.join(dir, "agentctx-demo.jsonl");
+    const run = await agentctx(["demo", "--context", context]);
+    assert.equal(run.code, 0, run.stderr);
+    server = await Server.start(context);
+  });
+  after(async () => {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("shows the demo's plan done and its instances' views, and leaves the screenshot", async () => {
+    await visit(server, "/", async (page) => {
+      await page.setViewport({ width: 1280, height: 1500 });
+      const { length } = await server.json("/api/log?limit=1");
+      await rendered(page, length, length);
+      // Every call that writes a result is done; the demo's last call
+      // (notify) writes nothing, so the log cannot tell that it ran.
+      const plan = (await server.json("/api/plan")).plan.calls;
+      const writers = plan.filter((c) => c.call._outputPath !== undefined).map((c) => String(c.index));
+      const done = await page.$$eval("svg.plan-graph g.call.done", (boxes) => boxes.map((g) => g.dataset.call));
+      assert.ok(writers.length > 0, JSON.stringify(plan));
+      assert.deepEqual(done, writers);
+      const { instances } = await server.json("/api/instances");
+      for (const { id, kinds } of instances.slice(0, 2)) {
+        const shown = await view(page, kinds[0], id);
+        assert.ok(shown.length > 0, `instance ${id}'s view`);
+      }
+      const { messages } = await server.json(`/api/log?before=${length}&limit=1`);
+      await page.click(`#log tr[data-number="${messages[0].number}"] td.message`);
+      await page.waitForSelector(`#log tr[data-detail="${messages[0].number}"] .digest`);
+      await mkdir(path.dirname(SCREENSHOT), { recursive: true });
+      await page.screenshot({ path: SCREENSHOT });
+    });
+  });
+});
+
 for (const store of STORES) {
   describe(`inspect on a ${store.name} context`, () => {
     let context;
@@ -199,10 +281,6 @@ for (const store of STORES) {
         const log = await server.json("/api/log?limit=1");
         assert.equal((await text(page, "#context"))?.trim(), log.context);
         assert.equal((await text(page, "#status"))?.trim(), "");
-        if (store.name === "file") {
-          await mkdir(path.dirname(SCREENSHOT), { recursive: true });
-          await page.screenshot({ path: SCREENSHOT });
-        }
       });
     });
 
@@ -252,12 +330,48 @@ for (const store of STORES) {
       await visit(server, "/", async (page) => {
         await rendered(page, START.length, START.length);
         await page.click('#log tr[data-number="0"] td.message');
-        await page.waitForSelector('#log tr[data-number="0"] .digest');
-        const opened = await text(page, '#log tr[data-number="0"] td.message');
+        await page.waitForSelector('#log tr[data-detail="0"] .digest');
+        const opened = await text(page, '#log tr[data-detail="0"] pre');
         const digest = await server.json("/api/digest?n=0");
         assert.ok(opened.startsWith('{\n  "type": "data",'), opened);
-        assert.ok(opened.endsWith(`chain digest after #0: ${digest.digest}`), opened);
+        assert.equal(await text(page, '#log tr[data-detail="0"] .digest'), `chain digest after #0: ${digest.digest}`);
         assert.match(digest.digest, /^[0-9a-f]{64}$/);
+        // A second click closes it.
+        await page.click('#log tr[data-number="0"] td.message');
+        assert.equal(await page.$('#log tr[data-detail="0"]'), null);
+      });
+    });
+
+    it("names what changed as references, each linked to the messages that made it", async () => {
+      await visit(server, "/", async (page) => {
+        await rendered(page, START.length, START.length);
+        await page.evaluate(() => {
+          document.getElementById("diff-from").value = "1";
+        });
+        await page.click("#diff-go");
+        await page.waitForSelector("#diff li");
+        const lines = await page.$$eval("#diff li", (items) => items.map((li) => li.textContent));
+        for (const line of [
+          "~ †state.step: 1001 → 1002",
+          '+ †state.mood: "curious"',
+          // Instance i1 did not exist after message 1: it read the global
+          // view then, so only what differs from that is a change.
+          '~ †state.name (instance i1): "Ada" → "Bea"',
+          "+ †state.v (instance i1): 4141",
+          // A kind that did not exist: its whole view added.
+          '+ †input: {"topic":"folds"}',
+        ]) {
+          assert.ok(lines.includes(line), `${line} not among ${JSON.stringify(lines)}`);
+        }
+        // What i1 reads of the global view's changes is shown once, as the
+        // global change.
+        assert.equal(lines.length, 5, JSON.stringify(lines));
+        const step = await page.$$("#diff li");
+        await step[lines.indexOf("~ †state.step: 1001 → 1002")].click();
+        await page.waitForSelector('#provenance li[data-number="1"]');
+        const said = await text(page, "#provenance");
+        assert.ok(said.startsWith("†state.step was made by message(s): "), said);
+        assert.equal(await text(page, '#provenance li[data-number="1"]'), "#1 merge");
       });
     });
 

@@ -47,6 +47,10 @@ pub(crate) struct ApplyArgs {
     #[arg(long, value_name = "KEY", requires = "write", value_parser = crate::keyed::parse_key,
           long_help = crate::keyed::HELP)]
     key: Option<AppendKey>,
+    /// Print the messages as JSONL even on a terminal (a pipe gets JSONL;
+    /// a terminal, each message indented).
+    #[arg(long)]
+    json: bool,
 }
 
 impl ApplyArgs {
@@ -71,7 +75,13 @@ impl ApplyArgs {
             tool_schema: None,
             write: true,
             key,
+            json: true,
         }
+    }
+
+    /// Whether JSONL was asked for even on a terminal.
+    pub(crate) fn wants_json(&self) -> bool {
+        self.json
     }
 }
 

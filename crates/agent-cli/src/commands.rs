@@ -138,7 +138,7 @@ pub(crate) fn render(
 }
 
 /// `agentctx instances CONTEXT [--aliases]`.
-pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure> {
+pub(crate) fn instances(context: &str, aliases: bool, as_text: bool) -> Result<String, Failure> {
     let ctx = load_context(context, Reading::Views)?;
     if aliases {
         let known: Vec<&Instance> = ctx.instances().collect();
@@ -154,7 +154,12 @@ pub(crate) fn instances(context: &str, aliases: bool) -> Result<String, Failure>
             .collect();
         return Ok(print_value(&agent_core::json::Value::Object(map), false));
     }
-    let listed = stream_value(&Ids(&ctx), false);
+    // Streamed to a pipe; kept whole for the text a terminal gets.
+    let listed = if as_text {
+        print_value(&agent_core::json!(Ids(&ctx)), false)
+    } else {
+        stream_value(&Ids(&ctx), false)
+    };
     crate::input::drop_aside(ctx);
     Ok(listed)
 }

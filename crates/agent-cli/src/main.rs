@@ -15,11 +15,13 @@ mod keyed;
 mod log;
 mod looping;
 mod mcp;
+mod readable;
 mod run;
 mod workers;
 mod write;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Structured, append-only working memory for LLM agents.
@@ -156,6 +158,11 @@ enum Command {
         /// nothing, and say so): a setup step that can be run again.
         #[arg(long, conflicts_with = "key")]
         if_empty: bool,
+        /// Also print what happened as JSON on stdout: `{"name",
+        /// "appended", "length", "head", "keptOut"}` (stderr says it as
+        /// text either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Copy every message of FROM into TO, which must be missing or empty;
     /// every field, key order and number arrives as it was.
@@ -196,7 +203,8 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
-    /// Print the instance ids as a JSON array, in order of first appearance.
+    /// Print the instance ids, in order of first appearance: one a line on
+    /// a terminal, a JSON array to a pipe or with --json.
     Instances {
         /// Context file or PostgreSQL URL, or - for stdin.
         context: String,
@@ -204,6 +212,9 @@ enum Command {
         /// be typed as (`#1`…`#50` for ①…㊿), or itself when it has none.
         #[arg(long)]
         aliases: bool,
+        /// Print the JSON array even on a terminal.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the log's messages a page at a time (50 by default), each as
     /// `#INDEX` and its compact JSON; the next page's start goes to stderr.
@@ -241,6 +252,10 @@ enum Command {
         /// Pretty-print the JSON.
         #[arg(long)]
         pretty: bool,
+        /// Print the report as JSON even on a terminal (a pipe gets JSON; a
+        /// terminal, what was checked, the head and each finding).
+        #[arg(long)]
+        json: bool,
     },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish or
     /// powershell), e.g. `agentctx completions bash >
@@ -438,6 +453,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // A report goes to a terminal as text (D108: readable on a terminal).
+    let readable = report_of(&cli.command).filter(|_| std::io::stdout().is_terminal());
     let result = match cli.command {
         Command::Demo { json, context } => run::demo(json, &context),
         Command::Run(args) => run::run(args),
@@ -473,7 +490,9 @@ fn main() -> ExitCode {
             tokens,
             pretty,
         } => commands::render(&context, &provider, &mode, tokens, pretty),
-        Command::Instances { context, aliases } => commands::instances(&context, aliases),
+        Command::Instances {
+            context, aliases, ..
+        } => commands::instances(&context, aliases, readable.is_some()),
         Command::Log {
             context,
             from,
@@ -501,7 +520,8 @@ fn main() -> ExitCode {
             messages,
             key,
             if_empty,
-        } => write::append(&context, &messages, key.as_ref(), if_empty),
+            json,
+        } => write::append(&context, &messages, key.as_ref(), if_empty, json),
         Command::Copy { from, to } => write::copy(&from, &to),
         Command::Completions { shell } => Ok(completions(shell)),
         Command::Man { command, dir } => man(command.as_deref(), dir.as_deref()),
@@ -514,17 +534,54 @@ fn main() -> ExitCode {
             context,
             expect,
             pretty,
+            ..
         } => commands::verify(&context, expect.as_deref(), pretty),
     };
     match result {
         Ok(output) => {
-            stdout(&output);
+            print_report(&output, readable);
             ExitCode::SUCCESS
         }
         Err(failure) => {
-            stdout(&failure.stdout);
+            print_report(&failure.stdout, readable);
             eprintln!("error: {}", failure.message);
             ExitCode::from(failure.code)
         }
+    }
+}
+
+/// The report a command prints as text on a terminal, unless it was asked
+/// for as JSON.
+fn report_of(command: &Command) -> Option<readable::Report> {
+    use readable::Report;
+    match command {
+        Command::Run(args) if !args.wants_json() => Some(Report::Run),
+        Command::Status(args) if !args.wants_json() => Some(Report::Status),
+        Command::Apply(args) if !args.wants_json() => Some(Report::Apply),
+        Command::Verify {
+            pretty: false,
+            json: false,
+            ..
+        } => Some(Report::Verify),
+        Command::Instances {
+            aliases: false,
+            json: false,
+            ..
+        } => Some(Report::Instances),
+        _ => None,
+    }
+}
+
+/// Prints `output`: as `report`'s text when one is given and `output` is
+/// its shape (colours are the only escapes in it), else as it is.
+fn print_report(output: &str, report: Option<readable::Report>) {
+    use std::io::Write;
+    let text = report.and_then(|r| readable::text(r, output, &readable::Style::from_env()));
+    match text {
+        Some(text) => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        }
+        None => stdout(output),
     }
 }

@@ -53,9 +53,17 @@ pub(crate) struct RunArgs {
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
-    /// Accepted for symmetry: the report is JSON already.
+    /// Print the report as JSON even on a terminal (a pipe gets JSON; a
+    /// terminal, a line per call).
     #[arg(long)]
     json: bool,
+}
+
+impl RunArgs {
+    /// Whether JSON was asked for even on a terminal.
+    pub(crate) fn wants_json(&self) -> bool {
+        self.json || self.pretty
+    }
 }
 
 /// Runs PLAN against CONTEXT and prints the report. Exit 0 when every call

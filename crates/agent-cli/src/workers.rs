@@ -66,9 +66,17 @@ pub(crate) struct StatusArgs {
     /// Pretty-print the JSON.
     #[arg(long)]
     pretty: bool,
-    /// Accepted for symmetry: the counts are JSON already.
+    /// Print the counts as JSON even on a terminal (a pipe gets JSON; a
+    /// terminal, a line of counts and, with --calls, a line per call).
     #[arg(long)]
     json: bool,
+}
+
+impl StatusArgs {
+    /// Whether JSON was asked for even on a terminal.
+    pub(crate) fn wants_json(&self) -> bool {
+        self.json || self.pretty
+    }
 }
 
 /// A PostgreSQL CONTEXT, or the error that says why it must be one.

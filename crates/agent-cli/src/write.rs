@@ -13,19 +13,21 @@ use agent_data::{Context, Format, Message};
 /// validated against the context as it is when they land (R13, R25) and
 /// appended all or none, durably; a missing CONTEXT is created. With
 /// `key`, at most once per key: when it had landed, nothing is appended and
-/// stderr says so.
+/// stderr says so. With `json`, stdout says it too, as JSON.
 pub(crate) fn append(
     context: &str,
     messages: &[String],
     key: Option<&AppendKey>,
     if_empty: bool,
+    json: bool,
 ) -> Result<String, Failure> {
     let mut batch = Vec::new();
     for argument in messages {
         batch.extend(parse_messages(argument)?);
     }
     let done = append_batch(context, batch, key, if_empty)?;
-    // stdout stays empty (spec §10); stderr says what happened.
+    // stdout stays empty (spec §10) unless JSON is asked for; stderr says
+    // what happened.
     if done.kept_out {
         eprintln!(
             "not appended: {} already holds {} message(s) (--if-empty)",
@@ -40,7 +42,17 @@ pub(crate) fn append(
     if crate::input::PRINT_HEAD.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!("head: {} ({} messages)", done.head, done.length);
     }
-    Ok(String::new())
+    if !json {
+        return Ok(String::new());
+    }
+    let report = agent_core::json!({
+        "name": done.name,
+        "appended": done.appended,
+        "length": done.length,
+        "head": done.head,
+        "keptOut": done.kept_out,
+    });
+    Ok(format!("{report}\n"))
 }
 
 /// What [`append_counted`] did.

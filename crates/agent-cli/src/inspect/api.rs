@@ -22,11 +22,16 @@ const DEFAULT_LIMIT: usize = 100;
 /// The most `/api/log` returns at once: a page, however many were asked.
 const MAX_LIMIT: usize = 1000;
 
+/// The newest messages `/api/provenance` describes whole (`made`); the
+/// others are named by number only.
+const PROVENANCE_SHOWN: usize = 20;
+
 /// The routes, before the guard every one of them goes through.
 pub(super) fn router() -> Router<Arc<Shared>> {
     Router::new()
         .route("/", get(page))
         .route("/inspect.js", get(script))
+        .route("/plan.js", get(plan_script))
         .route("/inspect.css", get(style))
         .route("/favicon.svg", get(icon))
         .route("/api/log", get(log))
@@ -64,6 +69,10 @@ async fn page() -> Response {
 
 async fn script() -> Response {
     asset("text/javascript; charset=utf-8", include_str!("inspect.js"))
+}
+
+async fn plan_script() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("plan.js"))
 }
 
 async fn style() -> Response {
@@ -552,7 +561,16 @@ async fn provenance(
             query.path.as_deref().unwrap_or("[]"),
         )?;
         let messages = super::about::provenance(context, &place);
-        Ok(json!({"messages": messages}))
+        // The newest few as the log shows them: what wrote each, and the
+        // call it answered.
+        let made: Vec<Value> = messages
+            .iter()
+            .rev()
+            .take(PROVENANCE_SHOWN)
+            .rev()
+            .map(|&index| entry(context, index))
+            .collect();
+        Ok(json!({"messages": messages, "made": made}))
     })
     .await
 }

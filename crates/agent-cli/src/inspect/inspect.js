@@ -223,15 +223,30 @@ async function showProvenance(where, path) {
       kind: where.kind, instance: where.instance, path: JSON.stringify(path), at: state.at,
     });
     if (!current()) return;
-    const title = `${where.kind}${where.instance ? ` (instance ${where.instance})` : ""} ` +
-      `${path.map((p) => `[${JSON.stringify(p)}]`).join("")} was made by message(s): `;
+    const title = `${reference(where.kind, path)}${where.instance ? ` (instance ${where.instance})` : ""}` +
+      " was made by message(s): ";
     box.replaceChildren(element("span", null, title));
+    const described = new Map(found.made.map((m) => [m.number, m]));
+    const list = element("ul", "made");
     for (const number of found.messages) {
+      const made = described.get(number);
+      if (!made) {
+        const link = element("button", null, `#${number}`);
+        link.type = "button";
+        link.addEventListener("click", () => pickMessage(number));
+        box.appendChild(link);
+        continue;
+      }
+      const item = element("li");
+      item.dataset.number = String(number);
       const link = element("button", null, `#${number}`);
       link.type = "button";
       link.addEventListener("click", () => pickMessage(number));
-      box.appendChild(link);
+      item.appendChild(link);
+      item.appendChild(element("span", null, ` ${describeWrite(made)}`));
+      list.appendChild(item);
     }
+    box.appendChild(list);
     if (found.messages.length === 0) box.appendChild(element("span", null, "none"));
     const close = element("button", null, "×");
     close.type = "button";
@@ -240,6 +255,22 @@ async function showProvenance(where, path) {
   } catch (e) {
     box.replaceChildren(element("span", null, `error: ${e.message}`));
   }
+}
+
+// What one message wrote and why, as a line: its method and path, the
+// call it answered (tool and inputs as the call held them), its date.
+function describeWrite(m) {
+  const parts = [];
+  if (m.method) parts.push(`${m.method}${m.path ? ` ${typeof m.path === "string" ? m.path : shortJson(m.path)}` : ""}`);
+  else parts.push(m.type);
+  if (m.call && typeof m.call === "object") {
+    const inputs = Object.fromEntries(Object.entries(m.call).filter(([k]) => !k.startsWith("_")));
+    parts.push(`by ${m.call._tool ?? "a call"}(${shortJson(inputs, 120).slice(1, -1)})`);
+  } else if (m.callAt !== null && m.callAt !== undefined) {
+    parts.push(`by the call of #${m.callAt}`);
+  }
+  if (m.date) parts.push(m.date);
+  return parts.join(" · ");
 }
 
 // ---- diff --------------------------------------------------------------
@@ -261,13 +292,44 @@ function diffValues(before, after, path, out, depth) {
   }
 }
 
-function layers(views) {
+// Every view a diff compares, by where it is read: `{kind, instance}`.
+// An instance's view is as it reads it: a kind it had not written yet (or
+// an instance that did not exist yet) reads the global view, so what it
+// only inherits is not a change.
+function readViews(old, now) {
   const all = new Map();
-  for (const [kind, value] of Object.entries(views.global)) all.set(`${kind}`, value);
-  for (const [id, kinds] of Object.entries(views.instances)) {
-    for (const [kind, value] of Object.entries(kinds)) all.set(`${kind} (instance ${id})`, value);
+  const key = (kind, instance) => JSON.stringify([kind, instance ?? null]);
+  const globalOf = (views, kind) => (Object.hasOwn(views.global, kind) ? views.global[kind] : undefined);
+  for (const views of [old, now]) {
+    for (const kind of Object.keys(views.global)) all.set(key(kind), { kind });
+    for (const [id, kinds] of Object.entries(views.instances)) {
+      for (const kind of Object.keys(kinds)) all.set(key(kind, id), { kind, instance: id });
+    }
   }
-  return all;
+  const read = (views, { kind, instance }) => {
+    if (instance === undefined) return globalOf(views, kind);
+    const own = views.instances[instance];
+    return own && Object.hasOwn(own, kind) ? own[kind] : globalOf(views, kind);
+  };
+  return [...all.values()].map((where) => ({ where, before: read(old, where), after: read(now, where) }));
+}
+
+// What `root` holds at `path`, or undefined.
+function valueAt(root, path) {
+  let here = root;
+  for (const step of path) {
+    if (here === null || typeof here !== "object" || !Object.hasOwn(here, step)) return undefined;
+    here = here[step];
+  }
+  return here;
+}
+
+// A path as a reference names it: `†state.user.tags[0]`, a key that is
+// not a name in brackets (`†state["a b"]`).
+function reference(kind, path) {
+  const segments = path.map((p) => (typeof p === "number" ? `[${p}]`
+    : /^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`));
+  return `†${kind}${segments.join("")}`;
 }
 
 async function showDiff() {
@@ -280,21 +342,32 @@ async function showDiff() {
       api("/api/views", { at: from }), api("/api/views", { at: state.at }),
     ]);
     if (!current()) return;
-    const before = layers(old);
-    const after = layers(now);
     const changes = [];
-    for (const name of new Set([...before.keys(), ...after.keys()])) {
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    for (const { where, before, after } of readViews(old, now)) {
       const found = [];
-      diffValues(before.get(name), after.get(name), [], found, 0);
-      for (const change of found) changes.push({ name, ...change });
+      diffValues(before, after, [], found, 0);
+      for (const change of found) {
+        // An instance's change that is the global view's own, read through
+        // it at both points, is shown once, as the global change.
+        const inherited = where.instance !== undefined &&
+          same(change.before, valueAt(Object.hasOwn(old.global, where.kind) ? old.global[where.kind] : undefined, change.path)) &&
+          same(change.after, valueAt(Object.hasOwn(now.global, where.kind) ? now.global[where.kind] : undefined, change.path));
+        if (!inherited) changes.push({ where, ...change });
+      }
     }
-    for (const { name, path, before: b, after: a } of changes.slice(0, 1000)) {
+    for (const { where, path, before: b, after: a } of changes.slice(0, 1000)) {
       const kind = b === undefined ? "added" : a === undefined ? "removed" : "changed";
-      const where = `${name} ${path.map((p) => `[${JSON.stringify(p)}]`).join("")}`;
-      const text = kind === "added" ? `+ ${where}: ${shortJson(a)}`
-        : kind === "removed" ? `- ${where}: ${shortJson(b)}`
-          : `~ ${where}: ${shortJson(b)} → ${shortJson(a)}`;
-      list.appendChild(element("li", kind, text));
+      const named = `${reference(where.kind, path)}${where.instance ? ` (instance ${where.instance})` : ""}`;
+      const text = kind === "added" ? `+ ${named}: ${shortJson(a)}`
+        : kind === "removed" ? `- ${named}: ${shortJson(b)}`
+          : `~ ${named}: ${shortJson(b)} → ${shortJson(a)}`;
+      // A click names the messages that made what is there now.
+      const line = element("li", kind, text);
+      line.dataset.path = JSON.stringify(path);
+      line.title = "the messages that made it";
+      line.addEventListener("click", () => showProvenance(where, path));
+      list.appendChild(line);
     }
     if (changes.length === 0) list.appendChild(element("li", null, `nothing changed between ${old.at} and ${now.at}`));
     if (changes.length > 1000) list.appendChild(element("li", null, `${changes.length - 1000} more changes`));
@@ -350,7 +423,7 @@ function renderLog(log, picked) {
     // One line; a click shows the whole message, indented, and the chain's
     // digest after it.
     const body = element("td", "message", JSON.stringify(m.message));
-    body.addEventListener("click", () => openMessage(row, body, m));
+    body.addEventListener("click", () => openMessage(row, m));
     row.appendChild(body);
     rows.appendChild(row);
   }
@@ -365,19 +438,28 @@ function renderLog(log, picked) {
   state.previous = log.previous;
 }
 
-async function openMessage(row, body, m) {
-  if (row.classList.toggle("open")) {
-    body.textContent = JSON.stringify(m.message, null, 2);
-    try {
-      const chained = await api("/api/digest", { n: m.number });
-      if (row.classList.contains("open")) {
-        body.appendChild(element("div", "digest", `chain digest after #${m.number}: ${chained.digest}`));
-      }
-    } catch (e) {
-      body.appendChild(element("div", "digest", `digest: ${e.message}`));
-    }
-  } else {
-    body.textContent = JSON.stringify(m.message);
+// Opens a message in a row of its own under it, the table's whole width:
+// indented, with the chain's digest after it. A second click closes it.
+async function openMessage(row, m) {
+  const next = row.nextElementSibling;
+  if (next && next.classList.contains("detail")) {
+    next.remove();
+    row.classList.remove("open");
+    return;
+  }
+  row.classList.add("open");
+  const detail = element("tr", "detail");
+  detail.dataset.detail = String(m.number);
+  const cell = element("td");
+  cell.colSpan = row.children.length;
+  cell.appendChild(element("pre", "pretty", JSON.stringify(m.message, null, 2)));
+  detail.appendChild(cell);
+  row.after(detail);
+  try {
+    const chained = await api("/api/digest", { n: m.number });
+    cell.appendChild(element("div", "digest", `chain digest after #${m.number}: ${chained.digest}`));
+  } catch (e) {
+    cell.appendChild(element("div", "digest", `digest: ${e.message}`));
   }
 }
 
@@ -405,45 +487,6 @@ async function pickMessage(number) {
 }
 
 // ---- plan and prompt ---------------------------------------------------
-
-function renderPlan(answer) {
-  const out = $("plan");
-  out.replaceChildren();
-  if (answer.error) {
-    out.appendChild(element("p", "state failed", `error: ${answer.error}`));
-    return;
-  }
-  const plan = answer.plan;
-  if (!plan) {
-    out.appendChild(element("p", "hint", "No plan among these messages."));
-    return;
-  }
-  out.appendChild(element("p", null, `The ${plan.sort} plan of message #${plan.number}`));
-  if (plan.error) {
-    out.appendChild(element("p", "state failed", plan.error));
-    return;
-  }
-  const table = element("table");
-  const head = element("tr");
-  for (const h of ["#", "tool", "instance", "state", "why", "after", "worker", "attempts", "error"]) {
-    head.appendChild(element("th", null, h));
-  }
-  table.appendChild(head);
-  for (const call of plan.calls) {
-    const row = element("tr");
-    row.dataset.call = String(call.index);
-    row.appendChild(element("td", null, call.index));
-    row.appendChild(element("td", null, call.tool));
-    row.appendChild(element("td", null, call.instance));
-    row.appendChild(element("td", `state ${call.state}`, call.state));
-    for (const text of [call.reason, (call.dependsOn || []).join(", "), call.worker,
-      call.attempts, call.error]) {
-      row.appendChild(element("td", null, text));
-    }
-    table.appendChild(row);
-  }
-  out.appendChild(table);
-}
 
 function renderPrompt(answer) {
   if (answer.error) {

@@ -71,6 +71,9 @@ struct Entry {
     worker: Option<String>,
     attempts: Option<u32>,
     error: Option<String>,
+    /// The message that answered it (carrying it as `_call`), when the log
+    /// has one.
+    result: Option<usize>,
 }
 
 fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
@@ -89,6 +92,7 @@ fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
                 "worker": entry.worker,
                 "attempts": entry.attempts,
                 "error": entry.error,
+                "result": entry.result,
                 "call": call.as_value(),
             })
         })
@@ -108,6 +112,7 @@ fn from_the_table(plan: &Plan, stored: &PlanStatus) -> Vec<Value> {
                 worker: held.as_ref().and_then(|h| h.worker.clone()),
                 attempts: held.as_ref().map(|h| h.attempts),
                 error: held.and_then(|h| h.error),
+                result: None,
             }
         })
         .collect();
@@ -123,24 +128,28 @@ fn from_the_log(
     fields: &json::Map,
 ) -> Vec<Value> {
     let pending = pending(fields);
-    // Each result answers one call: two equal calls need two results.
+    // Each result answers one call, in order: two equal calls need two
+    // results.
     let mut answers = answers(context, number);
+    let results: Vec<Option<usize>> = (0..plan.calls().len())
+        .map(|index| {
+            answers
+                .get_mut(&text(plan.calls()[index].as_value()))
+                .and_then(std::collections::VecDeque::pop_front)
+        })
+        .collect();
     let known: Vec<Known> = (0..plan.calls().len())
-        .map(|index| match &pending {
-            Some(owed) if !owed.contains(&index) => Known::Done,
-            _ => match answers.get_mut(&text(plan.calls()[index].as_value())) {
-                Some(left) if *left > 0 => {
-                    *left -= 1;
-                    Known::Done
-                }
-                _ => Known::Open,
-            },
+        .map(|index| match (&pending, results[index]) {
+            (Some(owed), _) if !owed.contains(&index) => Known::Done,
+            (_, Some(_)) => Known::Done,
+            _ => Known::Open,
         })
         .collect();
     let standings = agent_plan::standings(plan, &plan.writes_after(), &known, context, &|_| true);
     let mut states: Vec<Entry> = standings
         .iter()
-        .map(|standing| Entry {
+        .zip(results)
+        .map(|(standing, result)| Entry {
             state: standing.name(),
             reason: match standing {
                 Standing::Blocked { reason, .. } => Some(reason.clone()),
@@ -149,6 +158,7 @@ fn from_the_log(
             worker: None,
             attempts: None,
             error: None,
+            result: result.filter(|_| standing.name() == "done"),
         })
         .collect();
     if sort == PlanSort::Loop {
@@ -271,10 +281,11 @@ fn pending(fields: &json::Map) -> Option<Vec<usize>> {
     }
 }
 
-/// How many messages after the plan's answer each call (their `_call`,
-/// as JSON text): one pass over the log, however many calls the plan has.
-fn answers(context: &Context, plan: usize) -> HashMap<String, usize> {
-    let mut answers = HashMap::new();
+/// The messages after the plan that answer each call (their `_call`, as
+/// JSON text), oldest first: one pass over the log, however many calls
+/// the plan has.
+fn answers(context: &Context, plan: usize) -> HashMap<String, std::collections::VecDeque<usize>> {
+    let mut answers: HashMap<String, std::collections::VecDeque<usize>> = HashMap::new();
     for index in plan + 1..context.len() {
         // Only a message whose text names `_call` is parsed; of a result
         // fanned out to several messages, only the first carries `_call`.
@@ -286,7 +297,7 @@ fn answers(context: &Context, plan: usize) -> HashMap<String, usize> {
             .flatten()
             .and_then(|m| m.fields().get("_call").map(text));
         if let Some(call) = call {
-            *answers.entry(call).or_insert(0) += 1;
+            answers.entry(call).or_default().push_back(index);
         }
     }
     answers

@@ -307,7 +307,7 @@ fn run(context: &str, name: &str, arguments: &Map<String, Value>) -> Result<Valu
             Ok(json!({"expression": expression, "value": parsed(&value)?}))
         }
         "instances" => {
-            Ok(json!({"instances": parsed(&crate::commands::instances(context, false)?)?}))
+            Ok(json!({"instances": parsed(&crate::commands::instances(context, false, false)?)?}))
         }
         "apply" => {
             let (call, result) = (json_text(arguments, "call"), json_text(arguments, "result"));

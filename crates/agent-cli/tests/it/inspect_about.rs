@@ -38,7 +38,7 @@ fn standings(plan: &Value) -> Vec<(String, Value)> {
 }
 
 #[test]
-fn d78_the_plan_is_the_newest_at_the_point_each_call_standing_as_the_log_says() {
+fn d78_the_plan_is_the_newest_at_the_point_each_call_standing_and_answered_as_the_log_says() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&plan_context(&dir));
     let s = |state: &str, reason: Value| (state.to_owned(), reason);
@@ -57,6 +57,13 @@ fn d78_the_plan_is_the_newest_at_the_point_each_call_standing_as_the_log_says() 
         ]
     );
     assert_eq!(now["plan"]["calls"][2]["dependsOn"], json!([1]));
+    // Each call that ran names the message that answered it.
+    let results: Vec<&Value> = (0..3).map(|i| &now["plan"]["calls"][i]["result"]).collect();
+    assert_eq!(results, [&json!(2), &json!(3), &Value::Null]);
+    assert_eq!(
+        server.json("/api/plan?at=3")["plan"]["calls"][1]["result"],
+        Value::Null
+    );
     assert_eq!(
         standings(&server.json("/api/plan?at=2")),
         [
@@ -152,7 +159,7 @@ fn d78_the_prompt_is_answered_a_page_of_messages_at_a_time_each_text_cut_where_a
 }
 
 #[test]
-fn d78_provenance_names_the_messages_that_made_a_value_in_the_layers_read() {
+fn d78_provenance_names_and_describes_the_messages_that_made_a_value_in_the_layers_read() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&file_context(&dir));
     let made = |query: &str| server.json(&format!("/api/provenance?{query}"))["messages"].clone();
@@ -165,6 +172,15 @@ fn d78_provenance_names_the_messages_that_made_a_value_in_the_layers_read() {
     assert_eq!(made(&format!("{in_one}%5B%22name%22%5D")), json!([1]));
     assert_eq!(made(&format!("{in_one}%5B%22step%22%5D")), json!([2]));
     assert_eq!(made("kind=state&path=%5B%22name%22%5D"), json!([]));
+    // Each message named is described as the log describes it.
+    let described = server.json("/api/provenance?kind=state&path=%5B%5D");
+    assert_eq!(
+        described["made"],
+        json!([
+            server.json("/api/log?from=0&limit=1")["messages"][0],
+            server.json("/api/log?from=2&limit=1")["messages"][0],
+        ])
+    );
     let bad = server.get("/api/provenance?kind=state&path=step");
     assert_eq!(bad.status, 400);
     assert_eq!(

@@ -28,6 +28,7 @@ mod machine;
 mod pg_credentials;
 mod postgres;
 mod progress;
+mod readable;
 mod setup;
 mod typos;
 mod verify;
