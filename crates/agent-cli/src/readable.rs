@@ -88,6 +88,15 @@ fn brief(value: &Value, max: usize) -> String {
     }
 }
 
+/// A call's `#index`.
+fn number(call: &Value) -> String {
+    let index = call
+        .get("index")
+        .and_then(Value::as_u64)
+        .unwrap_or_default();
+    format!("#{index}")
+}
+
 fn str_of<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
     value.get(key).and_then(Value::as_str)
 }
@@ -143,14 +152,10 @@ fn run(report: &Value, style: &Style) -> Option<String> {
             },
             _ => String::new(),
         };
-        let index = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
         let _ = writeln!(
             out,
             "{:>4}  {tool:<width$}  {}  {detail}",
-            format!("#{index}"),
+            number(call),
             style.state(state, &format!("{state:<7}")),
         );
     }
@@ -205,14 +210,10 @@ fn status(report: &Value, style: &Style) -> Option<String> {
         if let Some(error) = str_of(call, "error") {
             parts.push(format!("last error: {}", shown(error)));
         }
-        let index = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
         let _ = writeln!(
             out,
             "{:>4}  {}  {}  {}",
-            format!("#{index}"),
+            number(call),
             shown(str_of(call, "tool").unwrap_or_default()),
             style.state(state, state),
             parts.join("; ")

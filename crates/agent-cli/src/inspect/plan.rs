@@ -164,7 +164,27 @@ fn from_the_log(
     if sort == PlanSort::Loop {
         gates(context, plan, &mut states);
     }
+    unrecorded(plan, &mut states);
     entries(plan, states)
+}
+
+/// A call with no `_outputPath` writes nothing (D10: no path, nothing
+/// appended), so the log cannot show that it ran: where the readiness rule
+/// would call it ready, it is `unrecorded` instead, saying why (D107: the
+/// inspector at scale).
+fn unrecorded(plan: &Plan, states: &mut [Entry]) {
+    for (entry, call) in states.iter_mut().zip(plan.calls()) {
+        let writes = call
+            .as_value()
+            .as_object()
+            .is_some_and(|fields| fields.contains_key("_outputPath"));
+        if entry.state == "ready" && !writes {
+            entry.state = "unrecorded";
+            entry.reason = Some(
+                "it writes nothing (no _outputPath): the log cannot show whether it ran".to_owned(),
+            );
+        }
+    }
 }
 
 /// Holds and rejects a loop plan's calls at their approval gates (R39c):

@@ -136,3 +136,27 @@ fn d107_a_messages_digest_is_the_chains_after_it_as_verify_computes_it() {
         )
     );
 }
+
+#[test]
+fn d107_a_call_that_writes_nothing_is_unrecorded_not_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl").display().to_string();
+    let plan = r#"[{"type":"state","data":{"topic":"cats"}},
+        {"type":"plan","calls":[{"_tool":"notify","text":"†state.topic"},
+                                {"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}]}]"#;
+    let run = agentctx(&["append", &path, plan]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let server = Server::start(&path);
+    let calls = server.json("/api/plan")["plan"]["calls"].clone();
+    assert_eq!(
+        (&calls[0]["state"], &calls[0]["reason"]),
+        (
+            &json!("unrecorded"),
+            &json!("it writes nothing (no _outputPath): the log cannot show whether it ran")
+        )
+    );
+    assert_eq!(
+        (&calls[1]["state"], &calls[1]["reason"]),
+        (&json!("ready"), &Value::Null)
+    );
+}

@@ -69,23 +69,7 @@ fn d108_instances_and_apply_read_as_text_on_a_terminal() {
     assert_eq!(seen(true, &["instances", &path, "--json"]), "[\"①\"]\n");
     assert_eq!(agentctx(&["instances", &path]).stdout, "[\"①\"]\n");
     let call = r#"{"_tool":"t","_outputPath":"†state.x"}"#;
-    let applied = seen(
-        true,
-        &[
-            "apply",
-            &path,
-            call,
-            "--result",
-            "7",
-            "--date",
-            "2026-01-01T00:00:00Z",
-        ],
-    );
-    assert!(
-        applied.starts_with("{\n  \"type\": \"data\",\n  \"kind\": \"state\",\n"),
-        "{applied}"
-    );
-    let piped = agentctx(&[
+    let apply = [
         "apply",
         &path,
         call,
@@ -93,22 +77,16 @@ fn d108_instances_and_apply_read_as_text_on_a_terminal() {
         "7",
         "--date",
         "2026-01-01T00:00:00Z",
-    ]);
+    ];
+    let applied = seen(true, &apply);
+    assert!(
+        applied.starts_with("{\n  \"type\": \"data\",\n  \"kind\": \"state\",\n"),
+        "{applied}"
+    );
+    let piped = agentctx(&apply);
     assert_eq!(piped.stdout.lines().count(), 1, "{}", piped.stdout);
     assert_eq!(
-        seen(
-            true,
-            &[
-                "apply",
-                &path,
-                call,
-                "--result",
-                "7",
-                "--date",
-                "2026-01-01T00:00:00Z",
-                "--json"
-            ]
-        ),
+        seen(true, &[&apply[..], &["--json"]].concat()),
         piped.stdout
     );
 }
