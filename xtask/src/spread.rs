@@ -35,7 +35,10 @@ fn quantile(sorted: &[f64], p: f64) -> f64 {
 
 /// Replaces a row's `ratio` by the median of its `ratios` and adds the
 /// spread fields; returns the line to print when the spread is too wide to
-/// judge. Rows without `ratios` (sizes, rates) are left as they are.
+/// judge. Rows without `ratios` (sizes, rates) are left as they are. A row
+/// with `"every_round": true` is a deadline (each round's time against an
+/// absolute limit, as the inspector's rows): its `ratio` is its slowest
+/// round, which no spread makes uncertain.
 pub(crate) fn annotate(row: &mut Value) -> Option<String> {
     let mut ratios: Vec<f64> = row["ratios"]
         .as_array()?
@@ -52,10 +55,13 @@ pub(crate) fn annotate(row: &mut Value) -> Option<String> {
     let (min, max) = (ratios[0], ratios[ratios.len() - 1]);
     let spread = (q3 - q1) / median;
     let too_few = ratios.len() < FEWEST_ROUNDS;
-    let too_wide = too_few || spread > TOO_WIDE;
+    let deadline = row["every_round"] == json!(true);
+    let too_wide = too_few || (spread > TOO_WIDE && !deadline);
+    let judged = if deadline { max } else { median };
     let fields = row.as_object_mut()?;
     for (key, value) in [
-        ("ratio", json!(median)),
+        ("ratio", json!(judged)),
+        ("ratio_median", json!(median)),
         ("ratio_q1", json!(q1)),
         ("ratio_q3", json!(q3)),
         ("ratio_min", json!(min)),
@@ -113,6 +119,17 @@ mod tests {
         assert!(line.contains("too wide to judge"), "{line}");
         assert_eq!(wide["too_wide"], json!(true));
         let mut few = json!({"workload": "W", "ratios": [1.0, 1.0]});
+        assert!(annotate(&mut few).is_some_and(|l| l.contains("too few")));
+    }
+
+    #[test]
+    fn a_deadline_is_judged_by_its_slowest_round_whatever_its_spread() {
+        let mut deadline = json!({"workload": "D", "every_round": true,
+            "ratios": [0.05, 0.1, 0.3, 0.12, 0.09, 0.2]});
+        assert_eq!(annotate(&mut deadline), None);
+        assert_eq!(deadline["ratio"], json!(0.3));
+        assert_eq!(deadline["too_wide"], json!(false));
+        let mut few = json!({"workload": "D", "every_round": true, "ratios": [0.1, 0.2]});
         assert!(annotate(&mut few).is_some_and(|l| l.contains("too few")));
     }
 

@@ -151,7 +151,7 @@ enum Cut {
 
 /// Answers a query about the context at the point it names: checks the
 /// query and the point, then runs `answer` on the context (cut as `cut`
-/// says), the query and the point, off the threads that answer — going
+/// says), the query, the point and the context's length, off the threads that answer — going
 /// back refolds, and filters walk the whole log. An `Err` from `answer`
 /// is a bad query (400).
 async fn answer_at<Q: Send + 'static>(
@@ -161,7 +161,7 @@ async fn answer_at<Q: Send + 'static>(
         Result<Query<Q>, QueryRejection>,
     ),
     cut: Cut,
-    answer: impl FnOnce(&Context, Q, usize) -> Result<Value, String> + Send + 'static,
+    answer: impl FnOnce(&Context, Q, usize, usize) -> Result<Value, String> + Send + 'static,
 ) -> Response {
     let (Query(Point { at }), Query(query)) = match (point_asked, query) {
         (Ok(at), Ok(query)) => (at, query),
@@ -193,7 +193,7 @@ async fn answer_at<Q: Send + 'static>(
             Cut::Prefix if at < length => Some(shared.past.at(&context, at)?),
             Cut::Prefix | Cut::Whole => None,
         };
-        let mut body = answer(past.as_deref().unwrap_or(&context), query, at)?;
+        let mut body = answer(past.as_deref().unwrap_or(&context), query, at, length)?;
         if let Some(fields) = body.as_object_mut() {
             fields.insert("at".into(), json!(at));
             fields.insert("length".into(), json!(length));
@@ -219,7 +219,7 @@ async fn log(
         shared,
         (point, query),
         Cut::Whole,
-        move |context, query, end| Ok(log_page(context, &query, end, &name)),
+        move |context, query, end, _| Ok(log_page(context, &query, end, &name)),
     )
     .await
 }
@@ -334,18 +334,24 @@ async fn digest(
     point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<DigestQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Whole, |context, query, end| {
-        if query.n >= end {
-            return Err(format!(
-                "n={}: there is no message {} among the first {end} (0 to {})",
-                query.n,
-                query.n,
-                end.saturating_sub(1)
-            ));
-        }
-        let lines = (0..=query.n).map(|i| context.message_json(i).unwrap_or_default().as_bytes());
-        Ok(json!({"number": query.n, "digest": agent_data::Digest::of(lines).to_string()}))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Whole,
+        |context, query, end, _| {
+            if query.n >= end {
+                return Err(format!(
+                    "n={}: there is no message {} among the first {end} (0 to {})",
+                    query.n,
+                    query.n,
+                    end.saturating_sub(1)
+                ));
+            }
+            let lines =
+                (0..=query.n).map(|i| context.message_json(i).unwrap_or_default().as_bytes());
+            Ok(json!({"number": query.n, "digest": agent_data::Digest::of(lines).to_string()}))
+        },
+    )
     .await
 }
 
@@ -356,33 +362,38 @@ async fn views(
     point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<ViewsQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Prefix, |context, query, at| {
-        let only = match (query.instance.as_deref(), query.instances.as_deref()) {
-            (_, Some(other)) if other != "none" => {
-                return Err(format!(
-                    "instances {}: expected none (or leave it out for every instance's views)",
-                    agent_core::quoted(other)
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err("instance and instances=none: ask for one or the other".to_owned());
-            }
-            (None, Some(_)) => Only::Global,
-            (None, None) => Only::Every,
-            (Some(id), None) => Only::One(
-                context
-                    .instances()
-                    .find(|x| x.as_str() == id)
-                    .ok_or_else(|| {
-                        format!(
-                            "instance {}: there is none among the first {at} messages",
-                            agent_core::quoted(id)
-                        )
-                    })?,
-            ),
-        };
-        Ok(views_of(context, &only))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Prefix,
+        |context, query, at, _| {
+            let only = match (query.instance.as_deref(), query.instances.as_deref()) {
+                (_, Some(other)) if other != "none" => {
+                    return Err(format!(
+                        "instances {}: expected none (or leave it out for every instance's views)",
+                        agent_core::quoted(other)
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err("instance and instances=none: ask for one or the other".to_owned());
+                }
+                (None, Some(_)) => Only::Global,
+                (None, None) => Only::Every,
+                (Some(id), None) => Only::One(
+                    context
+                        .instances()
+                        .find(|x| x.as_str() == id)
+                        .ok_or_else(|| {
+                            format!(
+                                "instance {}: there is none among the first {at} messages",
+                                agent_core::quoted(id)
+                            )
+                        })?,
+                ),
+            };
+            Ok(views_of(context, &only))
+        },
+    )
     .await
 }
 
@@ -458,9 +469,12 @@ async fn instances(
     point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<InstancesQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
-        Ok(instances_of(context, &query))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Prefix,
+        |context, query, _, _| Ok(instances_of(context, &query)),
+    )
     .await
 }
 
@@ -513,11 +527,9 @@ async fn plan(
         shared,
         (point, query),
         Cut::Prefix,
-        move |context, _, at| {
+        move |context, _, at, length| {
             // Who holds which call is in the calls table, which has no past.
-            let stored = (at == latest.context().len())
-                .then(|| latest.calls_table())
-                .flatten();
+            let stored = (at == length).then(|| latest.calls_table()).flatten();
             Ok(json!({"plan": super::plan::plan_at(context, stored.as_deref())}))
         },
     )
@@ -535,7 +547,7 @@ async fn prompt(
         shared,
         (point, query),
         Cut::Prefix,
-        move |context, query, at| prompts.prompts.page(context, at, &query),
+        move |context, query, at, _| prompts.prompts.page(context, at, &query),
     )
     .await
 }
@@ -554,24 +566,29 @@ async fn provenance(
     point: Result<Query<Point>, QueryRejection>,
     query: Result<Query<ProvenanceQuery>, QueryRejection>,
 ) -> Response {
-    answer_at(shared, (point, query), Cut::Prefix, |context, query, _| {
-        let place = super::about::Place::parse(
-            &query.kind,
-            query.instance.as_deref(),
-            query.path.as_deref().unwrap_or("[]"),
-        )?;
-        let messages = super::about::provenance(context, &place);
-        // The newest few as the log shows them: what wrote each, and the
-        // call it answered.
-        let made: Vec<Value> = messages
-            .iter()
-            .rev()
-            .take(PROVENANCE_SHOWN)
-            .rev()
-            .map(|&index| entry(context, index))
-            .collect();
-        Ok(json!({"messages": messages, "made": made}))
-    })
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Prefix,
+        |context, query, _, _| {
+            let place = super::about::Place::parse(
+                &query.kind,
+                query.instance.as_deref(),
+                query.path.as_deref().unwrap_or("[]"),
+            )?;
+            let messages = super::about::provenance(context, &place);
+            // The newest few as the log shows them: what wrote each, and the
+            // call it answered.
+            let made: Vec<Value> = messages
+                .iter()
+                .rev()
+                .take(PROVENANCE_SHOWN)
+                .rev()
+                .map(|&index| entry(context, index))
+                .collect();
+            Ok(json!({"messages": messages, "made": made}))
+        },
+    )
     .await
 }
 

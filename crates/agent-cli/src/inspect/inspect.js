@@ -31,7 +31,7 @@ const state = {
   page: null,
   next: null,
   previous: null,
-  asked: { log: 0, provenance: 0, diff: 0, tokens: 0 },
+  asked: { log: 0, provenance: 0, diff: 0, tokens: 0, prompt: 0, instances: 0 },
   storeError: "",
   badPoint: badPointInUrl(),
   // The length last shown while following: rows after it are new.
@@ -153,7 +153,7 @@ function scope(name, attrs, value, where) {
 
 // An instance's view of `kind`, collapsed with its count of messages; its
 // tree is asked for when it is opened (a context may hold thousands).
-function instanceScope(instance, kind) {
+function instanceScope(instance, kind, at) {
   const box = element("details");
   Object.assign(box.dataset, { scope: "instance", instance: instance.id });
   const messages = instance.messages === 1 ? "1 message" : `${instance.messages} messages`;
@@ -170,7 +170,7 @@ function instanceScope(instance, kind) {
     if (box.dataset.loaded) return;
     box.dataset.loaded = "asked";
     try {
-      const views = await api("/api/views", { at: state.at, instance: instance.id });
+      const views = await api("/api/views", { at, instance: instance.id });
       const value = (views.instances[instance.id] || {})[kind];
       body.replaceChildren(tree(value, { kind, instance: instance.id }, [], 0));
       box.dataset.loaded = "yes";
@@ -195,7 +195,7 @@ function renderViews(views, list) {
       section.appendChild(scope("global", { scope: "global" }, views.global[kind], { kind }));
     }
     for (const instance of list.instances.filter((x) => x.kinds.includes(kind))) {
-      section.appendChild(instanceScope(instance, kind));
+      section.appendChild(instanceScope(instance, kind, views.at));
     }
     out.appendChild(section);
   }
@@ -308,7 +308,7 @@ function readViews(old, now) {
   }
   const read = (views, { kind, instance }) => {
     if (instance === undefined) return globalOf(views, kind);
-    const own = views.instances[instance];
+    const own = Object.hasOwn(views.instances, instance) ? views.instances[instance] : undefined;
     return own && Object.hasOwn(own, kind) ? own[kind] : globalOf(views, kind);
   };
   return [...all.values()].map((where) => ({ where, before: read(old, where), after: read(now, where) }));
@@ -498,7 +498,8 @@ function renderPrompt(answer) {
   // the tokenizer's memory: counted when asked.
   const count = element("button", "more", "count tokens");
   count.type = "button";
-  count.addEventListener("click", () => countTokens(state.at, $("prompt-mode").value));
+  count.addEventListener("click", () => countTokens(answer.at, answer.mode));
+  ask("tokens");
   $("tokens").replaceChildren(`${answer.count} message(s) `, count);
   $("prompt").replaceChildren();
   addPromptMessages(answer);
@@ -508,7 +509,7 @@ function renderPrompt(answer) {
 // after the page are a click away.
 function addPromptMessages(answer) {
   const out = $("prompt");
-  const where = { at: state.at, mode: $("prompt-mode").value };
+  const where = { at: answer.at, mode: answer.mode };
   for (const m of answer.messages) {
     const turn = element("div", "turn");
     turn.dataset.index = String(m.index);
@@ -523,7 +524,8 @@ function addPromptMessages(answer) {
         try {
           const one = await api("/api/prompt", { ...where, from: m.index, limit: 1, chars: 1000000 });
           text.textContent = one.messages[0]?.text ?? "";
-          whole.remove();
+          if (one.messages[0]?.cut) whole.textContent = "cut at 1,000,000 characters: the API's limit";
+          else whole.remove();
         } catch (e) {
           fail(e);
         }
@@ -567,7 +569,9 @@ async function countTokens(at, mode) {
 
 async function loadPrompt() {
   const mode = $("prompt-mode").value;
-  renderPrompt(await api("/api/prompt", { at: state.at, mode, limit: PROMPT_PAGE }));
+  const current = ask("prompt");
+  const answer = await api("/api/prompt", { at: state.at, mode, limit: PROMPT_PAGE });
+  if (current()) renderPrompt(answer);
 }
 
 // ---- the point shown ---------------------------------------------------
@@ -615,6 +619,7 @@ async function showOnce() {
     state.views = views;
     // The plan and the prompt say their own errors where they are shown.
     const failed = (e) => ({ error: e.message });
+    const promptAsked = ask("prompt");
     const [log, plan, prompt] = await Promise.all([
       loadLog(null), api("/api/plan", { at: state.at }).catch(failed),
       api("/api/prompt", { at: state.at, mode: $("prompt-mode").value, limit: PROMPT_PAGE })
@@ -624,9 +629,11 @@ async function showOnce() {
     $("context").textContent = log.context;
     renderViews(views, list);
     renderPlan(plan);
-    renderPrompt(prompt);
+    if (promptAsked()) renderPrompt(prompt);
     showPoint(views.at, views.length);
     $("status").textContent = state.storeError;
+    // Following: what arrives after what this showed is marked.
+    if (state.at === null && state.seen === null) state.seen = views.length;
     document.body.dataset.length = String(views.length);
     document.body.dataset.at = String(views.at);
   } catch (e) {
@@ -660,9 +667,10 @@ $("latest").addEventListener("click", () => goTo(null));
 $("instance-filter").addEventListener("input", async () => {
   if (!state.views) return;
   const views = state.views;
+  const current = ask("instances");
   try {
     const list = await loadInstances();
-    if (views === state.views) renderViews(views, list);
+    if (current() && views === state.views) renderViews(views, list);
   } catch (e) {
     fail(e);
   }
@@ -685,7 +693,8 @@ const events = new EventSource("/api/events");
 events.addEventListener("messages", (e) => {
   state.storeError = "";
   const grown = JSON.parse(e.data);
-  // What was shown before this append stays unmarked; what it added is marked.
+  // What was shown before this append stays unmarked; what it added is
+  // marked (a page that showed nothing yet marks from here).
   if (state.at === null && state.seen === null) state.seen = grown.from;
   state.length = grown.length;
   $("length").textContent = String(state.length);

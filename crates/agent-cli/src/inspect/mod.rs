@@ -140,6 +140,11 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
         .map_err(|e| Failure::invalid(format!("cannot tell the port listened on: {e}")))?
         .port();
     let context = loaded.context;
+    // A file's tail is read in place under the lock (local, quick); a
+    // database's over the network into a copy of its own, so a slow or
+    // unreachable server never holds up the answers (D107: one context).
+    let remote = agent_store::is_postgres_url(&args.context);
+    let own = remote.then(|| context.clone());
     let (status, _) = tokio::sync::watch::channel(Status {
         length: context.len(),
         error: None,
@@ -148,7 +153,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
         context: RwLock::new(Arc::new(context)),
         status,
         name: store.name().to_owned(),
-        postgres: agent_store::is_postgres_url(&args.context).then(|| args.context.clone()),
+        postgres: remote.then(|| args.context.clone()),
         port,
         answering: Arc::new(tokio::sync::Semaphore::new(ANSWERING)),
         calls_table: Mutex::new(None),
@@ -161,7 +166,10 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
     eprintln!("inspect: serving {} read-only at {url}", shared.name);
     {
         let shared = Arc::clone(&shared);
-        std::thread::spawn(move || poll(store, &shared));
+        std::thread::spawn(move || match own {
+            Some(own) => poll_apart(store, own, &shared),
+            None => poll(store, &shared),
+        });
     }
     if args.open {
         open_browser(&url);
@@ -170,8 +178,8 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<String, Failure> {
 }
 
 /// Asks the store every [`POLL`] for what other writers appended, and
-/// folds it into the shared context. A failed poll is reported (on stderr
-/// and the event stream) and tried again.
+/// folds it into the shared context in place. A failed poll is reported
+/// (on stderr and the event stream) and tried again.
 fn poll(mut store: AnyStore, shared: &Shared) {
     let mut waited = 0;
     loop {
@@ -198,27 +206,64 @@ fn poll(mut store: AnyStore, shared: &Shared) {
             error,
         };
         drop(newest);
-        shared.status.send_if_modified(|old| {
-            if *old == status {
-                return false;
-            }
-            if let Some(error) = status
-                .error
-                .as_ref()
-                .filter(|e| old.error.as_ref() != Some(e))
-            {
-                eprintln!("warning: inspect: cannot read what was appended: {error}");
-            }
-            *old = status;
-            true
-        });
+        report(shared, status);
     }
+}
+
+/// [`poll`] for a database: the store is asked with no lock held, into
+/// the poller's own copy, which is published (copied) when it grew.
+fn poll_apart(mut store: AnyStore, mut own: Context, shared: &Shared) {
+    loop {
+        std::thread::sleep(POLL);
+        let before = own.len();
+        let error = match store.catch_up(&mut own) {
+            Ok(()) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        if own.len() != before {
+            let published = Arc::new(own.clone());
+            *shared
+                .context
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = published;
+        }
+        report(
+            shared,
+            Status {
+                length: own.len(),
+                error,
+            },
+        );
+    }
+}
+
+/// Publishes where the context stands to the event stream, and a new
+/// failure to read on stderr.
+fn report(shared: &Shared, status: Status) {
+    shared.status.send_if_modified(|old| {
+        if *old == status {
+            return false;
+        }
+        if let Some(error) = status
+            .error
+            .as_ref()
+            .filter(|e| old.error.as_ref() != Some(e))
+        {
+            eprintln!("warning: inspect: cannot read what was appended: {error}");
+        }
+        *old = status;
+        true
+    });
 }
 
 /// Runs the server on `listener` until the process ends.
 fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) -> Result<String, Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // The answers' threads, as many as may answer at once: each thread
+        // that folds a point gets its own allocator arena, which keeps what
+        // it freed, so more threads than answers only grow the server.
+        .max_blocking_threads(ANSWERING)
         .enable_all()
         .build()
         .map_err(|e| Failure::invalid(format!("cannot start the server: {e}")))?;

@@ -131,8 +131,14 @@ fn from_the_log(
     // Each result answers one call, in order: two equal calls need two
     // results.
     let mut answers = answers(context, number);
+    // A call a loop plan no longer owes takes no answer: an equal call
+    // still owed may be the one answered after it.
+    let owed = |index: usize| pending.as_ref().is_none_or(|owed| owed.contains(&index));
     let results: Vec<Option<usize>> = (0..plan.calls().len())
         .map(|index| {
+            if !owed(index) {
+                return None;
+            }
             answers
                 .get_mut(&text(plan.calls()[index].as_value()))
                 .and_then(std::collections::VecDeque::pop_front)

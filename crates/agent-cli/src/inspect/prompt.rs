@@ -30,10 +30,12 @@ pub(super) struct PromptQuery {
     tokens: Option<u8>,
 }
 
-/// A point's prompt, rendered; its tokens counted once asked for.
+/// A point's prompt, rendered; its tokens counted once asked for, each
+/// message's once it is first shown.
 struct Rendered {
     chat: Vec<ChatMessage>,
     tokens: OnceLock<Result<usize, String>>,
+    counted: Vec<OnceLock<usize>>,
 }
 
 /// A point's prompt, once rendered.
@@ -96,7 +98,9 @@ impl Prompts {
                     "text": shown,
                     "bytes": text.len(),
                     "cut": shown.len() < text.len(),
-                    "tokens": agent_render::count_tokens(text),
+                    "tokens": rendered.counted.get(index).map(|count| {
+                        *count.get_or_init(|| agent_render::count_tokens(text))
+                    }),
                 })
             })
             .collect();
@@ -128,9 +132,12 @@ impl Prompts {
             }
         };
         Arc::clone(cell.get_or_init(|| {
+            let chat = Renderer::new().render(context, mode);
+            let counted = chat.iter().map(|_| OnceLock::new()).collect();
             Arc::new(Rendered {
-                chat: Renderer::new().render(context, mode),
+                chat,
                 tokens: OnceLock::new(),
+                counted,
             })
         }))
     }

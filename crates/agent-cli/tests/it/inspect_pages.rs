@@ -160,3 +160,26 @@ fn d107_a_call_that_writes_nothing_is_unrecorded_not_ready() {
         (&json!("ready"), &Value::Null)
     );
 }
+
+#[test]
+fn d107_an_answer_goes_to_the_call_still_owed_not_to_an_equal_call_done_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl").display().to_string();
+    let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"plan","plan":[{call},{call}],"_pending":[1]}},
+            {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call}}}]"#
+    );
+    let run = agentctx(&["append", &path, &messages]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let server = Server::start(&path);
+    let calls = server.json("/api/plan")["plan"]["calls"].clone();
+    let seen: Vec<(&Value, &Value)> = (0..2)
+        .map(|i| (&calls[i]["state"], &calls[i]["result"]))
+        .collect();
+    assert_eq!(
+        seen,
+        [(&json!("done"), &Value::Null), (&json!("done"), &json!(2))]
+    );
+}
