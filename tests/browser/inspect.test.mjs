@@ -207,6 +207,16 @@ describe("inspect's plan", () => {
       ]);
       assert.equal(await page.$$eval("svg.plan-graph line.edge", (lines) => lines.length), 2);
       assert.equal(await text(page, '#plan tr[data-call="0"] td.result'), "#2");
+      // Where `found` came from: message 2, the search call's answer, and
+      // the inputs that call was given.
+      await view(page, "state");
+      await page.click('#views section[data-kind="state"] [data-scope="global"] .value[data-path=\'["found",0]\']');
+      await page.waitForSelector('#provenance li[data-number="2"] button.more');
+      const made = await text(page, '#provenance li[data-number="2"]');
+      assert.equal(made, '#2 set †state.found · by search("q":"†state.topic")inputs');
+      await page.click('#provenance li[data-number="2"] button.more');
+      await page.waitForSelector('#provenance li[data-number="2"] .inputs');
+      assert.equal(await text(page, '#provenance li[data-number="2"] .inputs'), ' inputs: {"q":"cats"}');
       await page.click('svg.plan-graph g.call[data-call="0"]');
       await page.waitForSelector('#log tr.picked[data-number="2"]');
     });

@@ -32,12 +32,14 @@ pub(super) fn router() -> Router<Arc<Shared>> {
         .route("/", get(page))
         .route("/inspect.js", get(script))
         .route("/plan.js", get(plan_script))
+        .route("/changes.js", get(changes_script))
         .route("/inspect.css", get(style))
         .route("/favicon.svg", get(icon))
         .route("/api/log", get(log))
         .route("/api/views", get(views))
         .route("/api/instances", get(instances))
         .route("/api/digest", get(digest))
+        .route("/api/inputs", get(inputs))
         .route("/api/plan", get(plan))
         .route("/api/prompt", get(prompt))
         .route("/api/provenance", get(provenance))
@@ -75,6 +77,10 @@ async fn plan_script() -> Response {
     asset("text/javascript; charset=utf-8", include_str!("plan.js"))
 }
 
+async fn changes_script() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("changes.js"))
+}
+
 async fn style() -> Response {
     asset("text/css; charset=utf-8", include_str!("inspect.css"))
 }
@@ -97,8 +103,8 @@ async fn not_found(uri: Uri) -> Response {
     error(
         StatusCode::NOT_FOUND,
         format!(
-            "no such page: {}; the API is /api/log, /api/digest, /api/views, /api/instances, \
-             /api/plan, /api/prompt, /api/provenance and /api/events",
+            "no such page: {}; the API is /api/log, /api/digest, /api/inputs, /api/views, \
+             /api/instances, /api/plan, /api/prompt, /api/provenance and /api/events",
             uri.path()
         ),
     )
@@ -321,10 +327,24 @@ pub(super) struct ViewsQuery {
     instances: Option<String>,
 }
 
-/// The query of `/api/digest`.
+/// The query of `/api/digest` and `/api/inputs`: one message.
 #[derive(serde::Deserialize)]
-pub(super) struct DigestQuery {
+pub(super) struct MessageQuery {
     n: usize,
+}
+
+impl MessageQuery {
+    /// The message's number, when it is among the first `end`.
+    fn among(&self, end: usize) -> Result<usize, String> {
+        let n = self.n;
+        if n >= end {
+            return Err(format!(
+                "n={n}: there is no message {n} among the first {end} (0 to {})",
+                end.saturating_sub(1)
+            ));
+        }
+        Ok(n)
+    }
 }
 
 /// `GET /api/digest?n=N`: the chain's digest after message N (R34e), as
@@ -332,24 +352,51 @@ pub(super) struct DigestQuery {
 async fn digest(
     State(shared): State<Arc<Shared>>,
     point: Result<Query<Point>, QueryRejection>,
-    query: Result<Query<DigestQuery>, QueryRejection>,
+    query: Result<Query<MessageQuery>, QueryRejection>,
 ) -> Response {
     answer_at(
         shared,
         (point, query),
         Cut::Whole,
         |context, query, end, _| {
-            if query.n >= end {
-                return Err(format!(
-                    "n={}: there is no message {} among the first {end} (0 to {})",
-                    query.n,
-                    query.n,
-                    end.saturating_sub(1)
-                ));
-            }
-            let lines =
-                (0..=query.n).map(|i| context.message_json(i).unwrap_or_default().as_bytes());
-            Ok(json!({"number": query.n, "digest": agent_data::Digest::of(lines).to_string()}))
+            let n = query.among(end)?;
+            let lines = (0..=n).map(|i| context.message_json(i).unwrap_or_default().as_bytes());
+            Ok(json!({"number": n, "digest": agent_data::Digest::of(lines).to_string()}))
+        },
+    )
+    .await
+}
+
+/// `GET /api/inputs?n=N`: the call message N answers (its `_call`), its
+/// parameters resolved against the context as it was just before N was
+/// written — what the activity was given, as near as the log can say.
+async fn inputs(
+    State(shared): State<Arc<Shared>>,
+    point: Result<Query<Point>, QueryRejection>,
+    query: Result<Query<MessageQuery>, QueryRejection>,
+) -> Response {
+    answer_at(
+        shared,
+        (point, query),
+        Cut::Whole,
+        |context, query, end, _| {
+            let n = query.among(end)?;
+            let call = context
+                .message(n)
+                .and_then(|m| m.fields().get("_call").cloned())
+                .ok_or_else(|| format!("n={n}: message {n} carries no call (`_call`)"))?;
+            let before = context.prefix(n).map_err(|e| e.to_string())?;
+            Ok(match agent_vars::resolve_call(&call, &before) {
+                Ok(agent_vars::Resolution::Ready(resolved)) => {
+                    json!({"number": n, "inputs": resolved, "missing": []})
+                }
+                Ok(agent_vars::Resolution::Pending(missing)) => json!({
+                    "number": n,
+                    "inputs": null,
+                    "missing": missing.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                }),
+                Err(e) => return Err(format!("n={n}: its call does not resolve: {e}")),
+            })
         },
     )
     .await

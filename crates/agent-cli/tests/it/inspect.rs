@@ -468,15 +468,23 @@ fn d75_the_page_and_its_script_name_nothing_outside_this_server() {
         Some("text/javascript; charset=utf-8")
     );
     let plan = server.get("/plan.js");
-    assert_eq!(
-        plan.header("content-type"),
-        Some("text/javascript; charset=utf-8")
-    );
-    assert!(page.body.contains("<script src=\"/plan.js\""));
+    let changes = server.get("/changes.js");
+    for (name, asset) in [("/plan.js", &plan), ("/changes.js", &changes)] {
+        assert_eq!(
+            asset.header("content-type"),
+            Some("text/javascript; charset=utf-8"),
+            "{name}"
+        );
+        assert!(
+            page.body.contains(&format!("<script src=\"{name}\"")),
+            "{name}"
+        );
+    }
     for (name, body) in [
         ("page", &page.body),
         ("script", &script.body),
         ("plan script", &plan.body),
+        ("changes script", &changes.body),
     ] {
         for outside in ["http:", "https:", "//", "<script>"] {
             let found = body.lines().find(|line| {

@@ -183,3 +183,40 @@ fn d107_an_answer_goes_to_the_call_still_owed_not_to_an_equal_call_done_before()
         [(&json!("done"), &Value::Null), (&json!("done"), &json!(2))]
     );
 }
+
+#[test]
+fn d107_a_results_inputs_are_its_call_resolved_as_the_context_read_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl").display().to_string();
+    let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call}}},
+            {{"type":"state","data":{{"topic":"dogs"}}}}]"#
+    );
+    let run = agentctx(&["append", &path, &messages]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let server = Server::start(&path);
+    // Resolved as it read before message 1 was written, not as it reads now.
+    let got = server.json("/api/inputs?n=1");
+    assert_eq!(got["inputs"]["q"], json!("cats"), "{got}");
+    assert_eq!((&got["number"], &got["missing"]), (&json!(1), &json!([])));
+    for (query, error) in [
+        ("n=0", "n=0: message 0 carries no call (`_call`)"),
+        (
+            "n=3",
+            "n=3: there is no message 3 among the first 3 (0 to 2)",
+        ),
+        (
+            "n=1&at=1",
+            "n=1: there is no message 1 among the first 1 (0 to 0)",
+        ),
+    ] {
+        let refused = server.get(&format!("/api/inputs?{query}"));
+        assert_eq!(
+            (refused.status, refused.body.as_str()),
+            (400, format!("{}\n", json!({"error": error})).as_str()),
+            "{query}"
+        );
+    }
+}
