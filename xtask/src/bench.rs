@@ -37,6 +37,11 @@
 //! `cargo xtask bench chain` runs only the chain check `verify` makes over
 //! a 1 GiB log against `sha256sum` of the file (`tests/bin/chain_check.rs`),
 //! and writes `target/bench-summary-chain.json`.
+//!
+//! `cargo xtask bench inspect` runs only `agentctx inspect` on a
+//! 100,000-message context in headless Chromium ([`crate::bench_inspect`]:
+//! the browser tests' `scale.test.mjs`), and writes
+//! `target/bench-summary-inspect.json`.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -60,6 +65,9 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// to 3, so a slower writer or digest, shared by both sides of W2, shows.
 /// From Python, an apply and an open are held to 1.3 of the facade's,
 /// and a LangGraph step through `AgentctxSaver` to LangGraph's own savers'.
+/// The inspector's rows are deadlines, each round within 1 s (D107: the
+/// inspector at scale), and its memory beyond a one-message server,
+/// against 3 × the log.
 const TARGETS: [(&str, f64); 26] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
