@@ -5,15 +5,49 @@
 use agent_data::Context;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// A point's context, or why it cannot be had, once folded.
-type Folded = Arc<OnceLock<Result<Arc<Context>, String>>>;
+/// What was last asked for under one key, computed once: asked for again
+/// under that key it is shared, even while it is being computed (those
+/// asking meanwhile wait for it); asked for under another key it is
+/// replaced, so one value at most is kept.
+pub(super) struct Last<K, V> {
+    last: Mutex<Option<(K, Arc<OnceLock<V>>)>>,
+}
+
+impl<K, V> Default for Last<K, V> {
+    fn default() -> Self {
+        Last {
+            last: Mutex::new(None),
+        }
+    }
+}
+
+impl<K: PartialEq, V: Clone> Last<K, V> {
+    /// The value kept under `key`, or `compute`d now and kept.
+    pub(super) fn get(&self, key: K, compute: impl FnOnce() -> V) -> V {
+        let cell = {
+            let mut last = self
+                .last
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match &*last {
+                Some((kept, cell)) if *kept == key => Arc::clone(cell),
+                _ => {
+                    let cell = Arc::new(OnceLock::new());
+                    *last = Some((key, Arc::clone(&cell)));
+                    cell
+                }
+            }
+        };
+        cell.get_or_init(compute).clone()
+    }
+}
 
 /// The most recently asked past point and its context (one: a jump
 /// replaces it, so the server holds at most one past context beside the
 /// latest).
 #[derive(Default)]
 pub(super) struct Past {
-    last: Mutex<Option<(usize, Folded)>>,
+    last: Last<usize, Result<Arc<Context>, String>>,
 }
 
 impl Past {
@@ -22,23 +56,9 @@ impl Past {
     /// wait for this one instead of folding again). The log only grows,
     /// so a point's context never changes.
     pub(super) fn at(&self, whole: &Context, at: usize) -> Result<Arc<Context>, String> {
-        let folded = {
-            let mut last = self
-                .last
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match &*last {
-                Some((point, folded)) if *point == at => Arc::clone(folded),
-                _ => {
-                    let folded = Folded::default();
-                    *last = Some((at, Arc::clone(&folded)));
-                    folded
-                }
-            }
-        };
-        folded
-            .get_or_init(|| whole.prefix(at).map(Arc::new).map_err(|e| e.to_string()))
-            .clone()
+        self.last.get(at, || {
+            whole.prefix(at).map(Arc::new).map_err(|e| e.to_string())
+        })
     }
 }
 

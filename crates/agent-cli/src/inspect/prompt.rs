@@ -8,7 +8,7 @@ use agent_core::json;
 use agent_core::json::Value;
 use agent_data::Context;
 use agent_render::{ChatMessage, RenderMode, Renderer};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Chat messages in a page when `limit` is not given, and the most.
 const DEFAULT_MESSAGES: usize = 20;
@@ -38,13 +38,10 @@ struct Rendered {
     counted: Vec<OnceLock<usize>>,
 }
 
-/// A point's prompt, once rendered.
-type RenderedOnce = Arc<OnceLock<Arc<Rendered>>>;
-
 /// The prompt of the point and mode last asked about.
 #[derive(Default)]
 pub(super) struct Prompts {
-    last: Mutex<Option<(usize, RenderMode, RenderedOnce)>>,
+    last: super::past::Last<(usize, RenderMode), Arc<Rendered>>,
 }
 
 impl Prompts {
@@ -117,21 +114,7 @@ impl Prompts {
     /// `context` rendered in `mode`: the one kept when it is of `at` and
     /// `mode`, else rendered now (and kept in its place).
     fn rendered(&self, context: &Context, at: usize, mode: RenderMode) -> Arc<Rendered> {
-        let cell = {
-            let mut last = self
-                .last
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match &*last {
-                Some((point, kept, cell)) if *point == at && *kept == mode => Arc::clone(cell),
-                _ => {
-                    let cell = RenderedOnce::default();
-                    *last = Some((at, mode, Arc::clone(&cell)));
-                    cell
-                }
-            }
-        };
-        Arc::clone(cell.get_or_init(|| {
+        self.last.get((at, mode), || {
             let chat = Renderer::new().render(context, mode);
             let counted = chat.iter().map(|_| OnceLock::new()).collect();
             Arc::new(Rendered {
@@ -139,7 +122,7 @@ impl Prompts {
                 tokens: OnceLock::new(),
                 counted,
             })
-        }))
+        })
     }
 }
 

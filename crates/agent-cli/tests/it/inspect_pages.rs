@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 use crate::support::agentctx;
-use crate::support::inspect::{Server, file_context};
+use crate::support::inspect::{Server, file_context, file_context_of};
 use agent_core::{json, json::Value};
 
 /// A context of `START` and instances ② to ④ writing `state` (④ twice)
@@ -140,12 +140,10 @@ fn d107_a_messages_digest_is_the_chains_after_it_as_verify_computes_it() {
 #[test]
 fn d107_a_call_that_writes_nothing_is_unrecorded_not_ready() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl").display().to_string();
     let plan = r#"[{"type":"state","data":{"topic":"cats"}},
         {"type":"plan","calls":[{"_tool":"notify","text":"†state.topic"},
                                 {"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}]}]"#;
-    let run = agentctx(&["append", &path, plan]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let path = file_context_of(&dir, plan);
     let server = Server::start(&path);
     let calls = server.json("/api/plan")["plan"]["calls"].clone();
     assert_eq!(
@@ -164,15 +162,13 @@ fn d107_a_call_that_writes_nothing_is_unrecorded_not_ready() {
 #[test]
 fn d107_an_answer_goes_to_the_call_still_owed_not_to_an_equal_call_done_before() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl").display().to_string();
     let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
     let messages = format!(
         r#"[{{"type":"state","data":{{"topic":"cats"}}}},
             {{"type":"plan","plan":[{call},{call}],"_pending":[1]}},
             {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call}}}]"#
     );
-    let run = agentctx(&["append", &path, &messages]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let path = file_context_of(&dir, &messages);
     let server = Server::start(&path);
     let calls = server.json("/api/plan")["plan"]["calls"].clone();
     let seen: Vec<(&Value, &Value)> = (0..2)
@@ -187,15 +183,13 @@ fn d107_an_answer_goes_to_the_call_still_owed_not_to_an_equal_call_done_before()
 #[test]
 fn d107_a_results_inputs_are_its_call_resolved_as_the_context_read_before_it() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.jsonl").display().to_string();
     let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
     let messages = format!(
         r#"[{{"type":"state","data":{{"topic":"cats"}}}},
             {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call}}},
             {{"type":"state","data":{{"topic":"dogs"}}}}]"#
     );
-    let run = agentctx(&["append", &path, &messages]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let path = file_context_of(&dir, &messages);
     let server = Server::start(&path);
     // Resolved as it read before message 1 was written, not as it reads now.
     let got = server.json("/api/inputs?n=1");

@@ -22,8 +22,13 @@ pub const START: &str = r#"[
 ]"#;
 
 pub fn file_context(dir: &tempfile::TempDir) -> String {
+    file_context_of(dir, START)
+}
+
+/// `c.jsonl` in `dir`, `messages` appended to it.
+pub fn file_context_of(dir: &tempfile::TempDir, messages: &str) -> String {
     let path = dir.path().join("c.jsonl").display().to_string();
-    let run = agentctx(&["append", &path, START]);
+    let run = agentctx(&["append", &path, messages]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     path
 }
