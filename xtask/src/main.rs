@@ -35,6 +35,7 @@ mod layers;
 mod loop_demo;
 mod outside;
 mod package;
+mod pooler;
 mod public_api;
 mod python;
 mod spread;
@@ -77,6 +78,9 @@ fn ci() -> Result<(), String> {
     // browser tests) before anything is built, so a missing one fails the
     // run at once; a started cluster stops when `database` drops.
     let database = database::provide()?;
+    // PgBouncer in front of it, for the suites' second pass (D109: behind a pooler).
+    let pgbouncer = pooler::provide()?;
+    let pooled = pooler::start(&pgbouncer, &database.url)?;
     browser::tools()?;
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
     // Clippy, then the docs (warnings as errors) and the public API, in one
@@ -102,13 +106,18 @@ fn ci() -> Result<(), String> {
     // What the tests' reads cache (D101: reads leave nothing beside) stays in the target directory.
     let cache = bench::target_dir()?.join("tmp").join("agentctx-cache");
     let cache = cache.to_string_lossy();
+    let pgbouncer = pgbouncer.to_string_lossy();
     let test_env = [
         (database::VARIABLE, database.url.as_str()),
         ("AGENTCTX_CACHE_DIR", cache.as_ref()),
+        (pooler::VARIABLE, pgbouncer.as_ref()),
     ];
+    let pooled_url = pooled.url();
+    let pooled_env = [(test_support::database::POOLED, pooled_url.as_str())];
     // Every test of the workspace (agent-plan's async trait included: its
-    // tests turn the feature on), several binaries at a time.
-    test_pool::run(&test_env)?;
+    // tests turn the feature on), several binaries at a time; those of
+    // PostgreSQL again through PgBouncer.
+    test_pool::run(&test_env, &pooled_env)?;
     // The page in a real browser, with the binary the test step built.
     browser::run_with(&database.url)?;
     python::check(&database.url)?;

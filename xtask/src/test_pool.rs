@@ -44,6 +44,25 @@ const SLOWEST: [&str; 10] = [
 /// times): run after the others, one at a time, with nothing beside them.
 const ALONE: [&str; 1] = ["growth"];
 
+/// The parts that run a second time through PgBouncer in transaction
+/// pooling mode (D109: behind a pooler): the stores, keys, snapshots, the
+/// chain, claims, workers (the restart included), the CLI over
+/// PostgreSQL and the facade's opening. Those that proxy or set session
+/// options go straight to the server in that pass too.
+const THROUGH_POOLER: [&str; 11] = [
+    "agent-store/postgres",
+    "agent-store/keys_pg",
+    "agent-store/snapshots_pg",
+    "agent-store/chain_pg",
+    "agent-store/calls",
+    "agent-worker/workers",
+    "agent-cli/postgres",
+    "agent-cli/workers",
+    "agent-cli/workers_outcomes",
+    "agent-cli/keys",
+    "agentctx/open",
+];
+
 /// One test binary to run.
 struct Job {
     /// `package/target` for messages (`agent-cli/concurrency`).
@@ -52,8 +71,9 @@ struct Job {
     command: Command,
 }
 
-/// Builds every test of the workspace, then runs them `JOBS` at a time.
-pub(crate) fn run(env: &[(&str, &str)]) -> Result<(), String> {
+/// Builds every test of the workspace, then runs them `JOBS` at a time;
+/// the [`THROUGH_POOLER`] parts run again with `pooled` added to `env`.
+pub(crate) fn run(env: &[(&str, &str)], pooled: &[(&str, &str)]) -> Result<(), String> {
     let started = Instant::now();
     let binaries = build()?;
     let out_dir = crate::bench::target_dir()?.join("ci-tests");
@@ -68,17 +88,27 @@ pub(crate) fn run(env: &[(&str, &str)]) -> Result<(), String> {
         command: doc,
     });
     let mut alone: Vec<Job> = Vec::new();
+    let mut again: Vec<Job> = Vec::new();
     for part in parts(&binaries)? {
-        let mut command = Command::new(&part.binary.path);
-        command
-            .current_dir(&part.binary.dir)
-            .envs(env.iter().copied());
-        if !part.tests.is_empty() {
-            command.arg("--exact").args(&part.tests);
+        let command = |extra: &[(&str, &str)]| {
+            let mut command = Command::new(&part.binary.path);
+            command
+                .current_dir(&part.binary.dir)
+                .envs(env.iter().chain(extra).copied());
+            if !part.tests.is_empty() {
+                command.arg("--exact").args(&part.tests);
+            }
+            command
+        };
+        if THROUGH_POOLER.contains(&part.name.as_str()) {
+            again.push(Job {
+                name: format!("{} through PgBouncer", part.name),
+                command: command(pooled),
+            });
         }
         let job = Job {
             name: part.name,
-            command,
+            command: command(&[]),
         };
         if ALONE.contains(&job.name.rsplit('/').next().unwrap_or_default()) {
             alone.push(job);
@@ -86,6 +116,9 @@ pub(crate) fn run(env: &[(&str, &str)]) -> Result<(), String> {
             jobs.push(job);
         }
     }
+    // After the first passes of the slowest, before the rest.
+    let at = jobs.len().min(1 + SLOWEST.len());
+    jobs.splice(at..at, again);
     let count = jobs.len() + alone.len();
     let mut failed = run_all(jobs, &out_dir, JOBS);
     failed.extend(run_all(alone, &out_dir.join("alone"), 1));

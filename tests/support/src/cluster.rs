@@ -45,7 +45,7 @@ pub fn bin_dir() -> Option<PathBuf> {
     dirs.pop()
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     listener
         .local_addr()
@@ -65,7 +65,7 @@ fn postgres_user() -> Option<(u32, u32)> {
     })
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }

@@ -1,6 +1,11 @@
 //! The PostgreSQL server the tests use: `AGENTCTX_TEST_DATABASE_URL`, else
 //! the one `cargo xtask ci` finds or starts. Tests that need it fail, saying
 //! how to provide it: they are never skipped.
+//!
+//! In CI's pass through PgBouncer, `AGENTCTX_TEST_POOLED` names the pooler
+//! in front of that server: the stores under test go through it ([`url`]),
+//! while what a test arranges or inspects by hand goes straight to the
+//! server ([`direct_url`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,13 +20,38 @@ pub const HOW_TO_PROVIDE: &str = "these tests need PostgreSQL: run `cargo xtask 
     starts one), or set AGENTCTX_TEST_DATABASE_URL to a server's URL (default \
     postgres://root@127.0.0.1:5432/test)";
 
-/// The test server's URL, without a `context` parameter.
+/// The variable naming a transaction pooler in front of the test server,
+/// which the stores under test then go through.
+pub const POOLED: &str = "AGENTCTX_TEST_POOLED";
+
+/// The URL the stores under test use, without a `context` parameter: the
+/// pooler's in a pass through one, else the test server's.
 ///
 /// ```
 /// assert!(test_support::database::url().starts_with("postgres://"));
 /// ```
 pub fn url() -> String {
+    std::env::var(POOLED).unwrap_or_else(|_| direct_url())
+}
+
+/// The test server's own URL, without a `context` parameter: for raw
+/// connections that arrange or inspect (which may name statements), and
+/// for proxies a test puts in front of the server.
+///
+/// ```
+/// assert!(test_support::database::direct_url().starts_with("postgres://"));
+/// ```
+pub fn direct_url() -> String {
     std::env::var(VARIABLE).unwrap_or_else(|_| DEFAULT.to_owned())
+}
+
+/// True in a pass through a pooler ([`POOLED`] set).
+///
+/// ```
+/// assert_eq!(test_support::database::pooled(), std::env::var_os("AGENTCTX_TEST_POOLED").is_some());
+/// ```
+pub fn pooled() -> bool {
+    std::env::var_os(POOLED).is_some()
 }
 
 /// `PREFIX-NAME-PID-NANOS-N`: a name no other test, process or earlier run

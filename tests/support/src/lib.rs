@@ -9,6 +9,7 @@
 //! - [`sse`]: the providers' documented event streams, as a server sends them;
 //! - [`database`]: the PostgreSQL server the tests use, and names on it
 //!   no other test uses; [`cluster`]: a throwaway cluster of one's own;
+//!   [`pooler`]: PgBouncer in transaction mode in front of it;
 //! - [`growth`]: linear growth checked as a ratio of two sizes' times;
 //! - [`process`]: a finished process's exit code and text;
 //! - [`files`]: a directory's names, to check a command left it as it was.
@@ -28,5 +29,6 @@ pub mod database;
 pub mod files;
 pub mod growth;
 pub mod http;
+pub mod pooler;
 pub mod process;
 pub mod sse;

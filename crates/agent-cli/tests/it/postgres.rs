@@ -27,7 +27,7 @@ struct DropSchema(String);
 impl Drop for DropSchema {
     fn drop(&mut self) {
         if let Ok(mut client) =
-            postgres::Client::connect(&test_support::database::url(), postgres::NoTls)
+            postgres::Client::connect(&test_support::database::direct_url(), postgres::NoTls)
         {
             let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.0));
         }
@@ -294,7 +294,8 @@ fn spec10_bad_postgres_addresses_are_clear_errors_without_the_password() {
 
 #[test]
 fn r34b_two_processes_migrating_one_database_at_once_both_succeed() {
-    let base = test_support::database::url();
+    // A schema of its own is a session option, which a pooler refuses.
+    let base = test_support::database::direct_url();
     let mut admin = raw(&base);
     let schema = format!("agentctx_cli_migrate_{}", std::process::id());
     admin

@@ -24,21 +24,32 @@ const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 const KEEPALIVE_RETRIES: u32 = 3;
 
-/// How long a statement may wait for a lock before it fails (PostgreSQL's
-/// `lock_timeout`): appends hold a context's row lock for milliseconds. It
-/// is shorter than [`IDLE_TIMEOUT`], so a long wait for a lock ends with
-/// the server's error rather than the client's deadline.
-const LOCK_TIMEOUT: &str = "20s";
-
 /// The longest the server may send nothing while a call waits for its
 /// answer, when the URL does not say (`agentctx_idle_timeout=SECONDS`): a
 /// server or proxy that keeps the connection open and stops answering
-/// defeats keepalives and server-side timeouts alike.
+/// defeats keepalives and server-side timeouts alike. It is longer than
+/// the [`LOCK_TIMEOUT`] a statement may wait for a lock, so a long wait
+/// for a lock ends with the server's error rather than this deadline.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// The URL parameter that sets the client's deadline on the server's
 /// silence; PostgreSQL does not know it, so it is taken out of the URL.
 pub(crate) const IDLE_PARAMETER: &str = "agentctx_idle_timeout";
+
+/// How long a statement may wait for a lock (another writer's append, a
+/// migration) when the URL does not say: appends hold a context's row
+/// lock for milliseconds.
+pub(crate) const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The URL parameter that sets [`LOCK_TIMEOUT`]: a session setting on a
+/// direct connection, a setting of each of agentctx's transactions through
+/// a pooler, which refuses startup options (D109: behind a pooler).
+pub(crate) const LOCK_PARAMETER: &str = "agentctx_lock_timeout";
+
+/// The URL parameter that says whether the connection goes through a
+/// transaction pooler (`yes`) or straight to the server (`no`); without
+/// it, each connection finds out (D109: behind a pooler).
+pub(crate) const POOLED_PARAMETER: &str = "agentctx_pooled";
 
 /// A parsed address: how to connect, which context, and the URL to show.
 #[derive(Debug, Clone)]
@@ -47,6 +58,13 @@ pub(crate) struct Address {
     /// The longest the server may stay silent while a call waits for it
     /// (`agentctx_idle_timeout=SECONDS`; 0 waits forever).
     pub(crate) idle: Option<Duration>,
+    /// Whether the connection goes through a transaction pooler, when the
+    /// URL says (`agentctx_pooled=yes|no`); `None`: found out on connecting.
+    pub(crate) pooled: Option<bool>,
+    /// The longest a statement waits for a lock (`agentctx_lock_timeout`);
+    /// `None` when the URL's own `options` set `lock_timeout`, which then
+    /// stands on a direct connection.
+    pub(crate) lock_timeout: Option<Duration>,
     pub(crate) context: String,
     /// The URL without its password, for messages.
     pub(crate) shown: String,
@@ -71,6 +89,9 @@ impl Address {
         let (base, query) = split_query(url);
         let mut context = None;
         let mut idle = Some(IDLE_TIMEOUT);
+        let mut pooled = None;
+        let mut lock_timeout = LOCK_TIMEOUT;
+        let mut lock_given = false;
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -92,6 +113,29 @@ impl Address {
                         ))
                     })?;
                 idle = (seconds > 0.0).then(|| Duration::from_secs_f64(seconds));
+            } else if key == LOCK_PARAMETER {
+                lock_timeout = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s < 1e6)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "{LOCK_PARAMETER}={value}: give a number of seconds (0 waits forever)"
+                        ))
+                    })?;
+                lock_given = true;
+            } else if key == POOLED_PARAMETER {
+                pooled = Some(match value {
+                    "yes" => true,
+                    "no" => false,
+                    _ => {
+                        return Err(fail(format!(
+                            "{POOLED_PARAMETER}={value}: say yes (through a transaction pooler \
+                             such as PgBouncer) or no (straight to the server)"
+                        )));
+                    }
+                });
             } else {
                 rest.push(pair);
             }
@@ -134,19 +178,21 @@ impl Address {
         if !given("keepalives_retries") {
             config.keepalives_retries(KEEPALIVE_RETRIES);
         }
-        // Waiting for a lock (another writer's append, a migration) is
-        // bounded; options in the URL come later and win.
-        let options = format!(
-            "-c lock_timeout={LOCK_TIMEOUT} {}",
-            config.get_options().unwrap_or("")
-        );
-        config.options(options.trim_end());
+        // No startup options of its own: poolers refuse them (D109: behind
+        // a pooler); the lock timeout is set once connected, unless the
+        // URL's own options set it (and the URL does not say otherwise).
+        let in_options = config
+            .get_options()
+            .is_some_and(|o| o.contains("lock_timeout"));
+        let lock_timeout = (lock_given || !in_options).then_some(lock_timeout);
         if config.get_application_name().is_none() {
             config.application_name("agentctx");
         }
         Ok(Address {
             config,
             idle,
+            pooled,
+            lock_timeout,
             context,
             shown,
         })
@@ -249,6 +295,39 @@ mod tests {
             error,
             "postgres://u@h/db?agentctx_idle_timeout=soon&context=c: \
              agentctx_idle_timeout=soon: give a number of seconds (0 waits forever)"
+        );
+    }
+
+    #[test]
+    fn d109_no_startup_options_of_its_own_and_the_lock_timeout_set_in_the_url() {
+        let address = Address::parse("postgres://h/db?context=c").unwrap();
+        // A pooler refuses startup options: none are added.
+        assert_eq!(address.config.get_options(), None);
+        assert_eq!(address.lock_timeout, Some(LOCK_TIMEOUT));
+        assert_eq!(address.pooled, None);
+        let address = Address::parse(
+            "postgres://h/db?agentctx_lock_timeout=1.5&agentctx_pooled=yes&context=c",
+        )
+        .unwrap();
+        assert_eq!(address.lock_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(address.pooled, Some(true));
+        // The URL's own options still set it, unless the parameter says.
+        let own = "postgres://h/db?options=-c%20lock_timeout%3D5s&context=c";
+        let address = Address::parse(own).unwrap();
+        assert_eq!(address.lock_timeout, None);
+        assert_eq!(address.config.get_options(), Some("-c lock_timeout=5s"));
+        let both = format!("{own}&agentctx_lock_timeout=0");
+        assert_eq!(
+            Address::parse(&both).unwrap().lock_timeout,
+            Some(Duration::ZERO)
+        );
+        let error = Address::parse("postgres://u:pw@h/db?agentctx_lock_timeout=-1&context=c")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "postgres://u@h/db?agentctx_lock_timeout=-1&context=c: \
+             agentctx_lock_timeout=-1: give a number of seconds (0 waits forever)"
         );
     }
 

@@ -23,7 +23,7 @@
 use crate::SnapshotWhen;
 
 use super::session::{describe, outcome_unknown};
-use super::sql::{BEGIN, COMMIT, KEY, ROLLBACK};
+use super::sql::{APPEND, APPEND_PLAIN, COMMIT, COMMIT_CALL, KEY, LOCK, ROLLBACK};
 use super::{Claim, PgStore};
 use crate::retry::retry_on_conflict;
 use crate::{AppendKey, Error, KeyedOutcome, Result, Store, Stored};
@@ -93,17 +93,14 @@ impl PgStore {
         let key_text = key.map(AppendKey::as_str);
         let mut already = None;
         let mut plain_trips = 0;
-        let (client, statements) = self.session()?;
+        let client = self.client()?;
         // The plain statement first where it applies (D96: the plain
         // append); when it appends nothing, the function says why.
         let plain = match (id, key_text, claim) {
             (Some(_), None, None) if !lines.is_empty() => {
                 plain_trips = 1;
                 client
-                    .execute(
-                        &statements.append_plain,
-                        &[&name, &id, &at, &lines, &digests],
-                    )
+                    .execute(&APPEND_PLAIN, &[&name, &id, &at, &lines, &digests])
                     .map(|rows| usize::try_from(rows).ok() == Some(lines.len()))
             }
             _ => Ok(false),
@@ -114,7 +111,7 @@ impl PgStore {
             (Err(e), _) => Err(e),
             (Ok(false), None) => client
                 .query_one(
-                    &statements.append,
+                    &APPEND,
                     &[&name, &id, &at, &lines, &digests, &key_text, &message],
                 )
                 .and_then(|row| {
@@ -136,7 +133,7 @@ impl PgStore {
                 let attempt = i32::try_from(claim.attempt).unwrap_or(i32::MAX);
                 client
                     .query_one(
-                        &statements.commit_call,
+                        &COMMIT_CALL,
                         &[
                             &name,
                             &id,
@@ -271,10 +268,13 @@ impl PgStore {
             key: key.cloned(),
         };
         self.client = None;
-        self.statements = None;
-        if let Some(Err(why)) = self.backend.take().map(|b| self.end_session(b)) {
-            return in_doubt(self, format!("then: {why}"));
-        }
+        // Through a pooler no server session is this store's own to end:
+        // the append may yet commit (D109: behind a pooler).
+        let ended = match self.backend.take().map(|b| self.end_session(b)) {
+            Some(Ok(())) => true,
+            Some(Err(why)) => return in_doubt(self, format!("then: {why}")),
+            None => false,
+        };
         let mut landed = Vec::new();
         let found = match self.read(expected, Some(self.head), &mut landed) {
             Ok(found) => found,
@@ -282,11 +282,17 @@ impl PgStore {
         };
         let ours: String = lines.iter().map(|l| format!("{l}\n")).collect();
         match found {
-            Some((0, _)) | None => Error::Conflict {
+            Some((0, _)) | None if ended => Error::Conflict {
                 name: self.address.shown.clone(),
                 expected,
                 current: expected,
             },
+            Some((0, _)) | None => in_doubt(
+                self,
+                "it has not landed yet, but through a connection pooler the server session \
+                 that ran it cannot be ended, so it may still land"
+                    .into(),
+            ),
             Some((n, _)) if landed.starts_with(ours.as_bytes()) => in_doubt(
                 self,
                 format!(
@@ -369,10 +375,8 @@ impl PgStore {
 
     /// `BEGIN`, and lock the context's row: other writers' appends wait.
     fn begin_locked(&mut self, id: i64) -> Result<()> {
-        let (client, statements) = self.session()?;
-        let locked = client
-            .batch_execute(BEGIN)
-            .and_then(|()| client.query(&statements.lock, &[&id]));
+        let client = self.client()?;
+        let locked = client.begin().and_then(|()| client.query(&LOCK, &[&id]));
         self.trips += 2;
         match locked {
             Ok(rows) if rows.is_empty() => {
@@ -419,8 +423,8 @@ impl PgStore {
             self.rollback();
             return self.already(context, range);
         }
-        let committed = match self.session() {
-            Ok((client, _)) => {
+        let committed = match self.client() {
+            Ok(client) => {
                 let committed = client.batch_execute(COMMIT).map_err(Some);
                 self.trips += 1;
                 committed
@@ -454,7 +458,7 @@ impl PgStore {
         };
         let client = self.client()?;
         let found = client
-            .query_opt(KEY, &[&id, &key.as_str()])
+            .query_opt(&KEY, &[&id, &key.as_str()])
             .and_then(|row| {
                 row.map(|row| {
                     Ok::<_, tokio_postgres::Error>((

@@ -29,10 +29,10 @@ impl PgStore {
             }
         };
         loop {
-            let (client, _) = self.session()?;
+            let client = self.client()?;
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&id, &from, &BATCH];
             let rows = client
-                .query_raw(BACKFILL_ROWS, params)
+                .query_raw(&BACKFILL_ROWS, params)
                 .and_then(|rows| collect(rows, &mut head))
                 .map_err(|e| self.database("backfill the chain of", &e))?;
             self.trips += 2;
@@ -41,9 +41,9 @@ impl PgStore {
             };
             let seqs: Vec<i64> = rows.iter().map(|(seq, _)| *seq).collect();
             let digests: Vec<Vec<u8>> = rows.into_iter().map(|(_, d)| d).collect();
-            let (client, _) = self.session()?;
+            let client = self.client()?;
             let moved = client
-                .execute(BACKFILL, &[&id, &seqs, &digests, &(last + 1), &from])
+                .execute(&BACKFILL, &[&id, &seqs, &digests, &(last + 1), &from])
                 .map_err(|e| self.database("backfill the chain of", &e))?;
             self.trips += 2;
             if moved == 0 || seqs.len() < BATCH as usize {

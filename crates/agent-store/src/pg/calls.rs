@@ -15,13 +15,12 @@
 
 use super::PgStore;
 use super::client::Client;
+use super::sql::Sql;
 use super::sql::{
     CLAIM, LIVE_TOOLS, PLANS, PLANS_AT_ONCE, REGISTER, RELEASE, RENEW, ROWS, SET_UP, UNREGISTER,
 };
 use crate::{Error, Result};
-use std::collections::HashMap;
 use std::time::Duration;
-use tokio_postgres::Statement;
 
 /// Where a call of a plan is, as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,10 +136,6 @@ pub struct Claim {
 #[derive(Debug)]
 pub struct PgCalls {
     store: PgStore,
-    /// Statements prepared on the current connection (one round trip each
-    /// once prepared), and that connection's server session.
-    prepared: HashMap<&'static str, Statement>,
-    prepared_on: Option<(i32, String)>,
 }
 
 impl PgCalls {
@@ -157,11 +152,7 @@ impl PgCalls {
                 name: store.address.shown.clone(),
             });
         }
-        Ok(PgCalls {
-            store,
-            prepared: HashMap::new(),
-            prepared_on: None,
-        })
+        Ok(PgCalls { store })
     }
 
     /// Round trips to the server so far (see [`PgStore::round_trips`]).
@@ -180,32 +171,22 @@ impl PgCalls {
         })
     }
 
-    /// Runs `f` with the connection and `sql` prepared on it, naming
-    /// `action` in its error.
+    /// Runs `f` with the connection, `sql` and the context's id, naming
+    /// `action` in its error. The statement is prepared on first use on a
+    /// direct connection (one more round trip), sent unnamed through a
+    /// pooler.
     fn with<T>(
         &mut self,
         action: &'static str,
-        sql: &'static str,
-        f: impl FnOnce(&mut Client, &Statement, i64) -> Result<T, tokio_postgres::Error>,
+        sql: &'static Sql,
+        f: impl FnOnce(&mut Client, &Sql, i64) -> Result<T, tokio_postgres::Error>,
     ) -> Result<T> {
         let id = self.id()?;
-        self.store.client()?;
-        if self.store.backend() != self.prepared_on.as_ref() {
-            self.prepared.clear();
-            self.prepared_on = self.store.backend().cloned();
-        }
-        let statement = match self.prepared.get(sql) {
-            Some(statement) => statement.clone(),
-            None => {
-                let prepared = self.store.client()?.prepare(sql);
-                self.store.trip(1);
-                let statement = prepared.map_err(|e| self.store.database(action, &e))?;
-                self.prepared.insert(sql, statement.clone());
-                statement
-            }
-        };
-        let done = f(self.store.client()?, &statement, id);
-        self.store.trip(1);
+        let client = self.store.client()?;
+        let before = client.prepared();
+        let done = f(client, sql, id);
+        let prepared = client.prepared().saturating_sub(before);
+        self.store.trip(1 + prepared as u64);
         done.map_err(|e| self.store.database(action, &e))
     }
 
@@ -222,7 +203,7 @@ impl PgCalls {
         let mut before = i64::MAX;
         loop {
             let lines: Vec<(i64, String)> =
-                self.with("read the plan of", PLANS, |client, statement, id| {
+                self.with("read the plan of", &PLANS, |client, statement, id| {
                     client
                         .query(statement, &[&id, &before])?
                         .iter()
@@ -252,7 +233,7 @@ impl PgCalls {
     pub fn set_up(&mut self, plan: u64, calls: usize) -> Result<()> {
         let plan = to_i64(plan);
         let count = i32::try_from(calls).unwrap_or(i32::MAX);
-        self.with("set up the plan of", SET_UP, |client, statement, id| {
+        self.with("set up the plan of", &SET_UP, |client, statement, id| {
             client.execute(statement, &[&id, &plan, &count])?;
             Ok(())
         })
@@ -266,7 +247,7 @@ impl PgCalls {
     /// again finds tables of a newer schema version).
     pub fn rows(&mut self, plan: u64) -> Result<Vec<CallRow>> {
         let plan = to_i64(plan);
-        self.with("read the calls of", ROWS, |client, statement, id| {
+        self.with("read the calls of", &ROWS, |client, statement, id| {
             client
                 .query(statement, &[&id, &plan])?
                 .iter()
@@ -316,7 +297,7 @@ impl PgCalls {
             .collect();
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let seconds = lease.as_secs_f64();
-        self.with("claim calls of", CLAIM, |client, statement, id| {
+        self.with("claim calls of", &CLAIM, |client, statement, id| {
             let rows = client.query(
                 statement,
                 &[&id, &plan_row, &calls, &worker, &seconds, &max],
@@ -350,7 +331,7 @@ impl PgCalls {
     pub fn renew(&mut self, claim: &Claim, lease: Duration) -> Result<bool> {
         let (plan, call, attempt) = claim_key(claim);
         let seconds = lease.as_secs_f64();
-        self.with("renew a claim on", RENEW, |client, statement, id| {
+        self.with("renew a claim on", &RENEW, |client, statement, id| {
             let n = client.execute(
                 statement,
                 &[&id, &plan, &call, &attempt, &seconds, &claim.worker],
@@ -376,7 +357,7 @@ impl PgCalls {
     ) -> Result<bool> {
         let (plan, call, attempt) = claim_key(claim);
         let seconds = retry_in.map(|d| d.as_secs_f64());
-        self.with("give back a claim on", RELEASE, |client, statement, id| {
+        self.with("give back a claim on", &RELEASE, |client, statement, id| {
             let row = client.query_one(
                 statement,
                 &[&id, &plan, &call, &attempt, &seconds, &claim.worker, &error],
@@ -394,10 +375,14 @@ impl PgCalls {
     /// again finds tables of a newer schema version).
     pub fn register(&mut self, worker: &str, tools: &[String], alive_for: Duration) -> Result<()> {
         let seconds = alive_for.as_secs_f64();
-        self.with("register a worker of", REGISTER, |client, statement, id| {
-            client.execute(statement, &[&id, &worker, &tools, &seconds])?;
-            Ok(())
-        })
+        self.with(
+            "register a worker of",
+            &REGISTER,
+            |client, statement, id| {
+                client.execute(statement, &[&id, &worker, &tools, &seconds])?;
+                Ok(())
+            },
+        )
     }
 
     /// Removes `worker`'s row (when it stops).
@@ -409,7 +394,7 @@ impl PgCalls {
     pub fn unregister(&mut self, worker: &str) -> Result<()> {
         self.with(
             "unregister a worker of",
-            UNREGISTER,
+            &UNREGISTER,
             |client, statement, id| {
                 client.query_one(statement, &[&id, &worker])?;
                 Ok(())
@@ -426,7 +411,7 @@ impl PgCalls {
     pub fn live_tools(&mut self) -> Result<Vec<String>> {
         self.with(
             "read the workers of",
-            LIVE_TOOLS,
+            &LIVE_TOOLS,
             |client, statement, id| {
                 let mut tools = client
                     .query(statement, &[&id])?

@@ -12,8 +12,15 @@
 //! It is [`tokio_postgres`] on a runtime of its own, as the `postgres`
 //! crate is; that crate cannot put anything between the client and its
 //! socket, and this one must.
+//!
+//! It also knows whether it talks to the server itself or to a
+//! transaction pooler in between (D109: behind a pooler), which hands each
+//! transaction to any of its server sessions: then no statement is named
+//! (a [`Sql`] is sent unnamed with its parameters' types), and nothing
+//! lasts past a transaction.
 
-use std::collections::VecDeque;
+use super::sql::{Sql, WHO};
+use std::collections::{HashMap, VecDeque};
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::{Pin, pin};
@@ -25,11 +32,19 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::NoTlsStream;
-use tokio_postgres::types::{BorrowToSql, ToSql};
+use tokio_postgres::types::{BorrowToSql, ToSql, Type};
 use tokio_postgres::{
-    AsyncMessage, Config, Connection, Error, NoTls, Notification, Row, RowStream, Statement,
-    ToStatement,
+    AsyncMessage, Config, Connection, Error, NoTls, Notification, Row, RowStream,
+    SimpleQueryMessage, Statement,
 };
+
+/// This end of the connection's socket, to compare with what the server
+/// session says of its client.
+enum Near {
+    Tcp(std::net::SocketAddr),
+    /// The socket file's directory and port.
+    Unix(std::path::PathBuf, u16),
+}
 
 /// How long connecting may take when the configuration does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -168,6 +183,7 @@ impl Driver {
                 _ => None,
             };
             poll_fn(|cx| {
+                let mut ended = None;
                 loop {
                     match connection.poll_message(cx) {
                         Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
@@ -176,7 +192,8 @@ impl Driver {
                         Poll::Ready(Some(Ok(_))) => {}
                         Poll::Ready(Some(Err(e))) => {
                             *broken = true;
-                            return Poll::Ready(Err(e));
+                            ended = Some(e);
+                            break;
                         }
                         Poll::Ready(None) => {
                             *broken = true;
@@ -185,8 +202,13 @@ impl Driver {
                         Poll::Pending => break,
                     }
                 }
+                // The call's own answer first: a server (or pooler) that
+                // refuses and hangs up says why before it goes.
                 if let Poll::Ready(done) = f(cx, notifications) {
                     return Poll::Ready(done);
+                }
+                if let Some(e) = ended {
+                    return Poll::Ready(Err(e));
                 }
                 if let Some(sleep) = sleep.as_mut() {
                     while sleep.as_mut().poll(cx).is_ready() {
@@ -222,6 +244,13 @@ impl Driver {
 pub(crate) struct Client {
     client: tokio_postgres::Client,
     driver: Driver,
+    /// Through a transaction pooler: nothing named, nothing kept.
+    pooled: bool,
+    /// Statements prepared on this (direct) connection, by their text.
+    prepared: HashMap<&'static str, Statement>,
+    /// The longest a statement waits for a lock, in milliseconds (`0`
+    /// waits forever); `None` leaves the URL's own options to say.
+    lock_timeout: Option<u128>,
 }
 
 /// What waiting for a notification came to.
@@ -233,11 +262,13 @@ pub(crate) enum Waited {
 }
 
 impl Client {
-    /// Connects as `config` says — its hosts in turn, its keepalives —
+    /// Connects as `address` says — its hosts in turn, its keepalives —
     /// giving up after its connect timeout (including the server's
-    /// answers while logging in). `idle` is the longest silence a call
-    /// accepts from the server; `None` waits forever.
-    pub(crate) fn connect(config: &Config, idle: Option<Duration>) -> Result<Client, String> {
+    /// answers while logging in). Its idle timeout is the longest silence a
+    /// call accepts from the server (`None` waits forever); unless it says
+    /// whether a transaction pooler sits in between, the server is asked.
+    pub(crate) fn connect(address: &super::address::Address) -> Result<Client, String> {
+        let (config, idle, pooled) = (&address.config, address.idle, address.pooled);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -256,13 +287,13 @@ impl Client {
         // The timer must be made inside the runtime.
         let opened =
             runtime.block_on(async { tokio::time::timeout(limit, open(config, &watch)).await });
-        let (client, connection) = opened.map_err(|_| {
+        let (client, connection, near) = opened.map_err(|_| {
             format!(
                 "timeout waiting for server ({} s; set connect_timeout=SECONDS in the URL)",
                 limit.as_secs_f64()
             )
         })??;
-        Ok(Client {
+        let mut client = Client {
             client,
             driver: Driver {
                 runtime,
@@ -271,7 +302,73 @@ impl Client {
                 watch,
                 broken: false,
             },
+            pooled: true,
+            prepared: HashMap::new(),
+            lock_timeout: address.lock_timeout.map(|t| t.as_millis()),
+        };
+        client.pooled = match pooled {
+            Some(pooled) => pooled,
+            None => client
+                .is_pooled(&near)
+                .map_err(|e| super::session::describe(&e))?,
+        };
+        Ok(client)
+    }
+
+    /// Whether the server session's client is not this end of the socket
+    /// (or it listens elsewhere than this socket reached): then a pooler
+    /// is in between. A direct connection through NAT looks pooled, which
+    /// costs only what a pooled one forgoes (`agentctx_pooled=no` says
+    /// otherwise).
+    fn is_pooled(&mut self, near: &Near) -> Result<bool, Error> {
+        let messages = self.driver.wait(self.client.simple_query(WHO))?;
+        let Some(row) = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        }) else {
+            return Ok(true);
+        };
+        let (address, port) = (row.get(0), row.get(1));
+        let (listens, directories) = (row.get(2), row.get(3).unwrap_or_default());
+        Ok(match near {
+            Near::Tcp(local) => {
+                address != Some(local.ip().to_string().as_str())
+                    || port != Some(local.port().to_string().as_str())
+            }
+            Near::Unix(dir, at) => {
+                address.is_some()
+                    || listens != Some(at.to_string().as_str())
+                    || !directories
+                        .split(',')
+                        .any(|d| std::path::Path::new(d.trim()) == dir.as_path())
+            }
         })
+    }
+
+    /// Sets the lock timeout for the session: on a direct connection,
+    /// where a session is this client's own.
+    pub(crate) fn set_lock_timeout(&mut self) -> Result<(), Error> {
+        match self.lock_timeout {
+            Some(ms) if !self.pooled => self.batch_execute(&format!("SET lock_timeout = {ms}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Starts a transaction; through a pooler, with the lock timeout set
+    /// for it, as no session setting lasts there.
+    pub(crate) fn begin(&mut self) -> Result<(), Error> {
+        match self.lock_timeout {
+            Some(ms) if self.pooled => {
+                self.batch_execute(&format!("BEGIN; SET LOCAL lock_timeout = {ms}"))
+            }
+            _ => self.batch_execute("BEGIN"),
+        }
+    }
+
+    /// True when a transaction pooler sits between this client and the
+    /// server (D109: behind a pooler).
+    pub(crate) fn pooled(&self) -> bool {
+        self.pooled
     }
 
     /// True when the connection failed or ended: use another.
@@ -279,57 +376,106 @@ impl Client {
         self.driver.broken || self.client.is_closed()
     }
 
-    /// Prepares `query` on the server.
-    pub(crate) fn prepare(&mut self, query: &str) -> Result<Statement, Error> {
-        self.driver.wait(self.client.prepare(query))
+    /// Prepares the statements `sqls` on a direct connection, so their
+    /// first use costs one round trip; nothing through a pooler.
+    pub(crate) fn prepare_all(&mut self, sqls: &[&Sql]) -> Result<(), Error> {
+        for sql in sqls {
+            self.statement(sql)?;
+        }
+        Ok(())
     }
 
-    /// Runs `query`; its rows.
-    pub(crate) fn query<T>(
-        &mut self,
-        query: &T,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, Error>
-    where
-        T: ?Sized + ToStatement,
-    {
-        self.driver.wait(self.client.query(query, params))
+    /// How many statements are prepared on this connection (each cost a
+    /// round trip once).
+    pub(crate) fn prepared(&self) -> usize {
+        self.prepared.len()
     }
 
-    /// Runs `query`, which returns exactly one row.
-    pub(crate) fn query_one<T>(
-        &mut self,
-        query: &T,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, Error>
-    where
-        T: ?Sized + ToStatement,
-    {
-        self.driver.wait(self.client.query_one(query, params))
+    /// `sql`'s statement prepared on this connection (once), or `None`
+    /// through a pooler, where it is sent unnamed each time.
+    fn statement(&mut self, sql: &Sql) -> Result<Option<Statement>, Error> {
+        if self.pooled {
+            return Ok(None);
+        }
+        if let Some(statement) = self.prepared.get(sql.text) {
+            return Ok(Some(statement.clone()));
+        }
+        let statement = self
+            .driver
+            .wait(self.client.prepare_typed(sql.text, sql.types))?;
+        self.prepared.insert(sql.text, statement.clone());
+        Ok(Some(statement))
     }
 
-    /// Runs `query`, which returns at most one row.
-    pub(crate) fn query_opt<T>(
-        &mut self,
-        query: &T,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, Error>
-    where
-        T: ?Sized + ToStatement,
-    {
-        self.driver.wait(self.client.query_opt(query, params))
+    /// The parameter types the server infers for `text`, prepared with
+    /// none given.
+    #[cfg(test)]
+    pub(crate) fn inferred_types(&mut self, text: &str) -> Result<Vec<Type>, Error> {
+        let statement = self.driver.wait(self.client.prepare(text))?;
+        Ok(statement.params().to_vec())
     }
 
-    /// Runs `query`; how many rows it changed.
-    pub(crate) fn execute<T>(
+    /// Runs `sql`; its rows.
+    pub(crate) fn query(
         &mut self,
-        query: &T,
+        sql: &Sql,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, Error>
-    where
-        T: ?Sized + ToStatement,
-    {
-        self.driver.wait(self.client.execute(query, params))
+    ) -> Result<Vec<Row>, Error> {
+        match self.statement(sql)? {
+            Some(statement) => self.driver.wait(self.client.query(&statement, params)),
+            None => {
+                let typed = typed(sql, params);
+                self.driver.wait(self.client.query_typed(sql.text, &typed))
+            }
+        }
+    }
+
+    /// Runs `sql`, which returns exactly one row.
+    pub(crate) fn query_one(
+        &mut self,
+        sql: &Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Error> {
+        match self.statement(sql)? {
+            Some(statement) => self.driver.wait(self.client.query_one(&statement, params)),
+            None => {
+                let typed = typed(sql, params);
+                self.driver
+                    .wait(self.client.query_typed_one(sql.text, &typed))
+            }
+        }
+    }
+
+    /// Runs `sql`, which returns at most one row.
+    pub(crate) fn query_opt(
+        &mut self,
+        sql: &Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, Error> {
+        match self.statement(sql)? {
+            Some(statement) => self.driver.wait(self.client.query_opt(&statement, params)),
+            None => {
+                let typed = typed(sql, params);
+                self.driver
+                    .wait(self.client.query_typed_opt(sql.text, &typed))
+            }
+        }
+    }
+
+    /// Runs `sql`; how many rows it changed.
+    pub(crate) fn execute(
+        &mut self,
+        sql: &Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, Error> {
+        match self.statement(sql)? {
+            Some(statement) => self.driver.wait(self.client.execute(&statement, params)),
+            None => {
+                let typed = typed(sql, params);
+                self.driver
+                    .wait(self.client.execute_typed(sql.text, &typed))
+            }
+        }
     }
 
     /// Runs `sql`, one or more statements without parameters.
@@ -337,15 +483,23 @@ impl Client {
         self.driver.wait(self.client.batch_execute(sql))
     }
 
-    /// Runs `query` and hands its rows over one at a time, as they arrive.
-    pub(crate) fn query_raw<T, P, I>(&mut self, query: &T, params: I) -> Result<RowIter<'_>, Error>
+    /// Runs `sql` and hands its rows over one at a time, as they arrive.
+    pub(crate) fn query_raw<P, I>(&mut self, sql: &Sql, params: I) -> Result<RowIter<'_>, Error>
     where
-        T: ?Sized + ToStatement,
         P: BorrowToSql,
         I: IntoIterator<Item = P>,
         I::IntoIter: ExactSizeIterator,
     {
-        let rows = self.driver.wait(self.client.query_raw(query, params))?;
+        let rows = match self.statement(sql)? {
+            Some(statement) => self
+                .driver
+                .wait(self.client.query_raw(&statement, params))?,
+            None => {
+                let typed = params.into_iter().zip(sql.types.iter().cloned());
+                self.driver
+                    .wait(self.client.query_typed_raw(sql.text, typed))?
+            }
+        };
         Ok(RowIter {
             client: self,
             rows: Box::pin(rows),
@@ -376,6 +530,15 @@ impl Client {
     }
 }
 
+/// `params` beside `sql`'s types, as an unnamed statement sends them.
+fn typed<'p>(sql: &Sql, params: &[&'p (dyn ToSql + Sync)]) -> Vec<(&'p (dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .copied()
+        .zip(sql.types.iter().cloned())
+        .collect()
+}
+
 /// The rows of one query, fetched as they are read.
 pub(crate) struct RowIter<'c> {
     client: &'c mut Client,
@@ -396,7 +559,14 @@ impl RowIter<'_> {
 async fn open(
     config: &Config,
     watch: &Arc<Watch>,
-) -> Result<(tokio_postgres::Client, Connection<Stream, NoTlsStream>), String> {
+) -> Result<
+    (
+        tokio_postgres::Client,
+        Connection<Stream, NoTlsStream>,
+        Near,
+    ),
+    String,
+> {
     let hosts = config.get_hosts();
     let ports = config.get_ports();
     if hosts.is_empty() {
@@ -412,13 +582,13 @@ async fn open(
                 TcpStream::connect((name, port))
                     .await
                     .and_then(|s| tune(config, s))
-                    .map(Socket::Tcp)
+                    .and_then(|s| Ok((Near::Tcp(s.local_addr()?), Socket::Tcp(s))))
             }
             Host::Unix(dir) => UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))
                 .await
-                .map(Socket::Unix),
+                .map(|s| (Near::Unix(dir.clone(), port), Socket::Unix(s))),
         };
-        let socket = match socket {
+        let (near, socket) = match socket {
             Ok(socket) => socket,
             Err(e) => {
                 failure = format!("error connecting to server: {e}");
@@ -430,7 +600,7 @@ async fn open(
             watch: Arc::clone(watch),
         };
         match config.connect_raw(stream, NoTls).await {
-            Ok(pair) => return Ok(pair),
+            Ok((client, connection)) => return Ok((client, connection, near)),
             Err(e) => failure = super::session::describe(&e),
         }
     }
@@ -456,4 +626,74 @@ fn tune(config: &Config, socket: TcpStream) -> io::Result<TcpStream> {
     #[cfg(target_os = "linux")]
     sock.set_tcp_user_timeout(config.get_tcp_user_timeout().copied())?;
     Ok(socket)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    /// The value of setting `name` as the server session sees it now.
+    fn show(client: &mut Client, name: &str) -> String {
+        let messages = client
+            .driver
+            .wait(client.client.simple_query(&format!("SHOW {name}")))
+            .unwrap();
+        messages
+            .iter()
+            .find_map(|m| match m {
+                SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn connect(parameters: &str) -> Client {
+        let url = format!(
+            "{}?{parameters}&context=unused",
+            test_support::database::direct_url()
+        );
+        let address = super::super::address::Address::parse(&url).unwrap();
+        Client::connect(&address).expect(test_support::database::HOW_TO_PROVIDE)
+    }
+
+    #[test]
+    fn d109_the_lock_timeout_lasts_the_session_when_direct_and_each_transaction_when_pooled() {
+        let mut direct = connect("agentctx_pooled=no&agentctx_lock_timeout=1.5");
+        let before = show(&mut direct, "lock_timeout");
+        direct.set_lock_timeout().unwrap();
+        assert_eq!(show(&mut direct, "lock_timeout"), "1500ms");
+        // Pooled (as the URL says): nothing set for the session, which
+        // another client may get next; each transaction sets its own.
+        let mut pooled = connect("agentctx_pooled=yes&agentctx_lock_timeout=1.5");
+        pooled.set_lock_timeout().unwrap();
+        assert_eq!(show(&mut pooled, "lock_timeout"), before);
+        pooled.begin().unwrap();
+        assert_eq!(show(&mut pooled, "lock_timeout"), "1500ms");
+        pooled.batch_execute("COMMIT").unwrap();
+        assert_eq!(show(&mut pooled, "lock_timeout"), before);
+    }
+
+    #[test]
+    fn d109_a_direct_connection_is_found_direct_and_one_through_a_proxy_pooled() {
+        let url = format!("{}?context=unused", test_support::database::direct_url());
+        let address = super::super::address::Address::parse(&url).unwrap();
+        assert!(!Client::connect(&address).unwrap().pooled());
+        // A plain TCP relay in front: the server's client is the relay.
+        let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        let server = address.config.get_ports().first().copied().unwrap_or(5432);
+        std::thread::spawn(move || {
+            for client in upstream.incoming().flatten() {
+                let server = std::net::TcpStream::connect(("127.0.0.1", server)).unwrap();
+                let (mut a, mut b) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || std::io::copy(&mut a, &mut b));
+                let (mut c, mut d) = (server, client);
+                std::thread::spawn(move || std::io::copy(&mut c, &mut d));
+            }
+        });
+        let relayed = url.replacen(&format!(":{server}/"), &format!(":{port}/"), 1);
+        let address = super::super::address::Address::parse(&relayed).unwrap();
+        assert!(Client::connect(&address).unwrap().pooled(), "{relayed}");
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::PgStore;
 use super::rows::{Lines, ReadFailure, Start};
-use super::sql::DIGEST;
+use super::sql::{DIGEST, FIND, TAIL};
 use crate::snapshot::Since;
 use crate::{Error, Result};
 use agent_data::{Context, Digest, Loaded, Position};
@@ -15,8 +15,8 @@ impl PgStore {
     pub(super) fn id(&mut self) -> Result<Option<i64>> {
         if self.id.is_none() {
             let name = self.address.context.clone();
-            let (client, statements) = self.session()?;
-            let found = client.query_opt(&statements.find, &[&name]);
+            let client = self.client()?;
+            let found = client.query_opt(&FIND, &[&name]);
             self.trips += 1;
             let row = found.map_err(|e| self.read_error(&e))?;
             let Some(row) = row else {
@@ -81,9 +81,9 @@ impl PgStore {
         seq: i64,
         action: &'static str,
     ) -> Result<Option<Digest>> {
-        let (client, _) = self.session()?;
+        let client = self.client()?;
         let stored: Option<Vec<u8>> = client
-            .query_opt(DIGEST, &[&id, &seq])
+            .query_opt(&DIGEST, &[&id, &seq])
             .inspect(|_| self.trips += 2)
             .and_then(|row| row.map(|row| row.try_get(0)).transpose())
             .map_err(|e| self.database(action, &e))?
@@ -115,8 +115,8 @@ impl PgStore {
             head,
             chained: self.chained,
         };
-        let (client, statements) = self.session()?;
-        let result = Lines::read_all(client, &statements.tail, id, from, into);
+        let client = self.client()?;
+        let result = Lines::read_all(client, &TAIL, id, from, into);
         self.trips += 1;
         result.map(Some).map_err(|e| self.read_failure(e))
     }
@@ -147,8 +147,8 @@ impl PgStore {
             head: Some(Digest::GENESIS),
             chained: self.chained,
         };
-        let (client, statements) = self.session()?;
-        let (loaded, read) = match Lines::query(client, &statements.tail, id, from) {
+        let client = self.client()?;
+        let (loaded, read) = match Lines::query(client, &TAIL, id, from) {
             Ok(mut lines) => {
                 let loaded = Context::load_jsonl_reader(&mut lines, &shown);
                 (Some(loaded), lines.finish())

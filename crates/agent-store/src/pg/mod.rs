@@ -65,7 +65,6 @@ use crate::{AppendKey, Error, KeyedOutcome, Result, Store};
 use address::Address;
 use agent_data::{Context, Digest, Loaded, Message, Prepared};
 use client::Client;
-use session::Statements;
 use std::ops::Range;
 
 pub use address::MAX_NAME_BYTES;
@@ -102,10 +101,9 @@ pub struct PgStore {
     client: Option<Client>,
     /// The server process of the connection and when it started: after a
     /// connection is lost mid-append, that session must be over before
-    /// anyone can tell whether the append landed.
+    /// anyone can tell whether the append landed. `None` through a
+    /// pooler, where no server session is this store's own.
     backend: Option<(i32, String)>,
-    /// The statements this store runs, prepared once per connection.
-    statements: Option<Statements>,
     /// The context's row id, once it is known to exist.
     id: Option<i64>,
     /// Rows (message lines) read or appended through this handle.
@@ -155,7 +153,6 @@ impl PgStore {
             address: Address::parse(url)?,
             client: None,
             backend: None,
-            statements: None,
             id: None,
             rows: 0,
             messages: 0,

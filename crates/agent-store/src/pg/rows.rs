@@ -4,9 +4,9 @@
 //! before it and its line. A row that breaks either ends the read.
 
 use super::client::{Client, RowIter};
+use super::sql::Sql;
 use agent_data::Digest;
 use std::io::{self, BufRead, Read};
-use tokio_postgres::Statement;
 
 /// Why reading rows stopped before their end.
 #[derive(Debug)]
@@ -62,10 +62,10 @@ pub(crate) struct Lines<'c> {
 
 impl<'c> Lines<'c> {
     /// Starts reading the lines of context `id` from `from` on, in order,
-    /// with the prepared `tail` statement.
+    /// with the `tail` statement.
     pub(crate) fn query(
         client: &'c mut Client,
-        tail: &Statement,
+        tail: &Sql,
         id: i64,
         from: Start,
     ) -> Result<Lines<'c>, tokio_postgres::Error> {
@@ -89,7 +89,7 @@ impl<'c> Lines<'c> {
     /// digest after the last.
     pub(crate) fn read_all(
         client: &mut Client,
-        tail: &Statement,
+        tail: &Sql,
         id: i64,
         from: Start,
         into: &mut Vec<u8>,

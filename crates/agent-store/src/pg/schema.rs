@@ -4,13 +4,33 @@
 //! the others wait for it and find them applied.
 
 use super::client::Client;
+use super::sql::Sql;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i32 = 10;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
+
+/// Waits for the migration lock, held to the end of the transaction.
+pub(super) const LOCK_MIGRATIONS: Sql = Sql {
+    text: "SELECT pg_advisory_xact_lock($1)",
+    types: &[Type::INT8],
+};
+
+/// The newest migration applied (0 for none).
+pub(super) const APPLIED: Sql = Sql {
+    text: "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
+    types: &[],
+};
+
+/// Records migration `$1`, described as `$2`.
+pub(super) const RECORD: Sql = Sql {
+    text: "INSERT INTO agentctx_migrations (version, description) VALUES ($1, $2)",
+    types: &[Type::INT4, Type::TEXT],
+};
 
 /// Each migration: its version, what it does, and its SQL.
 const MIGRATIONS: [(i32, &str, &str); 10] = [
@@ -627,9 +647,9 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), SchemaError> {
         Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
         Err(e) => return Err(e.into()),
     }
-    client.batch_execute("BEGIN")?;
+    client.begin()?;
     let migrated = (|| -> Result<(), SchemaError> {
-        client.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        client.execute(&LOCK_MIGRATIONS, &[&MIGRATION_LOCK])?;
         client.batch_execute(
             "CREATE TABLE IF NOT EXISTS agentctx_migrations (
                 version integer PRIMARY KEY,
@@ -637,22 +657,14 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), SchemaError> {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )",
         )?;
-        let version: i32 = client
-            .query_one(
-                "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
-                &[],
-            )?
-            .try_get(0)?;
+        let version: i32 = client.query_one(&APPLIED, &[])?.try_get(0)?;
         if version > SCHEMA_VERSION {
             return Err(SchemaError::Newer(version));
         }
         for (number, description, sql) in MIGRATIONS {
             if number > version {
                 client.batch_execute(sql)?;
-                client.execute(
-                    "INSERT INTO agentctx_migrations (version, description) VALUES ($1, $2)",
-                    &[&number, &description],
-                )?;
+                client.execute(&RECORD, &[&number, &description])?;
             }
         }
         client.batch_execute("COMMIT")?;
@@ -666,9 +678,5 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), SchemaError> {
 }
 
 fn applied(client: &mut Client) -> Result<i32, tokio_postgres::Error> {
-    let row = client.query_one(
-        "SELECT coalesce(max(version), 0) FROM agentctx_migrations",
-        &[],
-    )?;
-    row.try_get(0)
+    client.query_one(&APPLIED, &[])?.try_get(0)
 }

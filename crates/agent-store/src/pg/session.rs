@@ -1,39 +1,19 @@
 //! The connection of a [`PgStore`]: connecting within the timeout,
 //! migrating the tables on connect, preparing the statements every append
-//! runs, reconnecting after the server dropped the connection, ending a
+//! runs (on a direct connection), reconnecting after the server dropped the connection, ending a
 //! lost connection's server session, counting round trips, and saying what
 //! a PostgreSQL error means.
 
 use super::client::Client;
+use super::sql::Sql;
 use super::sql::{ALIVE, APPEND, APPEND_PLAIN, BACKEND, COMMIT_CALL, FIND, LOCK, TAIL, TERMINATE};
 use super::{PgStore, SCHEMA_VERSION, schema};
 use crate::{Error, Result};
 use tokio_postgres::error::SqlState;
 
-/// The statements a store runs, prepared when it connects: each then costs
-/// one round trip instead of two.
-#[derive(Clone)]
-pub(super) struct Statements {
-    pub(super) find: tokio_postgres::Statement,
-    pub(super) tail: tokio_postgres::Statement,
-    pub(super) append: tokio_postgres::Statement,
-    pub(super) append_plain: tokio_postgres::Statement,
-    pub(super) commit_call: tokio_postgres::Statement,
-    pub(super) lock: tokio_postgres::Statement,
-}
-
-impl Statements {
-    pub(super) fn prepare(client: &mut Client) -> Result<Statements, tokio_postgres::Error> {
-        Ok(Statements {
-            find: client.prepare(FIND)?,
-            tail: client.prepare(TAIL)?,
-            append: client.prepare(APPEND)?,
-            append_plain: client.prepare(APPEND_PLAIN)?,
-            commit_call: client.prepare(COMMIT_CALL)?,
-            lock: client.prepare(LOCK)?,
-        })
-    }
-}
+/// The statements every append or read runs, prepared when a direct
+/// connection opens: each then costs one round trip from the first.
+const HOT: [&Sql; 6] = [&FIND, &TAIL, &APPEND, &APPEND_PLAIN, &COMMIT_CALL, &LOCK];
 
 /// How long to wait for a lost connection's server process to end.
 const SESSION_END: std::time::Duration = std::time::Duration::from_secs(5);
@@ -46,52 +26,61 @@ impl PgStore {
         self.trips
     }
 
+    /// True when the connection goes through a transaction pooler (such as
+    /// PgBouncer in `pool_mode = transaction`): its statements are then sent
+    /// unnamed, no lock timeout lasts past a transaction, and an append
+    /// whose connection was lost is in doubt until it shows in the log
+    /// (D109: behind a pooler). Found out on connecting (connecting first if
+    /// needed), unless the URL says (`agentctx_pooled=yes|no`).
+    ///
+    /// ```no_run
+    /// let mut store = agent_store::PgStore::open("postgres://root@127.0.0.1:6432/test?context=c")?;
+    /// println!("pooled: {}", store.pooled()?);
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Database`] when it cannot connect.
+    pub fn pooled(&mut self) -> Result<bool> {
+        Ok(self.client()?.pooled())
+    }
+
     /// Counts `n` round trips.
     pub(crate) fn trip(&mut self, n: u64) {
         self.trips += n;
     }
 
-    /// The server session of the connection (its process and start time):
-    /// another one after a reconnection.
-    pub(crate) fn backend(&self) -> Option<&(i32, String)> {
-        self.backend.as_ref()
-    }
-
     /// The open connection, connecting (and migrating) first if there is
     /// none or the server closed it.
     pub(crate) fn client(&mut self) -> Result<&mut Client> {
-        Ok(self.session()?.0)
-    }
-
-    /// The connection and its prepared statements, connecting first if
-    /// needed.
-    pub(super) fn session(&mut self) -> Result<(&mut Client, Statements)> {
         if self.client.as_ref().is_some_and(Client::is_closed) {
             self.client = None;
         }
-        let (client, statements) = match (self.client.take(), self.statements.take()) {
-            (Some(client), Some(statements)) => (client, statements),
-            _ => {
-                let (client, statements, backend) = self.connect()?;
-                self.backend = Some(backend);
-                // The version check, the session query, five statements.
-                self.trips += 7;
-                (client, statements)
+        let client = match self.client.take() {
+            Some(client) => client,
+            None => {
+                let (client, backend) = self.connect()?;
+                // Direct: who is asking, the version check, the session
+                // query, the lock timeout, six statements; pooled: the
+                // first two.
+                self.trips += if backend.is_some() { 10 } else { 2 };
+                self.backend = backend;
+                client
             }
         };
-        self.statements = Some(statements.clone());
-        Ok((self.client.insert(client), statements))
+        Ok(self.client.insert(client))
     }
 
-    fn connect(&self) -> Result<(Client, Statements, (i32, String))> {
-        let mut client =
-            Client::connect(&self.address.config, self.address.idle).map_err(|reason| {
-                Error::Database {
-                    action: "connect to",
-                    name: self.address.shown.clone(),
-                    reason,
-                }
-            })?;
+    /// Connects and migrates; on a direct connection also sets the lock
+    /// timeout, prepares the [`HOT`] statements and names the server
+    /// session (which a lost append's settling ends). Through a pooler no
+    /// session is this store's own (D109: behind a pooler).
+    fn connect(&self) -> Result<(Client, Option<(i32, String)>)> {
+        let mut client = Client::connect(&self.address).map_err(|reason| Error::Database {
+            action: "connect to",
+            name: self.address.shown.clone(),
+            reason,
+        })?;
         schema::migrate(&mut client).map_err(|e| match e {
             // The connection failing while the version is checked is still
             // connecting; a refusal is about the tables.
@@ -107,16 +96,23 @@ impl PgStore {
                 ),
             },
         })?;
+        if client.pooled() {
+            return Ok((client, None));
+        }
         let backend = client
-            .query_one(BACKEND, &[])
+            .query_one(&BACKEND, &[])
             .and_then(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
             .map_err(|e| self.database("connect to", &e))?;
-        let statements =
-            Statements::prepare(&mut client).map_err(|e| match outcome_unknown(&e) {
+        client
+            .set_lock_timeout()
+            .map_err(|e| self.database("connect to", &e))?;
+        client
+            .prepare_all(&HOT)
+            .map_err(|e| match outcome_unknown(&e) {
                 true => self.database("connect to", &e),
                 false => self.database("set up the tables of", &e),
             })?;
-        Ok((client, statements, backend))
+        Ok((client, Some(backend)))
     }
 
     /// Ends the session `(pid, started)` of a lost connection if it is still
@@ -124,11 +120,11 @@ impl PgStore {
     /// lives on and commits later — and waits until it is gone.
     pub(super) fn end_session(&mut self, (pid, started): (i32, String)) -> Result<(), String> {
         let client = self.client().map_err(|e| e.to_string())?;
-        let _ = client.query(TERMINATE, &[&pid, &started]);
+        let _ = client.query(&TERMINATE, &[&pid, &started]);
         let deadline = std::time::Instant::now() + SESSION_END;
         loop {
             let alive = client
-                .query_opt(ALIVE, &[&pid, &started])
+                .query_opt(&ALIVE, &[&pid, &started])
                 .map_err(|e| describe(&e))?;
             if alive.is_none() {
                 return Ok(());

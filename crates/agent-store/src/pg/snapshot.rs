@@ -54,9 +54,9 @@ impl PgStore {
     /// there; remembers the hashes of the chunks read, so the next write
     /// sends only those that differ.
     pub(super) fn read_snapshot(&mut self, id: i64) -> Result<Option<Stored>> {
-        let (client, _) = self.session()?;
+        let client = self.client()?;
         let rows = client
-            .query(SNAPSHOT, &[&id])
+            .query(&SNAPSHOT, &[&id])
             .inspect(|_| self.trips += 2)
             .map_err(|e| self.read_error(&e))?;
         self.chunks.clear();
@@ -196,9 +196,9 @@ impl PgStore {
                 .enumerate()
                 .map(|(i, (chunk, hash))| (known.get(i) != Some(hash)).then_some(*chunk))
                 .collect();
-            let (client, _) = self.session()?;
+            let client = self.client()?;
             let outcome: String = client
-                .query_one(SAVE_SNAPSHOT, &[&id, &rows, &hash_bytes, &bodies])
+                .query_one(&SAVE_SNAPSHOT, &[&id, &rows, &hash_bytes, &bodies])
                 .inspect(|_| self.trips += 2)
                 .and_then(|row| row.try_get(0))
                 .map_err(|e| self.database("write a snapshot of", &e))?;

@@ -5,15 +5,9 @@
 
 use super::PgStore;
 use super::load::to_u64;
+use super::sql::{CHAIN_ROWS, COUNTS};
 use crate::{Error, Finding, Result, Verified};
 use agent_data::{Context, Digest, Format};
-
-/// Every row: position, line, stored digest.
-const ALL: &str = "SELECT seq, line::text, digest FROM agentctx_messages \
-     WHERE context = $1 ORDER BY seq";
-
-/// The length and chained count the context's row records.
-const COUNTS: &str = "SELECT length, chained FROM agentctx_contexts WHERE id = $1";
 
 /// One row as stored.
 struct Row {
@@ -55,12 +49,12 @@ impl PgStore {
 
     /// Every row of context `id`, its recorded length and chained count.
     fn all_rows(&mut self, id: i64) -> Result<(Vec<Row>, u64, u64)> {
-        let (client, _) = self.session()?;
+        let client = self.client()?;
         let read = (|| {
-            let counts = client.query_one(COUNTS, &[&id])?;
+            let counts = client.query_one(&COUNTS, &[&id])?;
             let (length, chained): (i64, i64) = (counts.try_get(0)?, counts.try_get(1)?);
             let mut rows = Vec::new();
-            for row in client.query(ALL, &[&id])? {
+            for row in client.query(&CHAIN_ROWS, &[&id])? {
                 let digest: Option<Vec<u8>> = row.try_get(2)?;
                 rows.push(Row {
                     seq: to_u64(row.try_get(0)?),

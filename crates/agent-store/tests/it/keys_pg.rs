@@ -9,7 +9,7 @@
 
 #[cfg(feature = "postgres")]
 mod keys {
-    use crate::support::pg::{database, fresh, fresh_name, open, raw, raw_with_tables};
+    use crate::support::pg::{fresh, fresh_name, open, raw, raw_with_tables};
     use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{AppendKey, Error, KeyedOutcome, Store};
@@ -28,14 +28,7 @@ mod keys {
     }
 
     fn log(url: &str) -> Vec<String> {
-        let context = open(url).load().unwrap().context;
-        match context.read(&"†state.log".parse().unwrap(), None) {
-            Some(agent_core::json::Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().unwrap().to_owned())
-                .collect(),
-            other => panic!("no log: {other:?}"),
-        }
+        crate::support::pg::pushed_log(&mut open(url))
     }
 
     #[test]
@@ -242,7 +235,7 @@ mod keys {
 
     impl Proxy {
         fn start() -> Proxy {
-            let config: postgres::Config = database().parse().unwrap();
+            let config: postgres::Config = test_support::database::direct_url().parse().unwrap();
             let host = match config.get_hosts().first() {
                 Some(postgres::config::Host::Tcp(host)) => host.clone(),
                 _ => "127.0.0.1".to_owned(),
@@ -320,11 +313,13 @@ mod keys {
         }
 
         fn url(&self, name: &str) -> String {
-            let config: postgres::Config = database().parse().unwrap();
+            let config: postgres::Config = test_support::database::direct_url().parse().unwrap();
             let user = config.get_user().unwrap_or("root");
             let db = config.get_dbname().unwrap_or("test");
+            // A plain TCP proxy: the server sees it as its client, as it
+            // would a pooler, so the URL says there is none.
             format!(
-                "postgres://{user}@127.0.0.1:{}/{db}?context={}",
+                "postgres://{user}@127.0.0.1:{}/{db}?agentctx_pooled=no&context={}",
                 self.port,
                 fresh_name(name)
             )

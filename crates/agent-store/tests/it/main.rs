@@ -15,6 +15,7 @@ mod keys_pg;
 mod linearizable;
 mod memory;
 mod pg_timeouts;
+mod pooled;
 mod postgres;
 mod sidecars;
 mod snapshots_pg;

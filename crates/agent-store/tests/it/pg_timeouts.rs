@@ -13,7 +13,6 @@
 
 #[cfg(feature = "postgres")]
 mod timeouts {
-    use crate::support::pg::database;
     use agent_core::json;
     use agent_data::{Context, Message};
     use agent_store::{Error, PgStore, Store};
@@ -25,7 +24,7 @@ mod timeouts {
 
     /// `host:port` of the test server, from its URL.
     fn upstream() -> String {
-        let url = database();
+        let url = test_support::database::direct_url();
         let rest = url.split_once("://").unwrap().1;
         let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
         let host = rest.split(['/', '?']).next().unwrap();
@@ -40,10 +39,16 @@ mod timeouts {
     /// 127.0.0.1, and `parameters` and a fresh context added.
     fn through(port: u16, parameters: &str, name: &str) -> String {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let url = database().replacen(&upstream(), &format!("127.0.0.1:{port}"), 1);
+        let url = test_support::database::direct_url().replacen(
+            &upstream(),
+            &format!("127.0.0.1:{port}"),
+            1,
+        );
         let sep = if url.contains('?') { '&' } else { '?' };
+        // A plain TCP proxy: the server sees it as its client, as it would
+        // a pooler, so the URL says there is none.
         format!(
-            "{url}{sep}{parameters}&context=test-timeouts-{name}-{}-{}",
+            "{url}{sep}{parameters}&agentctx_pooled=no&context=test-timeouts-{name}-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         )

@@ -19,7 +19,7 @@ fn postgres_tests_need_the_postgres_feature() {
 
 #[cfg(feature = "postgres")]
 mod postgres_store {
-    use crate::support::pg::{database, fresh, open, raw, raw_with_tables};
+    use crate::support::pg::{fresh, open, raw, raw_with_tables};
 
     use crate::support::{assert_linearizable, log_of, plans, push, race};
     use agent_core::{json, json::Value};
@@ -34,7 +34,9 @@ mod postgres_store {
 
     impl Drop for DropSchema {
         fn drop(&mut self) {
-            if let Ok(mut client) = postgres::Client::connect(&database(), postgres::NoTls) {
+            if let Ok(mut client) =
+                postgres::Client::connect(&test_support::database::direct_url(), postgres::NoTls)
+            {
                 let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.0));
             }
         }
@@ -242,7 +244,8 @@ mod postgres_store {
             ))
             .unwrap();
         let _dropped = DropSchema(schema.clone());
-        let base = database();
+        // A schema of its own is a session option, which a pooler refuses.
+        let base = test_support::database::direct_url();
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=migrated");
         let barrier = Barrier::new(8);
@@ -303,7 +306,8 @@ mod postgres_store {
             ))
             .unwrap();
         let _dropped = DropSchema(schema.clone());
-        let base = database();
+        // A schema of its own is a session option, which a pooler refuses.
+        let base = test_support::database::direct_url();
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=c");
         let error = PgStore::open(&url).unwrap_err().to_string();
@@ -466,7 +470,7 @@ mod postgres_store {
     impl Proxy {
         fn start() -> Proxy {
             use std::io::{Read, Write};
-            let config: postgres::Config = database().parse().unwrap();
+            let config: postgres::Config = test_support::database::direct_url().parse().unwrap();
             let host = match config.get_hosts().first() {
                 Some(postgres::config::Host::Tcp(host)) => host.clone(),
                 _ => "127.0.0.1".to_owned(),
@@ -528,7 +532,7 @@ mod postgres_store {
         }
 
         fn url(&self, name: &str) -> String {
-            let config: postgres::Config = database().parse().unwrap();
+            let config: postgres::Config = test_support::database::direct_url().parse().unwrap();
             let user = config.get_user().unwrap_or("root");
             let db = config.get_dbname().unwrap_or("test");
             with_fresh_context(
@@ -547,7 +551,9 @@ mod postgres_store {
     fn with_fresh_context(base: &str, name: &str) -> String {
         let fresh = fresh(name);
         let context = fresh.rsplit_once("context=").unwrap().1;
-        format!("{base}?context={context}")
+        // A plain TCP proxy: the server sees it as its client, as it would
+        // a pooler, so the URL says there is none.
+        format!("{base}?agentctx_pooled=no&context={context}")
     }
 
     #[test]

@@ -15,7 +15,7 @@ fn snapshot_tests_need_the_postgres_feature() {
 
 #[cfg(feature = "postgres")]
 mod pg_snapshots {
-    use crate::support::pg::{database, fresh_name, open, raw, with_context};
+    use crate::support::pg::{fresh_name, open, raw, with_context};
     use agent_core::{json, json::Value};
     use agent_data::{Context, Message};
     use agent_store::SnapshotWhen;
@@ -223,7 +223,8 @@ mod pg_snapshots {
                 "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
             ))
             .unwrap();
-        let base = database();
+        // A schema of its own is a session option, which a pooler refuses.
+        let base = test_support::database::direct_url();
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{schema}&context=old");
         let (mut store, mut context) = (open(&url), Context::new());

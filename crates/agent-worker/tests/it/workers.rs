@@ -174,7 +174,7 @@ fn r34d_an_activity_whose_claim_was_taken_over_is_stopped_at_the_next_renewal_an
     let mut activities = Activities::new();
     activities.register("slow", UntilStopped(stopped_at.clone()));
     let options = options(&name).with_lease(Duration::from_millis(900));
-    let mut db = postgres::Client::connect(&database::url(), postgres::NoTls).unwrap();
+    let mut db = postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
     let report = std::thread::scope(|scope| {
         let running = scope.spawn(|| {
             Worker::new(

@@ -259,7 +259,9 @@ mod postgres {
     /// Runs `sql` with the context's id as `$1`.
     fn sql(url: &str, sql: &str) {
         let name = url.rsplit("context=").next().unwrap();
-        let mut client = ::postgres::Client::connect(&database(), ::postgres::NoTls).unwrap();
+        let mut client =
+            ::postgres::Client::connect(&test_support::database::direct_url(), ::postgres::NoTls)
+                .unwrap();
         let id: i64 = client
             .query_one("SELECT id FROM agentctx_contexts WHERE name = $1", &[&name])
             .unwrap()

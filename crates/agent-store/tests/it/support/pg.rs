@@ -34,7 +34,7 @@ pub fn open(url: &str) -> PgStore {
 
 /// A raw connection to the test database, for arranging and inspecting.
 pub fn raw() -> postgres::Client {
-    postgres::Client::connect(&database(), postgres::NoTls).unwrap()
+    postgres::Client::connect(&test_support::database::direct_url(), postgres::NoTls).unwrap()
 }
 
 /// A raw connection to a test database whose agentctx tables exist, for
@@ -44,4 +44,17 @@ pub fn raw_with_tables() -> postgres::Client {
     let error = open(&fresh("setup")).load().unwrap_err();
     assert!(error.is_missing(), "{error}");
     raw()
+}
+
+/// The strings pushed to `†state.log` of the context `store` holds, in
+/// order; fails when there is no such list.
+pub fn pushed_log(store: &mut PgStore) -> Vec<String> {
+    let context = store.load().unwrap().context;
+    match context.read(&"†state.log".parse().unwrap(), None) {
+        Some(agent_core::json::Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect(),
+        other => panic!("no log: {other:?}"),
+    }
 }
