@@ -42,6 +42,11 @@
 //! 100,000-message context in headless Chromium ([`crate::bench_inspect`]:
 //! the browser tests' `scale.test.mjs`), and writes
 //! `target/bench-summary-inspect.json`.
+//!
+//! `cargo xtask bench fleet` runs only PostgreSQL at fleet scale
+//! (`tests/bin/pg_fleet.rs`): opening, appending and listing in a database
+//! of a million contexts against one of ten, and writes
+//! `target/bench-summary-fleet.json`.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -67,8 +72,9 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// and a LangGraph step through `AgentctxSaver` to LangGraph's own savers'.
 /// The inspector's rows are deadlines, each round within 1 s (D107: the
 /// inspector at scale), and its memory beyond a one-message server,
-/// against 3 × the log.
-const TARGETS: [(&str, f64); 26] = [
+/// against 3 × the log. A database of a million contexts is held to 1.2
+/// of one of ten for opening, appending and listing.
+const TARGETS: [(&str, f64); 29] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-recorded-inplace", 1.5),
@@ -95,6 +101,9 @@ const TARGETS: [(&str, f64); 26] = [
     ("INSPECT-jump-vs-1s", 1.0),
     ("INSPECT-live-vs-1s", 1.0),
     ("INSPECT-memory-vs-log", 3.0),
+    ("MANY-open-1e6-vs-10", 1.2),
+    ("MANY-append-1e6-vs-10", 1.2),
+    ("MANY-list-1e6-vs-10", 1.2),
 ];
 
 /// Which parts a `cargo xtask bench` run measures.
@@ -109,6 +118,7 @@ enum Parts {
     Wide,
     Python,
     Inspect,
+    Fleet,
 }
 
 pub(crate) fn run() -> Result<(), String> {
@@ -122,9 +132,10 @@ pub(crate) fn run() -> Result<(), String> {
         Some("wide") => Parts::Wide,
         Some("python") => Parts::Python,
         Some("inspect") => Parts::Inspect,
+        Some("fleet") => Parts::Fleet,
         Some(other) => {
             return Err(format!(
-                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide|python|inspect]"
+                "unknown bench part {other:?}\nusage: cargo xtask bench [pg|cli|workers|facade|chain|wide|python|inspect|fleet]"
             ));
         }
     };
@@ -157,6 +168,15 @@ pub(crate) fn run() -> Result<(), String> {
     }
     if matches!(parts, Parts::All | Parts::Workers) {
         summary.extend(crate::bench_workers::run(&target)?);
+    }
+    if matches!(parts, Parts::All | Parts::Fleet) {
+        eprintln!("xtask: pg-fleet many (a million contexts in one database against ten)");
+        let many = crate::probe("pg-fleet", &["many".as_ref()])?;
+        eprintln!(
+            "xtask: bytes per context at {}: {}",
+            many["bytes_per_context"]["contexts"], many["bytes_per_context"]
+        );
+        summary.extend(many["rows"].as_array().cloned().unwrap_or_default());
     }
     if matches!(parts, Parts::All | Parts::Facade) {
         eprintln!("xtask: facade-open (the facade's open vs the store's own, file and PostgreSQL)");
@@ -191,6 +211,7 @@ pub(crate) fn run() -> Result<(), String> {
         Parts::Wide => "bench-summary-wide.json",
         Parts::Python => "bench-summary-python.json",
         Parts::Inspect => "bench-summary-inspect.json",
+        Parts::Fleet => "bench-summary-fleet.json",
     };
     let path = target.join(name);
     let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;

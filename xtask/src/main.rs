@@ -117,13 +117,14 @@ fn ci() -> Result<(), String> {
     // Every test of the workspace (agent-plan's async trait included: its
     // tests turn the feature on), several binaries at a time; those of
     // PostgreSQL again through PgBouncer.
-    test_pool::run(&test_env, &pooled_env)?;
+    // Beside them, the crates built as another workspace would (a target
+    // directory of their own, so no lock is shared).
+    test_pool::run(&test_env, &pooled_env, outside::check)?;
     // The page in a real browser, with the binary the test step built.
     browser::run_with(&database.url)?;
     python::check(&database.url)?;
     layers::check()?;
     features::check()?;
-    outside::check()?;
     package::check()?;
     tidy::check()?;
     // The README's loop example, against the scripted model.

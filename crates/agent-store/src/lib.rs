@@ -71,7 +71,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use pg::{
-    CallRow, CallState, Claim, ClaimRequest, Listener, MAX_NAME_BYTES, PgCalls, PgStore,
+    CallRow, CallState, Claim, ClaimRequest, Listener, MAX_NAME_BYTES, MAX_NAMES, PgCalls, PgStore,
     SCHEMA_VERSION,
 };
 pub use snapshot::SNAPSHOT_AFTER;

@@ -4,12 +4,47 @@
 
 use super::PgStore;
 use super::rows::{Lines, ReadFailure, Start};
-use super::sql::{DIGEST, FIND, TAIL};
+use super::sql::{DIGEST, FIND, NAMES, TAIL};
 use crate::snapshot::Since;
 use crate::{Error, Result};
 use agent_data::{Context, Digest, Loaded, Position};
 
+/// The most names [`PgStore::context_names`] returns at once.
+pub const MAX_NAMES: usize = 10_000;
+
 impl PgStore {
+    /// One page of the names of the contexts in this store's database (its
+    /// schema, as the URL's `search_path` says), in order: those after
+    /// `after` (`""` for the first page), at most `limit` of them (up to
+    /// [`MAX_NAMES`]). A page costs the same however many contexts there
+    /// are: the next page starts after the last name of this one.
+    ///
+    /// ```no_run
+    /// let mut store = agent_store::PgStore::open("postgres://root@127.0.0.1:5432/test?context=any")?;
+    /// let mut after = String::new();
+    /// loop {
+    ///     let page = store.context_names(&after, 100)?;
+    ///     let Some(last) = page.last() else { break };
+    ///     after = last.clone();
+    ///     println!("{}", page.join("\n"));
+    /// }
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Database`] when it cannot connect or read.
+    pub fn context_names(&mut self, after: &str, limit: usize) -> Result<Vec<String>> {
+        let limit = i64::try_from(limit.min(MAX_NAMES)).unwrap_or(0);
+        let client = self.client()?;
+        let rows = client.query(&NAMES, &[&after, &limit]);
+        self.trips += 1;
+        let rows = rows.map_err(|e| self.read_error(&e))?;
+        rows.iter()
+            .map(|row| row.try_get::<_, String>(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.read_error(&e))
+    }
+
     /// The context's id: `None` while it does not exist. Finding it, rows
     /// older than schema version 6 get their digests (`backfill.rs`).
     pub(super) fn id(&mut self) -> Result<Option<i64>> {

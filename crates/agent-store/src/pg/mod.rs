@@ -70,6 +70,7 @@ use std::ops::Range;
 pub use address::MAX_NAME_BYTES;
 pub use calls::{CallRow, CallState, Claim, ClaimRequest, PgCalls};
 pub use listen::Listener;
+pub use load::MAX_NAMES;
 pub use schema::SCHEMA_VERSION;
 
 /// A context stored in PostgreSQL, addressed by a URL whose `context`

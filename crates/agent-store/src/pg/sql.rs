@@ -37,6 +37,13 @@ pub(super) const FIND: Sql = Sql {
     types: &[Type::TEXT],
 };
 
+/// One page of the contexts' names: those after `$1`, in order, at most
+/// `$2` (a range of the name's unique index).
+pub(super) const NAMES: Sql = Sql {
+    text: "SELECT name FROM agentctx_contexts WHERE name > $1 ORDER BY name LIMIT $2",
+    types: &[Type::TEXT, Type::INT8],
+};
+
 /// The compare-and-append (schema version 7): context name, the id read
 /// (or NULL), the expected length, the lines, each line's chain digest,
 /// the append's key (or NULL) and the index of its first message. With a
@@ -363,8 +370,9 @@ mod tests {
     use super::*;
 
     /// Every statement with parameters, by name.
-    const STATEMENTS: [(&str, &Sql); 29] = [
+    const STATEMENTS: [(&str, &Sql); 30] = [
         ("FIND", &FIND),
+        ("NAMES", &NAMES),
         ("APPEND", &APPEND),
         ("APPEND_PLAIN", &APPEND_PLAIN),
         ("COMMIT_CALL", &COMMIT_CALL),

@@ -14,6 +14,7 @@ mod keys_files;
 mod keys_pg;
 mod linearizable;
 mod memory;
+mod names_pg;
 mod pg_timeouts;
 mod pooled;
 mod postgres;

@@ -1,0 +1,222 @@
+//! PostgreSQL at fleet scale, against a real server: `pg-fleet PART`
+//! prints one JSON object. `cargo xtask bench fleet` runs it.
+//!
+//! - `many` (MANY-*-1e6-vs-10): a database of `MANY_CONTEXTS` (default
+//!   1,000,000) small contexts against one of 10, each in a schema of its
+//!   own: opening a context (`PgStore::open` and `load`), appending one
+//!   message to it, and listing a page of 5 names after a name
+//!   (`PgStore::context_names`; as many in both databases), each on a context chosen at random,
+//!   `MANY_OPS` (40) of each per side per round, the sides alternating
+//!   over `MANY_ROUNDS` (15) rounds. Each row's ratios are the large
+//!   database's median over the small one's, round by round. With them, the
+//!   bytes per context of each table and its indexes.
+//!
+//! The contexts beyond the first are made by two `INSERT … SELECT`s that
+//! copy the first one's row and message (its line and chain digest, as the
+//! store wrote them), so every context is one agentctx can read and check.
+#![forbid(unsafe_code)]
+
+use agent_core::json::{self, Value};
+use agent_data::Context;
+use agent_store::Store;
+use agentctx_tests::pg_scratch::{Outcome, Scratch, Server, commit, median, message, pg, setting};
+use std::time::Instant;
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("pg-fleet: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Outcome<()> {
+    let part = std::env::args().nth(1).unwrap_or_default();
+    let server = Server::find()?;
+    let result = match part.as_str() {
+        "many" => many(&server)?,
+        _ => return Err("usage: pg-fleet <many>".into()),
+    };
+    println!("{result}");
+    Ok(())
+}
+
+/// The name of context `i`: letters and digits, ordered as numbered.
+fn name(i: usize) -> String {
+    format!("c{i:08}")
+}
+
+/// A database of `count` contexts of one message each.
+struct Database {
+    scratch: Scratch,
+    count: usize,
+}
+
+impl Database {
+    fn create(server: &Server, part: &str, count: usize) -> Outcome<Database> {
+        let scratch = Scratch::create(server, part)?;
+        let started = Instant::now();
+        // The first through the store: the tables, and the line and digest
+        // every other context copies.
+        let mut store = scratch.store(&name(0))?;
+        let mut context = Context::new();
+        commit(
+            &mut store,
+            &mut context,
+            json::json!({"type": "state", "data": {"n": 0}}),
+        )?;
+        let mut raw = scratch.client()?;
+        let copied = i64::try_from(count.saturating_sub(1)).unwrap_or(0);
+        raw.batch_execute("SET synchronous_commit = off")
+            .map_err(|e| pg(&e))?;
+        raw.execute(
+            "INSERT INTO agentctx_contexts (name, length, chained) \
+             SELECT 'c' || lpad(g::text, 8, '0'), 1, 1 FROM generate_series(1, $1::bigint) g",
+            &[&copied],
+        )
+        .map_err(|e| pg(&e))?;
+        raw.execute(
+            "INSERT INTO agentctx_messages (context, seq, line, digest) \
+             SELECT c.id, 0, m.line, m.digest FROM agentctx_contexts c, \
+               (SELECT line, digest FROM agentctx_messages WHERE seq = 0 LIMIT 1) m \
+             WHERE c.name <> $1",
+            &[&name(0)],
+        )
+        .map_err(|e| pg(&e))?;
+        // As autovacuum leaves them after a bulk insert: statistics, and
+        // the visibility map that lets a listing read the index alone.
+        for table in ["agentctx_contexts", "agentctx_messages"] {
+            raw.batch_execute(&format!("VACUUM (ANALYZE) {table}"))
+                .map_err(|e| pg(&e))?;
+        }
+        eprintln!(
+            "pg-fleet: {count} contexts in {} in {:.0} s",
+            scratch.schema,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Database { scratch, count })
+    }
+
+    /// Bytes per context of `table` (heap and TOAST) and of its indexes.
+    fn bytes_per_context(&self, table: &str) -> Outcome<Value> {
+        let mut raw = self.scratch.client()?;
+        let row = raw
+            .query_one(
+                "SELECT pg_table_size(c.oid), pg_indexes_size(c.oid) FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname = $2",
+                &[&self.scratch.schema, &table],
+            )
+            .map_err(|e| pg(&e))?;
+        let (heap, indexes): (i64, i64) = (row.get(0), row.get(1));
+        let per = |bytes: i64| bytes as f64 / self.count as f64;
+        Ok(json::json!({"table": per(heap), "indexes": per(indexes)}))
+    }
+}
+
+/// The names a listing asks for: a full page in the small database too.
+const PAGE: usize = 5;
+
+/// What one round measured on one side: each operation's median.
+struct Round {
+    open: f64,
+    append: f64,
+    list: f64,
+}
+
+/// `ops` opens, appends and listings on contexts chosen by `pick`.
+fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> Outcome<Round> {
+    let (mut open, mut append, mut list) = (Vec::new(), Vec::new(), Vec::new());
+    let note = message(json::json!({"type": "state", "data": {"seen": 1}}))?;
+    for _ in 0..ops {
+        let chosen = name(pick() % database.count);
+        let started = Instant::now();
+        let mut store = database.scratch.store(&chosen)?;
+        let mut context = store.load().map_err(|e| e.to_string())?.context;
+        open.push(started.elapsed().as_nanos());
+        let started = Instant::now();
+        store
+            .commit(&mut context, &note)
+            .map_err(|e| e.to_string())?;
+        append.push(started.elapsed().as_nanos());
+        let after = name(pick() % database.count);
+        let started = Instant::now();
+        let page = store
+            .context_names(&after, 100)
+            .map_err(|e| e.to_string())?;
+        list.push(started.elapsed().as_nanos());
+        if page.first().is_some_and(|first| *first <= after) {
+            return Err(format!("a page after {after} began with {page:?}"));
+        }
+    }
+    Ok(Round {
+        open: median(open),
+        append: median(append),
+        list: median(list),
+    })
+}
+
+fn many(server: &Server) -> Outcome<Value> {
+    let count = setting("MANY_CONTEXTS", 1_000_000);
+    let rounds = setting("MANY_ROUNDS", 15);
+    let ops = setting("MANY_OPS", 40);
+    let small = Database::create(server, "many_small", 10)?;
+    let large = Database::create(server, "many_large", count)?;
+    // A fixed sequence (an LCG), so every run picks the same contexts.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut pick = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(state >> 33).unwrap_or(0)
+    };
+    let mut sides: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
+    for r in 0..=rounds {
+        // Round 0 warms both up; the order alternates.
+        for side in [r % 2, 1 - r % 2] {
+            let database = if side == 0 { &small } else { &large };
+            let measured = round(database, ops, &mut pick)?;
+            if r > 0 {
+                sides[side].push(measured);
+            }
+        }
+    }
+    let row = |workload: &str, what: &str, of: fn(&Round) -> f64| {
+        let ratios: Vec<f64> = sides[1]
+            .iter()
+            .zip(&sides[0])
+            .map(|(large, small)| of(large) / of(small))
+            .collect();
+        let ours = median_f64(sides[1].iter().map(of).collect());
+        let base = median_f64(sides[0].iter().map(of).collect());
+        json::json!({
+            "workload": workload,
+            "ratios": ratios,
+            "ratio": ours / base,
+            "ours_ns": ours,
+            "baseline": format!("{what} in a database of 10 contexts, interleaved"),
+            "baseline_ns": base,
+            "rounds": rounds,
+            "contexts": count,
+        })
+    };
+    Ok(json::json!({
+        "rows": [
+            row("MANY-open-1e6-vs-10", "PgStore::open and load of one context", |r| r.open),
+            row("MANY-append-1e6-vs-10", "one append", |r| r.append),
+            row("MANY-list-1e6-vs-10", "a page of 5 names after a name", |r| r.list),
+        ],
+        "bytes_per_context": {
+            "contexts": count,
+            "agentctx_contexts": large.bytes_per_context("agentctx_contexts")?,
+            "agentctx_messages": large.bytes_per_context("agentctx_messages")?,
+        },
+    }))
+}
+
+fn median_f64(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
