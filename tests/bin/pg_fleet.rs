@@ -141,14 +141,15 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
             .commit(&mut context, &note)
             .map_err(|e| e.to_string())?;
         append.push(started.elapsed().as_nanos());
-        let after = name(pick() % database.count);
+        // A name with a full page after it, in either database.
+        let after = name(pick() % (database.count - PAGE));
         let started = Instant::now();
         let page = store
-            .context_names(&after, 100)
+            .context_names(&after, PAGE)
             .map_err(|e| e.to_string())?;
         list.push(started.elapsed().as_nanos());
-        if page.first().is_some_and(|first| *first <= after) {
-            return Err(format!("a page after {after} began with {page:?}"));
+        if page.len() != PAGE || page.first().is_some_and(|first| *first <= after) {
+            return Err(format!("the page after {after} is {page:?}"));
         }
     }
     Ok(Round {
