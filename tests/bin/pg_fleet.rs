@@ -11,10 +11,22 @@
 //!   database's median over the small one's, round by round. With them, the
 //!   bytes per context of each table and its indexes.
 //!
+//! - `claims` (FLEET-*): 1, 10, 100 and 1,000 worker threads in this one
+//!   process on one plan of `FLEET_CALLS` (100,000) independent calls,
+//!   through the transaction pooler `FLEET_POOLED_URL` names (its server
+//!   sessions bounded, whatever the threads), each with its own store and
+//!   claims: claim one call of a random window of 64 (`PgCalls::claim`),
+//!   commit its result (`PgStore::commit_call`), again, for
+//!   `FLEET_SECONDS` (5) seconds per pool (`FLEET_POOLS=1,10` for some). Claims and results per second,
+//!   conflicts (an append that found another first and caught up), and
+//!   the check that every call done has exactly one result in the log.
+//!
 //! The contexts beyond the first are made by two `INSERT … SELECT`s that
 //! copy the first one's row and message (its line and chain digest, as the
 //! store wrote them), so every context is one agentctx can read and check.
 #![forbid(unsafe_code)]
+
+mod fleet_claims;
 
 use agent_core::json::{self, Value};
 use agent_data::Context;
@@ -37,7 +49,8 @@ fn run() -> Outcome<()> {
     let server = Server::find()?;
     let result = match part.as_str() {
         "many" => many(&server)?,
-        _ => return Err("usage: pg-fleet <many>".into()),
+        "claims" => fleet_claims::claims()?,
+        _ => return Err("usage: pg-fleet <many|claims>".into()),
     };
     println!("{result}");
     Ok(())

@@ -170,13 +170,7 @@ pub(crate) fn run() -> Result<(), String> {
         summary.extend(crate::bench_workers::run(&target)?);
     }
     if matches!(parts, Parts::All | Parts::Fleet) {
-        eprintln!("xtask: pg-fleet many (a million contexts in one database against ten)");
-        let many = crate::probe("pg-fleet", &["many".as_ref()])?;
-        eprintln!(
-            "xtask: bytes per context at {}: {}",
-            many["bytes_per_context"]["contexts"], many["bytes_per_context"]
-        );
-        summary.extend(many["rows"].as_array().cloned().unwrap_or_default());
+        summary.extend(crate::bench_fleet::run(&database)?);
     }
     if matches!(parts, Parts::All | Parts::Facade) {
         eprintln!("xtask: facade-open (the facade's open vs the store's own, file and PostgreSQL)");

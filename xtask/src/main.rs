@@ -24,6 +24,7 @@
 
 mod bench;
 mod bench_cli;
+mod bench_fleet;
 mod bench_inspect;
 mod bench_python;
 mod bench_wide;
@@ -117,14 +118,13 @@ fn ci() -> Result<(), String> {
     // Every test of the workspace (agent-plan's async trait included: its
     // tests turn the feature on), several binaries at a time; those of
     // PostgreSQL again through PgBouncer.
-    // Beside them, the crates built as another workspace would (a target
-    // directory of their own, so no lock is shared).
-    test_pool::run(&test_env, &pooled_env, outside::check)?;
+    test_pool::run(&test_env, &pooled_env)?;
     // The page in a real browser, with the binary the test step built.
     browser::run_with(&database.url)?;
     python::check(&database.url)?;
     layers::check()?;
     features::check()?;
+    outside::check()?;
     package::check()?;
     tidy::check()?;
     // The README's loop example, against the scripted model.

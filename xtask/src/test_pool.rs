@@ -88,13 +88,7 @@ struct Job {
 
 /// Builds every test of the workspace, then runs them `JOBS` at a time;
 /// the [`THROUGH_POOLER`] parts run again with `pooled` added to `env`.
-/// `beside` runs meanwhile, on what the tests leave of the cores (they
-/// mostly wait), and ends before the binaries that time themselves.
-pub(crate) fn run(
-    env: &[(&str, &str)],
-    pooled: &[(&str, &str)],
-    beside: impl FnOnce() -> Result<(), String> + Send,
-) -> Result<(), String> {
+pub(crate) fn run(env: &[(&str, &str)], pooled: &[(&str, &str)]) -> Result<(), String> {
     let started = Instant::now();
     let binaries = build()?;
     let out_dir = crate::bench::target_dir()?.join("ci-tests");
@@ -157,28 +151,16 @@ pub(crate) fn run(
     let at = jobs.len().min(1 + SLOWEST.len());
     jobs.splice(at..at, again);
     let count = jobs.len() + alone.len();
-    let (mut failed, beside) = std::thread::scope(|scope| {
-        let beside = scope.spawn(beside);
-        let failed = run_all(jobs, &out_dir, JOBS);
-        let beside = beside
-            .join()
-            .unwrap_or_else(|_| Err("the work beside the tests panicked".into()));
-        (failed, beside)
-    });
+    let mut failed = run_all(jobs, &out_dir, JOBS);
     failed.extend(run_all(alone, &out_dir.join("alone"), 1));
     eprintln!(
         "xtask: {count} test jobs, {JOBS} at a time, took {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    match (failed.is_empty(), beside) {
-        (true, beside) => beside,
-        (false, beside) => Err(format!(
-            "tests failed: {}{}",
-            failed.join(", "),
-            beside
-                .err()
-                .map_or_else(String::new, |e| format!("; and {e}"))
-        )),
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("tests failed: {}", failed.join(", ")))
     }
 }
 

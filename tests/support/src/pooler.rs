@@ -117,7 +117,7 @@ impl PgBouncer {
             "[databases]\n* = host={host} port={upstream_port}\n\
              [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
              auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
-             max_client_conn = 2000\ndefault_pool_size = {pool_size}\n\
+             max_client_conn = 5000\ndefault_pool_size = {pool_size}\n\
              server_lifetime = 3600\nserver_login_retry = 1\nlog_connections = 0\nlog_disconnections = 0\n{become_user}",
             users.display()
         );

@@ -19,13 +19,14 @@
 //! (a [`Sql`] is sent unnamed with its parameters' types), and nothing
 //! lasts past a transaction.
 
+use super::pooling::{Login, Near, Session};
 use super::sql::{Sql, WHO};
 use std::collections::{HashMap, VecDeque};
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -37,14 +38,6 @@ use tokio_postgres::{
     AsyncMessage, Config, Connection, Error, NoTls, Notification, Row, RowStream,
     SimpleQueryMessage, Statement,
 };
-
-/// This end of the connection's socket, to compare with what the server
-/// session says of its client.
-enum Near {
-    Tcp(std::net::SocketAddr),
-    /// The socket file's directory and port.
-    Unix(std::path::PathBuf, u16),
-}
 
 /// How long connecting may take when the configuration does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -98,6 +91,8 @@ enum Socket {
 pub(crate) struct Stream {
     socket: Socket,
     watch: Arc<Watch>,
+    /// Reads the login's messages as they pass (D109: behind a pooler).
+    login: Login,
 }
 
 impl AsyncRead for Stream {
@@ -117,6 +112,7 @@ impl AsyncRead for Stream {
         };
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             this.watch.hear();
+            this.login.feed(&buf.filled()[before..]);
         }
         polled
     }
@@ -287,7 +283,7 @@ impl Client {
         // The timer must be made inside the runtime.
         let opened =
             runtime.block_on(async { tokio::time::timeout(limit, open(config, &watch)).await });
-        let (client, connection, near) = opened.map_err(|_| {
+        let (client, connection, near, key) = opened.map_err(|_| {
             format!(
                 "timeout waiting for server ({} s; set connect_timeout=SECONDS in the URL)",
                 limit.as_secs_f64()
@@ -309,18 +305,15 @@ impl Client {
         client.pooled = match pooled {
             Some(pooled) => pooled,
             None => client
-                .is_pooled(&near)
+                .is_pooled(&near, &key)
                 .map_err(|e| super::session::describe(&e))?,
         };
         Ok(client)
     }
 
-    /// Whether the server session's client is not this end of the socket
-    /// (or it listens elsewhere than this socket reached): then a pooler
-    /// is in between. A direct connection through NAT looks pooled, which
-    /// costs only what a pooled one forgoes (`agentctx_pooled=no` says
-    /// otherwise).
-    fn is_pooled(&mut self, near: &Near) -> Result<bool, Error> {
+    /// Whether a pooler is in between (`pooling.rs`): asks the server
+    /// session who it is, in one simple query, which names nothing.
+    fn is_pooled(&mut self, near: &Near, key: &AtomicI64) -> Result<bool, Error> {
         let messages = self.driver.wait(self.client.simple_query(WHO))?;
         let Some(row) = messages.iter().find_map(|m| match m {
             SimpleQueryMessage::Row(row) => Some(row),
@@ -328,21 +321,14 @@ impl Client {
         }) else {
             return Ok(true);
         };
-        let (address, port) = (row.get(0), row.get(1));
-        let (listens, directories) = (row.get(2), row.get(3).unwrap_or_default());
-        Ok(match near {
-            Near::Tcp(local) => {
-                address != Some(local.ip().to_string().as_str())
-                    || port != Some(local.port().to_string().as_str())
-            }
-            Near::Unix(dir, at) => {
-                address.is_some()
-                    || listens != Some(at.to_string().as_str())
-                    || !directories
-                        .split(',')
-                        .any(|d| std::path::Path::new(d.trim()) == dir.as_path())
-            }
-        })
+        let session = Session {
+            pid: row.get(0),
+            client_address: row.get(1),
+            client_port: row.get(2),
+            port: row.get(3),
+            socket_directories: row.get(4).unwrap_or_default(),
+        };
+        Ok(super::pooling::pooled(near, key, &session))
     }
 
     /// Sets the lock timeout for the session: on a direct connection,
@@ -556,17 +542,16 @@ impl RowIter<'_> {
 }
 
 /// Opens a socket to the first of `config`'s hosts that answers and logs in.
-async fn open(
-    config: &Config,
-    watch: &Arc<Watch>,
-) -> Result<
-    (
-        tokio_postgres::Client,
-        Connection<Stream, NoTlsStream>,
-        Near,
-    ),
-    String,
-> {
+/// A logged-in connection, this end of its socket and the process id its
+/// login gave.
+type Opened = (
+    tokio_postgres::Client,
+    Connection<Stream, NoTlsStream>,
+    Near,
+    Arc<AtomicI64>,
+);
+
+async fn open(config: &Config, watch: &Arc<Watch>) -> Result<Opened, String> {
     let hosts = config.get_hosts();
     let ports = config.get_ports();
     if hosts.is_empty() {
@@ -595,12 +580,14 @@ async fn open(
                 continue;
             }
         };
+        let (login, key) = Login::new();
         let stream = Stream {
             socket,
             watch: Arc::clone(watch),
+            login,
         };
         match config.connect_raw(stream, NoTls).await {
-            Ok((client, connection)) => return Ok((client, connection, near)),
+            Ok((client, connection)) => return Ok((client, connection, near, key)),
             Err(e) => failure = super::session::describe(&e),
         }
     }

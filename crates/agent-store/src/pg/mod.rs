@@ -13,6 +13,8 @@
 //! - `address.rs`: the URL — server, options, context name, timeouts;
 //!   `credentials.rs`: what it leaves out, from the environment and the
 //!   password file, as libpq finds them;
+//! - `pooling.rs`: telling a direct connection from one through a
+//!   transaction pooler (D109: behind a pooler);
 //! - `client.rs`: the blocking client, whose every call ends: a deadline
 //!   on the server's silence;
 //! - `session.rs`: the connection — connecting within the timeout,
@@ -51,6 +53,7 @@ mod client;
 mod credentials;
 mod listen;
 mod load;
+mod pooling;
 mod rows;
 mod schema;
 mod session;

@@ -19,12 +19,11 @@ pub(crate) struct Sql {
     pub(crate) types: &'static [Type],
 }
 
-/// Tells a direct connection from a pooled one (`client.rs`): the server
-/// session's own idea of its client (address and port), and of where it
-/// listens, against this end of the socket. A pooler's session has the
-/// pooler as its client. Sent as a simple query, which names nothing.
-pub(super) const WHO: &str = "SELECT host(inet_client_addr()), inet_client_port(), \
-     current_setting('port'), current_setting('unix_socket_directories')";
+/// Who the server session is (`pooling.rs`): its process id, the client
+/// it sees, and where it listens. Sent as a simple query, which names
+/// nothing.
+pub(super) const WHO: &str = "SELECT pg_backend_pid(), host(inet_client_addr()), \
+     inet_client_port(), current_setting('port'), current_setting('unix_socket_directories')";
 
 // ---- A context and its messages (`session.rs`, `load.rs`, `append.rs`).
 
@@ -337,6 +336,14 @@ pub(super) const SET_UP: Sql = Sql {
      SELECT $1, $2, g FROM generate_series(0, $3 - 1) g ON CONFLICT DO NOTHING",
     types: &[Type::INT8, Type::INT8, Type::INT4],
 };
+
+/// Statistics of the calls' table, taken after a plan added at least
+/// [`ANALYZE_AFTER`] rows: planned on older ones, a claim scans the whole
+/// plan rather than its candidates.
+pub(super) const ANALYZE_CALLS: &str = "ANALYZE agentctx_calls";
+
+/// See [`ANALYZE_CALLS`].
+pub(super) const ANALYZE_AFTER: u64 = 10_000;
 
 /// Removes a worker's row, and wakes the listeners: its calls' tools may
 /// have no live worker now.

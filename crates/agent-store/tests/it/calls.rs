@@ -537,4 +537,37 @@ mod pg_calls {
         calls.unregister("a").unwrap();
         assert!(calls.live_tools().unwrap().is_empty());
     }
+
+    #[test]
+    fn r34d_setting_up_a_large_plan_counts_its_rows_so_a_claim_reads_only_its_candidates() {
+        // Planned on statistics from before the rows, a claim scanned the
+        // whole plan (55 ms a claim at 100,000 calls).
+        let mut raw = crate::support::pg::raw();
+        let before: Option<std::time::SystemTime> = raw
+            .query_one("SELECT now()::timestamptz", &[])
+            .unwrap()
+            .get(0);
+        let (url, row) = planned("large", 10_000);
+        let analyzed: Option<std::time::SystemTime> = raw
+            .query_one(
+                "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'agentctx_calls' \
+                 AND schemaname = current_schema()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(analyzed >= before, "{analyzed:?} < {before:?}");
+        let mut calls = PgCalls::open(&url).unwrap();
+        let claims = calls
+            .claim(&ClaimRequest {
+                plan: row,
+                candidates: &[9_998, 9_999],
+                worker: "w",
+                lease: Duration::from_secs(30),
+                max: 1,
+            })
+            .unwrap();
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0].call, 9_998);
+    }
 }

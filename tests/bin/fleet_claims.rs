@@ -1,0 +1,222 @@
+//! `pg-fleet claims`: many workers' claims and results on one plan,
+//! through a transaction pooler (see the binary's documentation).
+
+use agent_core::json::{self, Value};
+use agent_data::{Context, Message};
+use agent_store::{CallState, ClaimRequest, Error, PgCalls, PgStore, Store};
+use agentctx_tests::pg_scratch::{Outcome, setting};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// The worker pools measured, in threads.
+const POOLS: [usize; 4] = [1, 10, 100, 1000];
+
+/// The calls a worker offers to claim at once: a window of the plan.
+const WINDOW: usize = 64;
+
+/// What the threads of one pool counted.
+#[derive(Default)]
+struct Counts {
+    claimed: AtomicU64,
+    committed: AtomicU64,
+    conflicts: AtomicU64,
+    empty: AtomicU64,
+    /// Microseconds spent claiming, and committing.
+    claiming: AtomicU64,
+    committing: AtomicU64,
+}
+
+pub(crate) fn claims() -> Outcome<Value> {
+    let url = std::env::var("FLEET_POOLED_URL").map_err(
+        |_| "FLEET_POOLED_URL names no pooler: run it through `cargo xtask bench fleet`",
+    )?;
+    let calls = setting("FLEET_CALLS", 100_000);
+    let seconds = setting("FLEET_SECONDS", 5) as u64;
+    let mut rows = Vec::new();
+    // `FLEET_POOLS=1,10` measures those alone.
+    let pools: Vec<usize> = match std::env::var("FLEET_POOLS") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect(),
+        Err(_) => POOLS.to_vec(),
+    };
+    for pool in pools {
+        rows.push(one_pool(&url, calls, pool, Duration::from_secs(seconds))?);
+    }
+    Ok(json::json!({ "rows": rows }))
+}
+
+/// A fresh context holding a plan of `calls` independent calls, its call
+/// rows set up; its URL and the plan's row.
+fn plan(url: &str, calls: usize, pool: usize) -> Outcome<(String, u64)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let sep = if url.contains('?') { '&' } else { '?' };
+    // Queued in the pooler behind the other workers' transactions, a
+    // query hears nothing: the idle deadline must outlast the queue.
+    let url = format!(
+        "{url}{sep}agentctx_idle_timeout=120&context=fleet-{pool}-{}-{nanos}",
+        std::process::id()
+    );
+    let plan: Vec<Value> = (0..calls)
+        .map(|i| json::json!({"_tool": "t", "i": i, "_outputPath": format!("†state.r{i}")}))
+        .collect();
+    let plan = Message::from_value(json::json!({"type": "plan", "calls": plan}))
+        .map_err(|e| e.to_string())?;
+    let mut store = PgStore::open(&url).map_err(|e| e.to_string())?;
+    let range = store
+        .commit(&mut Context::new(), &plan)
+        .map_err(|e| e.to_string())?;
+    let row = range.start as u64;
+    let mut table = PgCalls::open(&url).map_err(|e| e.to_string())?;
+    table.set_up(row, calls).map_err(|e| e.to_string())?;
+    Ok((url, row))
+}
+
+fn one_pool(url: &str, calls: usize, pool: usize, time: Duration) -> Outcome<Value> {
+    let (url, row) = plan(url, calls, pool)?;
+    let counts = Arc::new(Counts::default());
+    let start = Arc::new(Barrier::new(pool + 1));
+    let mut threads = Vec::new();
+    for worker in 0..pool {
+        let (url, counts, start) = (url.clone(), Arc::clone(&counts), Arc::clone(&start));
+        let thread = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || work(&url, row, calls, worker, &counts, &start, time))
+            .map_err(|e| format!("cannot start worker {worker}: {e}"))?;
+        threads.push(thread);
+    }
+    start.wait();
+    let began = Instant::now();
+    let mut failures = Vec::new();
+    for thread in threads {
+        match thread.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failures.push(e),
+            Err(_) => failures.push("a worker thread panicked".into()),
+        }
+    }
+    let elapsed = began.elapsed().as_secs_f64();
+    if let Some(first) = failures.first() {
+        return Err(format!(
+            "{} of {pool} workers failed; the first: {first}",
+            failures.len()
+        ));
+    }
+    let committed = counts.committed.load(Ordering::Relaxed);
+    let claims = counts.claimed.load(Ordering::Relaxed).max(1) as f64;
+    let per_claim = |total: &AtomicU64| total.load(Ordering::Relaxed) as f64 / claims / 1000.0;
+    let (done, results) = check(&url, row, calls)?;
+    if done != committed || results != committed {
+        return Err(format!(
+            "{pool} workers committed {committed} results, but {done} calls are done and the \
+             log holds {results} results"
+        ));
+    }
+    eprintln!("pg-fleet: {pool} workers: {committed} results in {elapsed:.1} s");
+    Ok(json::json!({
+        "workload": format!("FLEET-{pool}-workers"),
+        "workers": pool,
+        "calls": calls,
+        "seconds": elapsed,
+        "claims_per_second": counts.claimed.load(Ordering::Relaxed) as f64 / elapsed,
+        "results_per_second": committed as f64 / elapsed,
+        "conflicts": counts.conflicts.load(Ordering::Relaxed),
+        "empty_claims": counts.empty.load(Ordering::Relaxed),
+        "claim_ms": per_claim(&counts.claiming),
+        "commit_ms": per_claim(&counts.committing),
+    }))
+}
+
+/// One worker: claim one call of a random window, commit its result, until
+/// `time` has passed since the start.
+fn work(
+    url: &str,
+    row: u64,
+    calls: usize,
+    worker: usize,
+    counts: &Counts,
+    start: &Barrier,
+    time: Duration,
+) -> Outcome<()> {
+    // Connected and caught up before the clock starts.
+    let opened = PgStore::open(url).and_then(|mut store| {
+        let context = store.load()?.context;
+        Ok((store, PgCalls::open(url)?, context))
+    });
+    start.wait();
+    let (mut store, mut table, mut context) = opened.map_err(|e| e.to_string())?;
+    let name = format!("w{worker}");
+    let deadline = Instant::now() + time;
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ (worker as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    while Instant::now() < deadline {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let from = usize::try_from(state >> 33).unwrap_or(0) % calls.saturating_sub(WINDOW).max(1);
+        let window: Vec<usize> = (from..(from + WINDOW).min(calls)).collect();
+        let asked = Instant::now();
+        let claimed = table
+            .claim(&ClaimRequest {
+                plan: row,
+                candidates: &window,
+                worker: &name,
+                lease: Duration::from_secs(60),
+                max: 1,
+            })
+            .map_err(|e| e.to_string())?;
+        counts.claiming.fetch_add(micros(asked), Ordering::Relaxed);
+        if claimed.is_empty() {
+            counts.empty.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        for claim in claimed {
+            counts.claimed.fetch_add(1, Ordering::Relaxed);
+            let result = Message::from_value(json::json!({"type": "state",
+                "data": {format!("r{}", claim.call): worker},
+                "_outputPath": format!("†state.r{}", claim.call)}))
+            .map_err(|e| e.to_string())?;
+            let before = context.len();
+            let committing = Instant::now();
+            let committed = store.commit_call(&mut context, &result, &claim);
+            counts
+                .committing
+                .fetch_add(micros(committing), Ordering::Relaxed);
+            match committed {
+                Ok(range) => {
+                    if range.start > before {
+                        counts.conflicts.fetch_add(1, Ordering::Relaxed);
+                    }
+                    counts.committed.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Error::Fenced(_) | Error::AlreadyWritten { .. }) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// How many calls are done, and how many results the log holds (every
+/// message after the plan).
+fn check(url: &str, row: u64, calls: usize) -> Outcome<(u64, u64)> {
+    let mut table = PgCalls::open(url).map_err(|e| e.to_string())?;
+    let rows = table.rows(row).map_err(|e| e.to_string())?;
+    if rows.len() != calls {
+        return Err(format!(
+            "the plan has {} call rows, not {calls}",
+            rows.len()
+        ));
+    }
+    let done = rows.iter().filter(|r| r.state == CallState::Done).count() as u64;
+    let mut store = PgStore::open(url).map_err(|e| e.to_string())?;
+    let length = store.load().map_err(|e| e.to_string())?.context.len() as u64;
+    Ok((done, length.saturating_sub(row + 1)))
+}
