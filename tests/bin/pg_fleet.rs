@@ -4,9 +4,11 @@
 //! - `many` (MANY-*-1e6-vs-10): a database of `MANY_CONTEXTS` (default
 //!   1,000,000) small contexts against one of 10, each in a schema of its
 //!   own: opening a context (`PgStore::open` and `load`), appending one
-//!   message to it, and listing a page of 5 names after a name
-//!   (`PgStore::context_names`; as many in both databases), each on a context chosen at random,
-//!   `MANY_OPS` (40) of each per side per round, the sides alternating
+//!   message (to one of ten contexts each database keeps for appends, so
+//!   a context's history is the same in both), and listing a page of 5
+//!   names after a name (`PgStore::context_names`; as many in both
+//!   databases), each on a context chosen at random, `MANY_OPS` (100) of
+//!   each per side per round, the sides alternating
 //!   over `MANY_ROUNDS` (15) rounds. Each row's ratios are the large
 //!   database's median over the small one's, round by round. With them, the
 //!   bytes per context of each table and its indexes.
@@ -61,7 +63,16 @@ fn name(i: usize) -> String {
     format!("c{i:08}")
 }
 
-/// A database of `count` contexts of one message each.
+/// How many contexts of each database the appends go to.
+const APPENDED: usize = 10;
+
+/// The name of the `i`th context appended to.
+fn appended(i: usize) -> String {
+    format!("a{i:02}")
+}
+
+/// A database of `count` contexts of one message each (and [`APPENDED`]
+/// more that appends go to).
 struct Database {
     scratch: Scratch,
     count: usize,
@@ -109,6 +120,12 @@ impl Database {
             scratch.schema,
             started.elapsed().as_secs_f64()
         );
+        // The contexts appended to, apart (`a…` sorts before `c…`).
+        for i in 0..APPENDED {
+            let mut store = scratch.store(&appended(i))?;
+            let first = json::json!({"type": "state", "data": {"n": i}});
+            commit(&mut store, &mut Context::new(), first)?;
+        }
         Ok(Database { scratch, count })
     }
 
@@ -144,16 +161,13 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
     let (mut open, mut append, mut list) = (Vec::new(), Vec::new(), Vec::new());
     let note = message(json::json!({"type": "state", "data": {"seen": 1}}))?;
     for _ in 0..ops {
+        // Opened and listed: contexts nothing is appended to, the same
+        // one message in either database.
         let chosen = name(pick() % database.count);
         let started = Instant::now();
         let mut store = database.scratch.store(&chosen)?;
-        let mut context = store.load().map_err(|e| e.to_string())?.context;
+        store.load().map_err(|e| e.to_string())?;
         open.push(started.elapsed().as_nanos());
-        let started = Instant::now();
-        store
-            .commit(&mut context, &note)
-            .map_err(|e| e.to_string())?;
-        append.push(started.elapsed().as_nanos());
         // A name with a full page after it, in either database.
         let after = name(pick() % (database.count - PAGE));
         let started = Instant::now();
@@ -164,6 +178,15 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
         if page.len() != PAGE || page.first().is_some_and(|first| *first <= after) {
             return Err(format!("the page after {after} is {page:?}"));
         }
+        // Appended to: one of the ten contexts each database keeps for
+        // that, so a context's history is the same in both.
+        let mut store = database.scratch.store(&appended(pick() % APPENDED))?;
+        let mut context = store.load().map_err(|e| e.to_string())?.context;
+        let started = Instant::now();
+        store
+            .commit(&mut context, &note)
+            .map_err(|e| e.to_string())?;
+        append.push(started.elapsed().as_nanos());
     }
     Ok(Round {
         open: median(open),
@@ -175,7 +198,7 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
 fn many(server: &Server) -> Outcome<Value> {
     let count = setting("MANY_CONTEXTS", 1_000_000);
     let rounds = setting("MANY_ROUNDS", 15);
-    let ops = setting("MANY_OPS", 40);
+    let ops = setting("MANY_OPS", 100);
     let small = Database::create(server, "many_small", 10)?;
     let large = Database::create(server, "many_large", count)?;
     // A fixed sequence (an LCG), so every run picks the same contexts.

@@ -369,6 +369,19 @@ fn print_table(summary: &[Value]) {
             );
             continue;
         }
+        if let Some(rate) = row["results_per_second"].as_f64() {
+            println!(
+                "{:<32} {:>14} {:>14} {:>8}  results/s of {} worker thread(s) on one plan through PgBouncer (a claim {:.1} ms, a commit {:.1} ms)",
+                row["workload"].as_str().unwrap_or_default(),
+                format!("{rate:.0}/s"),
+                format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
+                "",
+                row["workers"],
+                row["claim_ms"].as_f64().unwrap_or_default(),
+                row["commit_ms"].as_f64().unwrap_or_default(),
+            );
+            continue;
+        }
         if let Some(ours) = row["ours_bytes"].as_f64() {
             let baseline = row["baseline_bytes"].as_f64().unwrap_or_default();
             println!(

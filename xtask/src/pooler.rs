@@ -71,9 +71,6 @@ fn run(command: &mut Command, what: &str) -> Result<(), String> {
 pub(crate) fn start(bin: &Path, upstream: &str) -> Result<PgBouncer, String> {
     // Fewer server sessions than the tests' clients: sessions are shared.
     let pooler = PgBouncer::start_with(bin, upstream, 20)?;
-    eprintln!(
-        "xtask: PgBouncer (transaction pooling) for the tests: {}",
-        pooler.url()
-    );
+    eprintln!("xtask: PgBouncer (transaction pooling): {}", pooler.url());
     Ok(pooler)
 }
