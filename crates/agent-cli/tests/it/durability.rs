@@ -237,7 +237,7 @@ fn run_concurrent(extension: &str, initial: &str, seed: u64) {
     // Calibrate as `run` does, with one uninterrupted writer.
     let started = std::time::Instant::now();
     assert!(spawn_push(&path, -1).wait().unwrap().success());
-    let mut span = (started.elapsed().as_micros() as u64 * 6 / 5).max(1);
+    let span = (started.elapsed().as_micros() as u64 * 6 / 5).max(1);
     let mut rng = Rng(seed);
     let mut acknowledged = vec![-1i64];
     let mut slots: Vec<Option<(i64, Child)>> = (0..WRITERS).map(|_| None).collect();
