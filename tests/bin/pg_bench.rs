@@ -21,8 +21,11 @@
 //!   visibility maps) over the bytes of the message lines, as they are
 //!   (no `VACUUM`); then the snapshot tables after `VACUUM FULL`, so the
 //!   dead bytes snapshots left are counted apart (`snapshots.dead_ratio`:
-//!   dead bytes over the live snapshot's). Twice: a `set` whose state stays
-//!   small, and (`growing`) a `push` whose state grows with every write.
+//!   dead bytes over the live snapshot's). Three times: a `set` whose state
+//!   stays small, (`growing`) a `push` whose state grows with every write,
+//!   and (`rewrites`) the `set` with a snapshot rewritten after every write
+//!   and the snapshot tables vacuumed (plain `VACUUM`, as autovacuum does)
+//!   every 1,000.
 //! - `load` (PG-load-vs-file): a 100,000-message context (the W1 workload)
 //!   loaded from PostgreSQL (`PgStore::load`) against the same messages from
 //!   a JSONL file (`FileStore::load`), alternating, medians of
@@ -40,7 +43,7 @@
 
 use agent_core::{json, json::Value};
 use agent_data::Context;
-use agent_store::{FileStore, PgStore, Store};
+use agent_store::{FileStore, PgStore, SnapshotWhen, Store};
 use agentctx_tests::pg_scratch::{
     Outcome, Scratch, Server, commit, median, message, pg, setting, unique,
 };
@@ -328,6 +331,16 @@ fn bytes(server: &Server) -> Outcome<Value> {
         steps,
         |n| json!({"type": "state", "data": {"log": n}, "_outputPath": "†state.log", "_outputMethod": "push"}),
     )?;
+    // A snapshot rewritten after every one of the writes, its tables
+    // vacuumed every 1,000 rewrites as autovacuum would: dead versions are
+    // reused, so the bytes hold.
+    let rewritten = bytes_run_with(
+        server,
+        "rewrites",
+        steps,
+        |n| json!({"type": "state", "data": {"n": n}, "_outputPath": "†state.n"}),
+        Some(1_000),
+    )?;
     let mut row = set;
     let dead_ratio = |v: &Value| v["snapshots"]["dead_ratio"].as_f64().unwrap_or_default();
     let worst = dead_ratio(&row).max(dead_ratio(&growing));
@@ -338,6 +351,7 @@ fn bytes(server: &Server) -> Outcome<Value> {
     );
     row["snapshot_dead_ratio"] = json!(worst);
     row["growing"] = growing;
+    row["rewrites"] = rewritten;
     Ok(row)
 }
 
@@ -351,6 +365,19 @@ fn bytes_run(
     steps: usize,
     message: impl Fn(usize) -> Value,
 ) -> Outcome<Value> {
+    bytes_run_with(server, part, steps, message, None)
+}
+
+/// [`bytes_run`]; with `rewrites`, a snapshot written after every commit,
+/// and the snapshot tables vacuumed (plain `VACUUM`, as autovacuum does)
+/// every that many.
+fn bytes_run_with(
+    server: &Server,
+    part: &str,
+    steps: usize,
+    message: impl Fn(usize) -> Value,
+    rewrites: Option<usize>,
+) -> Outcome<Value> {
     let scratch = Scratch::create(server, part)?;
     // Sizes, not durability: commits that do not wait for their WAL flush
     // leave the same rows and pages, sooner.
@@ -358,9 +385,22 @@ fn bytes_run(
     let url = url.replacen("options=", "options=-c%20synchronous_commit%3Doff%20", 1);
     let mut store = PgStore::open(&url).map_err(|e| e.to_string())?;
     let mut context = Context::new();
+    let mut vacuum = scratch.client()?;
     let started = Instant::now();
     for n in 0..steps {
         commit(&mut store, &mut context, message(n))?;
+        if let Some(every) = rewrites {
+            store
+                .snapshot(&context, SnapshotWhen::Now)
+                .map_err(|e| e.to_string())?;
+            if n % every == every - 1 {
+                for table in ["agentctx_snapshots", "agentctx_snapshot_chunks"] {
+                    vacuum
+                        .batch_execute(&format!("VACUUM {table}"))
+                        .map_err(|e| pg(&e))?;
+                }
+            }
+        }
     }
     let seconds = started.elapsed().as_secs_f64();
     let line_bytes: usize = (0..context.len())

@@ -435,7 +435,14 @@ fn print_table(summary: &[Value]) {
 /// snapshot tables and their dead versions included, for the small state
 /// (the row's ratio, judged against the target) and the growing one.
 fn print_pg_bytes(row: &Value) {
-    let runs = [("small state", row), ("growing state", &row["growing"])];
+    let runs = [
+        ("small state", row),
+        ("growing state", &row["growing"]),
+        (
+            "small state, a snapshot rewritten after every write, VACUUM every 1,000",
+            &row["rewrites"],
+        ),
+    ];
     for (at, (what, run)) in runs.into_iter().enumerate() {
         let Some(stored) = run["stored_bytes"].as_f64() else {
             continue;
@@ -445,10 +452,10 @@ fn print_pg_bytes(row: &Value) {
             "{:<32} {:>14} {:>14} {:>8.3}  stored bytes (pg_total_relation_size of messages + \
              contexts + snapshot tables {}, dead versions included: {} dead = {:.2}× the live \
              snapshot's {}) / message line bytes, {} writes, {what}{}",
-            if at == 0 {
-                row["workload"].as_str().unwrap_or_default().to_owned()
-            } else {
-                format!("{}/growing", row["workload"].as_str().unwrap_or_default())
+            match at {
+                0 => row["workload"].as_str().unwrap_or_default().to_owned(),
+                1 => format!("{}/growing", row["workload"].as_str().unwrap_or_default()),
+                _ => format!("{}/rewrites", row["workload"].as_str().unwrap_or_default()),
             },
             bytes(stored),
             bytes(run["line_bytes"].as_f64().unwrap_or_default()),
