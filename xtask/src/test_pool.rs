@@ -47,9 +47,9 @@ const ALONE: [&str; 1] = ["growth"];
 /// The parts that run a second time through PgBouncer in transaction
 /// pooling mode (D109: behind a pooler): the stores, keys, snapshots, the
 /// chain, claims, workers (the restart included), the CLI over
-/// PostgreSQL and the facade's opening. Those that proxy or set session
+/// PostgreSQL, `inspect` and the facade's opening. Those that proxy or set session
 /// options go straight to the server in that pass too.
-const THROUGH_POOLER: [&str; 12] = [
+const THROUGH_POOLER: [&str; 13] = [
     "agent-store/postgres",
     "agent-store/keys_pg",
     "agent-store/snapshots_pg",
@@ -61,6 +61,7 @@ const THROUGH_POOLER: [&str; 12] = [
     "agent-cli/workers",
     "agent-cli/workers_outcomes",
     "agent-cli/keys",
+    "agent-cli/inspect",
     "agentctx/open",
 ];
 
