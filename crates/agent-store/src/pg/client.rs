@@ -179,17 +179,19 @@ impl Driver {
                 _ => None,
             };
             poll_fn(|cx| {
-                let mut ended = None;
                 loop {
                     match connection.poll_message(cx) {
                         Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => {
                             notifications.push_back(n)
                         }
                         Poll::Ready(Some(Ok(_))) => {}
+                        // The connection's error wins over a call that
+                        // finished in the same read: a statement inside a
+                        // transaction whose session then ended must not
+                        // look done (its COMMIT would go to a new session).
                         Poll::Ready(Some(Err(e))) => {
                             *broken = true;
-                            ended = Some(e);
-                            break;
+                            return Poll::Ready(Err(e));
                         }
                         Poll::Ready(None) => {
                             *broken = true;
@@ -198,13 +200,8 @@ impl Driver {
                         Poll::Pending => break,
                     }
                 }
-                // The call's own answer first: a server (or pooler) that
-                // refuses and hangs up says why before it goes.
                 if let Poll::Ready(done) = f(cx, notifications) {
                     return Poll::Ready(done);
-                }
-                if let Some(e) = ended {
-                    return Poll::Ready(Err(e));
                 }
                 if let Some(sleep) = sleep.as_mut() {
                     while sleep.as_mut().poll(cx).is_ready() {
