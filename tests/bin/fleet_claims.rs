@@ -5,6 +5,7 @@ use agent_core::json::{self, Value};
 use agent_data::{Context, Message};
 use agent_store::{CallState, ClaimRequest, Error, PgCalls, PgStore, Store};
 use agentctx_tests::pg_scratch::{Outcome, setting};
+use agentctx_tests::workloads::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -151,12 +152,11 @@ fn work(
     let (mut store, mut table, mut context) = opened.map_err(|e| e.to_string())?;
     let name = format!("w{worker}");
     let deadline = Instant::now() + time;
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ (worker as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    // A sequence of the worker's own (never seeded 0: xorshift stays 0).
+    let mut rng = Rng(0x5EED_C1A1 + worker as u64);
     while Instant::now() < deadline {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let from = usize::try_from(state >> 33).unwrap_or(0) % calls.saturating_sub(WINDOW).max(1);
+        let spread = calls.saturating_sub(WINDOW).max(1) as u64;
+        let from = usize::try_from(rng.below(spread)).unwrap_or(0);
         let window: Vec<usize> = (from..(from + WINDOW).min(calls)).collect();
         let asked = Instant::now();
         let claimed = table

@@ -33,7 +33,9 @@ mod fleet_claims;
 use agent_core::json::{self, Value};
 use agent_data::Context;
 use agent_store::Store;
-use agentctx_tests::pg_scratch::{Outcome, Scratch, Server, commit, median, message, pg, setting};
+use agentctx_tests::interleave::median;
+use agentctx_tests::pg_scratch::{Outcome, Scratch, Server, commit, message, pg, setting};
+use agentctx_tests::workloads::Rng;
 use std::time::Instant;
 
 fn main() -> std::process::ExitCode {
@@ -167,14 +169,14 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
         let started = Instant::now();
         let mut store = database.scratch.store(&chosen)?;
         store.load().map_err(|e| e.to_string())?;
-        open.push(started.elapsed().as_nanos());
+        open.push(started.elapsed().as_nanos() as f64);
         // A name with a full page after it, in either database.
         let after = name(pick() % (database.count - PAGE));
         let started = Instant::now();
         let page = store
             .context_names(&after, PAGE)
             .map_err(|e| e.to_string())?;
-        list.push(started.elapsed().as_nanos());
+        list.push(started.elapsed().as_nanos() as f64);
         if page.len() != PAGE || page.first().is_some_and(|first| *first <= after) {
             return Err(format!("the page after {after} is {page:?}"));
         }
@@ -186,7 +188,7 @@ fn round(database: &Database, ops: usize, pick: &mut impl FnMut() -> usize) -> O
         store
             .commit(&mut context, &note)
             .map_err(|e| e.to_string())?;
-        append.push(started.elapsed().as_nanos());
+        append.push(started.elapsed().as_nanos() as f64);
     }
     Ok(Round {
         open: median(open),
@@ -201,14 +203,9 @@ fn many(server: &Server) -> Outcome<Value> {
     let ops = setting("MANY_OPS", 100);
     let small = Database::create(server, "many_small", 10)?;
     let large = Database::create(server, "many_large", count)?;
-    // A fixed sequence (an LCG), so every run picks the same contexts.
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut pick = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        usize::try_from(state >> 33).unwrap_or(0)
-    };
+    // A fixed sequence, so every run picks the same contexts.
+    let mut rng = Rng(0x5EED_F1EE);
+    let mut pick = move || usize::try_from(rng.next_u64() >> 1).unwrap_or(0);
     let mut sides: [Vec<Round>; 2] = [Vec::new(), Vec::new()];
     for r in 0..=rounds {
         // Round 0 warms both up; the order alternates.
@@ -226,8 +223,8 @@ fn many(server: &Server) -> Outcome<Value> {
             .zip(&sides[0])
             .map(|(large, small)| of(large) / of(small))
             .collect();
-        let ours = median_f64(sides[1].iter().map(of).collect());
-        let base = median_f64(sides[0].iter().map(of).collect());
+        let ours = median(sides[1].iter().map(of).collect());
+        let base = median(sides[0].iter().map(of).collect());
         json::json!({
             "workload": workload,
             "ratios": ratios,
@@ -251,9 +248,4 @@ fn many(server: &Server) -> Outcome<Value> {
             "agentctx_messages": large.bytes_per_context("agentctx_messages")?,
         },
     }))
-}
-
-fn median_f64(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }

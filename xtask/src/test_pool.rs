@@ -106,13 +106,15 @@ pub(crate) fn run(env: &[(&str, &str)], pooled: &[(&str, &str)]) -> Result<(), S
     let mut alone: Vec<Job> = Vec::new();
     let mut again: Vec<Job> = Vec::new();
     for part in parts(&binaries)? {
-        let command = |extra: &[(&str, &str)]| {
+        // The part's binary, with `extra` in its environment, running
+        // `tests` by exact name (all of it when the part is a whole binary).
+        let command = |extra: &[(&str, &str)], tests: &[&String]| {
             let mut command = Command::new(&part.binary.path);
             command
                 .current_dir(&part.binary.dir)
                 .envs(env.iter().chain(extra).copied());
             if !part.tests.is_empty() {
-                command.arg("--exact").args(&part.tests);
+                command.arg("--exact").args(tests);
             }
             command
         };
@@ -124,23 +126,17 @@ pub(crate) fn run(env: &[(&str, &str)], pooled: &[(&str, &str)]) -> Result<(), S
                 .iter()
                 .filter(|t| !DIRECT_ONLY.iter().any(|d| t.ends_with(d)))
                 .collect();
-            let mut again_command = Command::new(&part.binary.path);
-            again_command
-                .current_dir(&part.binary.dir)
-                .envs(env.iter().chain(pooled).copied());
-            if !part.tests.is_empty() {
-                again_command.arg("--exact").args(&kept);
-            }
             if part.tests.is_empty() || !kept.is_empty() {
                 again.push(Job {
                     name: format!("{} through PgBouncer", part.name),
-                    command: again_command,
+                    command: command(pooled, &kept),
                 });
             }
         }
+        let all: Vec<&String> = part.tests.iter().collect();
         let job = Job {
+            command: command(&[], &all),
             name: part.name,
-            command: command(&[]),
         };
         if ALONE.contains(&job.name.rsplit('/').next().unwrap_or_default()) {
             alone.push(job);
