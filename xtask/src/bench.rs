@@ -74,7 +74,7 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// inspector at scale), and its memory beyond a one-message server,
 /// against 3 × the log. A database of a million contexts is held to 1.2
 /// of one of ten for opening, appending and listing.
-const TARGETS: [(&str, f64); 29] = [
+const TARGETS: [(&str, f64); 31] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-recorded-inplace", 1.5),
@@ -90,6 +90,8 @@ const TARGETS: [(&str, f64); 29] = [
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
     ("W5-open-100k-vs-100", 2.0),
+    ("W5-first-sight-vs-sha256sum", 2.0),
+    ("W5-warm-vs-first-sight", 2.0),
     ("CLI-apply-100k-vs-100", 3.0),
     ("CLI-pg-apply-100k-vs-100", 3.0),
     ("WORKERS-4-vs-1", 0.4),

@@ -7,11 +7,18 @@
 //!   Each run appends a line, and the next run reads it in the tail: the
 //!   file is not cut back, since the head record kept beside it holds the
 //!   file's change time, which no restore can put back, and an open that
-//!   finds the record contradicted reads the whole log (D44: files beside never overrule). From a
+//!   finds the record contradicted checks the log's prefix again (D44:
+//!   files beside never overrule; D110: first sight by the chain). From a
 //!   32-line tail, 31 runs (30 rounds and the warm-up) stay under the 64
 //!   messages after which a commit writes a new snapshot; with more rounds
 //!   one run writes it, and the median shrugs it off.
 //! - `CLI-view-100k-vs-100`: `agentctx view FILE state` (reads only).
+//! - `W5-first-sight-vs-sha256sum`: the first `agentctx view COPY state` of
+//!   a copy of the 100,000-message file, its snapshot and record beside it
+//!   (copied and synced before each round, not timed), against
+//!   `sha256sum COPY`, in turns (D110: first sight by the chain).
+//! - `W5-warm-vs-first-sight`: the next `view` of the same copy, which its
+//!   first sight recorded, against that first sight.
 //! - `CLI-pg-apply-100k-vs-100`: the same `apply --write` on the context
 //!   copied into PostgreSQL (`agentctx copy FILE URL`, in a schema of this
 //!   run's own, dropped at its end); at 100 messages every run gets a fresh
@@ -83,6 +90,9 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
         rounds,
     ));
 
+    eprintln!("xtask: first sight of a copy, {rounds} rounds");
+    rows.extend(first_sight(&bin, big, &dir.join("copy"), rounds)?);
+
     eprintln!("xtask: cli apply --write, PostgreSQL, {pg_rounds} rounds");
     let scratch = Scratch::create()?;
     let big_url = scratch.context("w5_100000");
@@ -110,6 +120,87 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     pg["copy_100k_seconds"] = json!(copy_seconds);
     rows.push(pg);
     Ok(rows)
+}
+
+/// The first sight of a fresh copy of `fixture` in `dir` against
+/// `sha256sum` of it (in turns, which goes first turning every round), and
+/// the warm `view` after it against that first sight.
+fn first_sight(
+    bin: &Path,
+    fixture: &Fixture,
+    dir: &Path,
+    rounds: usize,
+) -> Result<[Value; 2], String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let name = fixture
+        .path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let copy = dir.join(&*name);
+    let context = copy.display().to_string();
+    let (mut first, mut sums, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        for file in [
+            name.to_string(),
+            format!(".{name}.snapshot"),
+            format!(".{name}.head"),
+        ] {
+            let from = fixture.path.with_file_name(&file);
+            let to = dir.join(&file);
+            // Removed first: a fresh inode, as a copy to another machine.
+            let _ = std::fs::remove_file(&to);
+            std::fs::copy(&from, &to).map_err(|e| format!("cannot copy {file}: {e}"))?;
+            std::fs::File::open(&to)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| format!("cannot sync {file}: {e}"))?;
+        }
+        let view = || time(bin, &["view", &context, "state"]);
+        let sum = || time(Path::new("sha256sum"), &[&context]);
+        let (seen, summed) = if round % 2 == 0 {
+            (view()?, sum()?)
+        } else {
+            let summed = sum()?;
+            (view()?, summed)
+        };
+        let again = view()?;
+        // Round 0 warms the page cache and the binary.
+        if round > 0 {
+            first.push(seen);
+            sums.push(summed);
+            warm.push(again);
+        }
+    }
+    let ratios = |a: &[u128], b: &[u128]| -> Vec<f64> {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| x as f64 / y as f64)
+            .collect()
+    };
+    let first_vs_sum = Timed {
+        ratios: ratios(&first, &sums),
+        ours: median(first.clone()),
+        base: median(sums),
+    };
+    let warm_vs_first = Timed {
+        ratios: ratios(&warm, &first),
+        ours: median(warm),
+        base: median(first),
+    };
+    Ok([
+        row(
+            "W5-first-sight-vs-sha256sum",
+            first_vs_sum,
+            "`sha256sum` of the same copied 100,000-message file, in turns",
+            rounds,
+        ),
+        row(
+            "W5-warm-vs-first-sight",
+            warm_vs_first,
+            "the first `agentctx view COPY state` of the same copy",
+            rounds,
+        ),
+    ])
 }
 
 /// A W5 file, as `w5 files` wrote it: its last messages committed after

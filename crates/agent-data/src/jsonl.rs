@@ -42,6 +42,8 @@ pub(crate) struct Loading {
     pub(crate) chain: Option<ChainThread>,
     /// Where the log's lines not yet given to `chain` start.
     pub(crate) chained_to: usize,
+    /// Message lines before the first read here, for errors' numbers.
+    pub(crate) items_before: usize,
 }
 
 impl Loading {
@@ -63,6 +65,7 @@ impl Loading {
             unread: crate::unread::Unread::default(),
             chain,
             chained_to,
+            items_before: 0,
         }
     }
 
@@ -111,6 +114,7 @@ impl Lines for Loading {
         line: usize,
         text: Option<&str>,
     ) -> Result<()> {
+        let index = self.items_before + index;
         self.context
             .push_value(value, (index, Some(line)), text, &mut self.scratch)?;
         self.context.compact_behind(&mut self.compacted);

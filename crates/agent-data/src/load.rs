@@ -348,7 +348,26 @@ pub(crate) fn load_jsonl(reader: impl BufRead, source: &str) -> Result<Loaded> {
 /// layer map growing (and rehashing) a doubling at a time. What is not
 /// used is given back.
 fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<Loaded> {
-    let mut context = Context::new();
+    load_jsonl_onto(Context::new(), reader, source, Start::default(), bytes)
+}
+
+/// Where a load onto a context starts: its place in the file, and the
+/// message lines before it (errors number lines from there).
+#[derive(Debug, Clone, Copy, Default)]
+struct Start {
+    at: Position,
+    items: usize,
+}
+
+/// [`load_jsonl_sized`] onto the end of `context`, the JSONL read from
+/// `reader` starting at `start` in its file.
+fn load_jsonl_onto(
+    mut context: Context,
+    reader: impl BufRead,
+    source: &str,
+    start: Start,
+    bytes: usize,
+) -> Result<Loaded> {
     // At most the room of a few million layers on a hint alone: the table
     // writes its control bytes when made, and a planted length is not
     // lines read.
@@ -356,9 +375,9 @@ fn load_jsonl_sized(reader: impl BufRead, source: &str, bytes: usize) -> Result<
         .layers
         .reserve((bytes / SHORTEST_INSTANCE_LINE).min(MOST_LAYERS_RESERVED));
     context.log.reserve(bytes);
-    let start = Position::default();
     let mut loading = Loading::new(context, bytes);
-    let read = read_jsonl(reader, source, start, &mut loading)?;
+    loading.items_before = start.items;
+    let read = read_jsonl(reader, source, start.at, &mut loading)?;
     let mut context = loading.finish();
     context.compact();
     context.log.give_back_excess();
@@ -427,6 +446,38 @@ impl Context {
         size_hint: usize,
     ) -> Result<Loaded> {
         load_jsonl_sized(reader, source, size_hint)
+    }
+
+    /// Loads JSONL streamed from `reader` onto the end of this context, as
+    /// [`Context::load_jsonl_reader_sized`] loads a whole one: `reader`
+    /// starts at `at` in its file, after `items` message lines (what a load
+    /// of the lines before returned as its `end` and `items`), so errors
+    /// name the lines of the file. What is returned counts only the lines
+    /// read here. A check that needs the fold at a point of the log (a
+    /// snapshot's views) loads to that point, looks, and loads on.
+    ///
+    /// # Errors
+    /// As [`Context::load_jsonl_reader`]; the context is consumed either way.
+    ///
+    /// # Examples
+    /// ```
+    /// use agent_data::{Context, Format};
+    /// let text = "{\"type\":\"state\",\"data\":{\"a\":1}}\n{\"type\":\"state\",\"data\":{\"b\":2}}\n";
+    /// let cut = text.find('\n').map_or(0, |at| at + 1);
+    /// let first = Context::load_jsonl_reader(&text.as_bytes()[..cut], "c.jsonl")?;
+    /// let whole = first.context.load_jsonl_onto(&text.as_bytes()[cut..], "c.jsonl", first.end, first.items, 0)?;
+    /// assert_eq!(whole.context.head(), Context::load(text.as_bytes(), Format::Jsonl)?.context.head());
+    /// # Ok::<(), agent_data::Error>(())
+    /// ```
+    pub fn load_jsonl_onto(
+        self,
+        reader: impl BufRead,
+        source: &str,
+        at: Position,
+        items: usize,
+        size_hint: usize,
+    ) -> Result<Loaded> {
+        load_jsonl_onto(self, reader, source, Start { at, items }, size_hint)
     }
 
     /// Loads the elements of a JSON array context after the first `skip`

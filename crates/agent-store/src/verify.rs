@@ -325,49 +325,94 @@ pub(crate) fn check_record(log: &Context, messages: usize, record: Digest) -> Ve
     }]
 }
 
+/// A sealed snapshot read for checking: its body, what it summarises,
+/// and its anchor.
+pub(crate) struct Sealed<'a> {
+    body: &'a [u8],
+    summary: Context,
+    anchor: agent_core::json::Value,
+}
+
+impl<'a> Sealed<'a> {
+    /// Reads a sealed snapshot; the finding that it cannot be, if not.
+    pub(crate) fn read(sealed: &'a [u8]) -> Result<Sealed<'a>, Finding> {
+        let unreadable = |reason: String| Finding::SnapshotUnreadable { reason };
+        let Some(body) = crate::snapshot::unseal(sealed) else {
+            return Err(unreadable("its seal does not match its bytes".into()));
+        };
+        let (summary, anchor) =
+            Context::from_snapshot(body).map_err(|e| unreadable(e.to_string()))?;
+        Ok(Sealed {
+            body,
+            summary,
+            anchor,
+        })
+    }
+
+    /// The messages it summarises.
+    pub(crate) fn summarises(&self) -> usize {
+        self.summary.len()
+    }
+
+    /// Checks it against `prefix`, the log's first [`Sealed::summarises`]
+    /// messages folded: its digest against theirs, then its views against
+    /// their fold.
+    pub(crate) fn check_prefix(&self, prefix: &Context) -> Vec<Finding> {
+        let summarises = self.summarises();
+        if prefix.head() != self.summary.head() {
+            return vec![Finding::SnapshotChain {
+                summarises,
+                snapshot: self.summary.head(),
+                log: prefix.head(),
+            }];
+        }
+        // The prefix's snapshot, under the same anchor, is the snapshot's
+        // body byte for byte when the views are the fold — or what the body
+        // reads as, written again by this build, for a body spelled
+        // otherwise with the same content (an older build's, its held lines
+        // not packed, D87: packed snapshot lines): what it opens as is what
+        // counts.
+        match prefix.snapshot(&self.anchor) {
+            Ok(again) if again == self.body => Vec::new(),
+            Ok(again)
+                if self
+                    .summary
+                    .snapshot(&self.anchor)
+                    .is_ok_and(|read| read == again) =>
+            {
+                Vec::new()
+            }
+            Ok(_) => vec![Finding::SnapshotViews { summarises }],
+            Err(e) => vec![Finding::SnapshotUnreadable {
+                reason: e.to_string(),
+            }],
+        }
+    }
+}
+
 /// Checks a sealed snapshot against `log`, a whole log: its digest against
-/// the log's at its length, then its views against the fold of that prefix.
+/// the log's at its length, then its views against the fold of that prefix
+/// (folded again here: a store that can stop its read there checks
+/// [`Sealed::check_prefix`] on the way instead).
 pub(crate) fn check_snapshot(log: &Context, sealed: &[u8]) -> Vec<Finding> {
-    let unreadable = |reason: String| vec![Finding::SnapshotUnreadable { reason }];
-    let Some(body) = crate::snapshot::unseal(sealed) else {
-        return unreadable("its seal does not match its bytes".into());
+    let sealed = match Sealed::read(sealed) {
+        Ok(sealed) => sealed,
+        Err(finding) => return vec![finding],
     };
-    let (summary, anchor) = match Context::from_snapshot(body) {
-        Ok(read) => read,
-        Err(e) => return unreadable(e.to_string()),
-    };
-    let summarises = summary.len();
+    let summarises = sealed.summarises();
     if summarises > log.len() {
         return vec![Finding::SnapshotPastEnd { summarises }];
     }
-    let json = |i: usize| log.message_json(i).unwrap_or_default().as_bytes();
-    let at = Digest::of((0..summarises).map(json));
-    if at != summary.head() {
-        return vec![Finding::SnapshotChain {
-            summarises,
-            snapshot: summary.head(),
-            log: at,
-        }];
-    }
-    // The prefix folded again: its snapshot, under the same anchor, is the
-    // snapshot's body byte for byte when the views are the fold — or what
-    // the body reads as, written again by this build, for a body spelled
-    // otherwise with the same content (an older build's, its held lines
-    // not packed, D87: packed snapshot lines): what it opens as is what counts.
     let mut lines = Vec::new();
     for i in 0..summarises {
-        lines.extend_from_slice(json(i));
+        lines.extend_from_slice(log.message_json(i).unwrap_or_default().as_bytes());
         lines.push(b'\n');
     }
-    let prefix = match Context::load(&lines, agent_data::Format::Jsonl) {
-        Ok(loaded) => loaded.context,
-        Err(e) => return unreadable(format!("the log's first {summarises} messages: {e}")),
-    };
-    match prefix.snapshot(&anchor) {
-        Ok(again) if again == body => Vec::new(),
-        Ok(again) if summary.snapshot(&anchor).is_ok_and(|read| read == again) => Vec::new(),
-        Ok(_) => vec![Finding::SnapshotViews { summarises }],
-        Err(e) => unreadable(e.to_string()),
+    match Context::load(&lines, agent_data::Format::Jsonl) {
+        Ok(loaded) => sealed.check_prefix(&loaded.context),
+        Err(e) => vec![Finding::SnapshotUnreadable {
+            reason: format!("the log's first {summarises} messages: {e}"),
+        }],
     }
 }
 

@@ -12,7 +12,7 @@ use super::store::{FileStore, Seen};
 use super::trust::{self, Log};
 use crate::Result;
 use crate::snapshot::{self, Since};
-use agent_data::{Context, Format, Loaded};
+use agent_data::{Context, Digest, Format, Loaded};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 
@@ -24,9 +24,9 @@ impl FileStore {
         let log = Log::of(&file.metadata().map_err(self.io("read"))?);
         let mut warnings = Vec::new();
         let places = place::to_read(file.target(), &log);
-        let found = super::snapshot::open_from(&places, &log, &mut warnings);
+        let found = place::open_first(&places, "snapshot", &log, &mut warnings);
         self.note(warnings);
-        let Some(found) = found else {
+        let Some((found, snapshot_place)) = found else {
             return Ok(None);
         };
         let size = found.metadata().map_or(0, |meta| meta.len());
@@ -61,25 +61,32 @@ impl FileStore {
         };
         self.remember_tail(file)?;
         self.since = Since::taken(size);
+        let summarised = (context.len(), context.head());
         let warnings = self.read_jsonl_tail(file, &mut context, identity, len)?;
         self.seen.messages = context.len();
         // The file exactly as an agentctx writer left it, and the chain
         // from the snapshot through the tail ending where it left it:
         // else another program wrote, copied over, moved or restored the
-        // file, and only the whole file says what it holds.
+        // file, and the lines the snapshot summarises are checked first.
         let meta = file.metadata().map_err(self.io("read"))?;
         let mut ignored = Vec::new();
         let log = Log::of(&meta);
-        let found = record::read(&place::to_read(file.target(), &log), &log, &mut ignored)
-            .map(|(record, _)| record);
+        let found = record::read(&place::to_read(file.target(), &log), &log, &mut ignored);
         self.note(ignored);
         let expected = Record {
             identity: Identity::of(&meta),
             messages: context.len(),
             digest: context.head(),
         };
-        if found != Some(expected) {
-            return Ok(None);
+        if found.as_ref().map(|(record, _)| *record) != Some(expected) {
+            let confirmed =
+                self.first_sight(file, &context, summarised, anchor.end.offset, found)?;
+            if !confirmed {
+                self.distrusted = snapshot_place
+                    .names_this_file()
+                    .then(|| (snapshot_place.path("snapshot"), summarised));
+                return Ok(None);
+            }
         }
         Ok(Some(Loaded {
             context,
@@ -88,6 +95,45 @@ impl FileStore {
             items: self.seen.items,
             unterminated: self.seen.unterminated,
         }))
+    }
+
+    /// A file whose record does not match it, seen through its snapshot
+    /// (D110: first sight by the chain): true when its lines before the
+    /// snapshot's `end`, hashed as stored, chain to the snapshot's digest
+    /// after as many messages (`summarised`). Then the record `found` is
+    /// judged as after a whole read, against the chain the check and the
+    /// tail give, and the file recorded as it is now.
+    fn first_sight(
+        &mut self,
+        file: &LockedFile,
+        context: &Context,
+        summarised: (usize, Digest),
+        end: usize,
+        found: Option<(Record, place::Place)>,
+    ) -> Result<bool> {
+        // A cached record that may be of an earlier file is no evidence.
+        let evidence = found.filter(|(_, at)| at.names_this_file());
+        let wanted = evidence.as_ref().map(|(record, _)| record.messages);
+        let prefix =
+            super::first_sight::chain_prefix(file, end as u64, wanted).map_err(self.io("read"))?;
+        if (prefix.lines, prefix.head) != summarised {
+            return Ok(false);
+        }
+        if let Some((record, at)) = evidence {
+            let (n, head) = summarised;
+            let log = match record.messages {
+                m if m <= n => prefix.at,
+                m if m <= context.len() => Some((n..m).fold(head, |digest, i| {
+                    digest.next(context.message_json(i).unwrap_or_default().as_bytes())
+                })),
+                _ => None,
+            };
+            if log != Some(record.digest) {
+                self.contradicted(&at, &record);
+            }
+        }
+        self.write_record(file);
+        Ok(true)
     }
 
     /// Writes a snapshot of `context` — everything this handle read or
@@ -201,10 +247,17 @@ impl FileStore {
         {
             return true;
         }
-        let path = at.path("head");
+        self.contradicted(&at, &found);
+        false
+    }
+
+    /// Warns that the record `found` at `at`, of this very file, says the
+    /// log held other messages than it does; this handle never writes
+    /// over it.
+    fn contradicted(&mut self, at: &place::Place, found: &Record) {
         self.record_disagrees = true;
         self.note(vec![trust::ignored(
-            &path,
+            &at.path("head"),
             format!(
                 "it says the log held {} messages ending at digest {}, and the log differs \
                  before that: it changed since agentctx last wrote it (agentctx verify says \
@@ -212,6 +265,33 @@ impl FileStore {
                 found.messages, found.digest
             ),
         )]);
-        false
+    }
+
+    /// After a whole read that a snapshot could not spare (its prefix
+    /// did not chain to its digest as stored): warns when the log's own
+    /// chain disagrees with it too — the log changed before the point it
+    /// summarises — and says nothing when the lines only are not spelled
+    /// as agentctx writes them.
+    pub(super) fn judge_distrusted(&mut self, context: &Context) {
+        let Some((path, (messages, digest))) = self.distrusted.take() else {
+            return;
+        };
+        let json = |i: usize| context.message_json(i).unwrap_or_default().as_bytes();
+        let log = (messages <= context.len()).then(|| Digest::of((0..messages).map(json)));
+        if log == Some(digest) {
+            return;
+        }
+        let differs = match log {
+            Some(log) => format!("the log's first {messages} end at digest {log}"),
+            None => format!("the log has only {}", context.len()),
+        };
+        self.note(vec![trust::ignored(
+            &path,
+            format!(
+                "it summarises {messages} messages ending at digest {digest}, and {differs}: the \
+                 log changed before that since it was taken, so the whole log was read \
+                 (agentctx verify says where)"
+            ),
+        )]);
     }
 }

@@ -16,6 +16,9 @@
 //!   the file is still the one it summarises;
 //! - [`cache`]: opening through the snapshot when the head record says the
 //!   file is as a writer left it; writing both;
+//! - [`first_sight`]: a copied or restored file opened through its
+//!   snapshot when its lines, hashed as stored, chain to the snapshot's
+//!   digest (D110: first sight by the chain);
 //! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47: append keys);
 //! - [`checkpoints`]: the chain's digest every 256 messages, for `verify`;
 //! - [`record`]: the head record, `.NAME.head` (R34e);
@@ -29,12 +32,15 @@
 //!   replaced through a rename;
 //! - [`recovery`]: a batch a crash cut short undone, torn tails, sidecar
 //!   names and the checksum (FNV-1a) of what a handle read;
+//! - [`whole`]: reading a file whole, and `verify`, which folds it once
+//!   and looks at the fold where the snapshot was taken on the way;
 //! - [`trust`]: which files beside a log may be believed (D44: files beside
 //!   never overrule).
 
 mod anchor;
 mod cache;
 mod checkpoints;
+mod first_sight;
 mod guard;
 mod json;
 mod keys;
@@ -46,6 +52,7 @@ pub(crate) mod recovery;
 mod snapshot;
 mod store;
 pub(crate) mod trust;
+mod whole;
 
 pub use checkpoints::EVERY as CHECKPOINT_EVERY;
 pub(crate) use lock::LockedFile;

@@ -8,7 +8,7 @@ use super::json::{json_body, splice};
 use super::lock::LockedFile;
 use super::open::detect;
 use super::recovery;
-use super::trust::{self, Log};
+use super::trust;
 use crate::snapshot::Since;
 use crate::{Error, Result, Store};
 use agent_data::{Context, Digest, Format, Loaded, Position, Prepared, Warning};
@@ -70,6 +70,10 @@ pub struct FileStore {
     /// The record disagrees with the log before its end: kept as found,
     /// for `verify`, and never written over by this handle.
     pub(super) record_disagrees: bool,
+    /// A snapshot of this very file that a first sight could not confirm
+    /// (D110: first sight by the chain): its path, and the messages and
+    /// digest it summarises, judged after the whole read.
+    pub(super) distrusted: Option<(PathBuf, (usize, Digest))>,
 }
 
 /// How far this handle has read the file, and how to tell it is still the
@@ -170,6 +174,7 @@ impl FileStore {
             record: None,
             wrote: false,
             record_disagrees: false,
+            distrusted: None,
         }
     }
 
@@ -192,7 +197,7 @@ impl FileStore {
     }
 
     /// `loaded` with the warnings not yet handed out before its own.
-    fn with_warnings(&mut self, mut loaded: Loaded) -> Loaded {
+    pub(super) fn with_warnings(&mut self, mut loaded: Loaded) -> Loaded {
         let mut warnings = self.take_warnings();
         warnings.append(&mut loaded.warnings);
         loaded.warnings = warnings;
@@ -340,7 +345,7 @@ impl FileStore {
     }
 
     /// Remembers a JSON file's checksums after reading or writing `bytes`.
-    fn remember_json(&mut self, bytes: &[u8]) {
+    pub(super) fn remember_json(&mut self, bytes: &[u8]) {
         self.seen.end.offset = bytes.len();
         self.seen.whole = recovery::fnv1a(bytes);
         let body = json_body(bytes);
@@ -465,57 +470,7 @@ impl Store for FileStore {
     }
 
     fn load(&mut self) -> Result<Loaded> {
-        let format = self.format;
-        let loaded = self.with_lock(false, |store, file| {
-            let mut json = Vec::new();
-            let loaded = match format {
-                Format::Jsonl => {
-                    // Only a hint: without a length the load just grows.
-                    let size = file.len().ok().and_then(|n| usize::try_from(n).ok());
-                    let reader = file.reader_from(0).map_err(store.io("read"))?;
-                    let size = size.unwrap_or(0);
-                    Context::load_jsonl_reader_sized(reader, &store.name, size)
-                }
-                Format::Json => {
-                    json = file.read_from(0).map_err(store.io("read"))?;
-                    // An empty file is an empty context, as for JSONL (D23: readers lock).
-                    let bytes: &[u8] = if json.trim_ascii().is_empty() {
-                        b"[]"
-                    } else {
-                        &json
-                    };
-                    Context::load(bytes, Format::Json)
-                }
-            }
-            .map_err(|source| store.load_error(source))?;
-            store.seen = Seen {
-                messages: loaded.context.len(),
-                head: loaded.context.head(),
-                items: loaded.items,
-                end: loaded.end,
-                unterminated: loaded.unterminated,
-                file: Some(file.identity().map_err(store.io("read"))?),
-                ..Seen::default()
-            };
-            match format {
-                Format::Jsonl => {
-                    store.remember_tail(file)?;
-                    // Read whole: what the file holds is known, so an open
-                    // through the snapshot may trust it from now on.
-                    if !loaded.unterminated && loaded.warnings.is_empty() {
-                        store.record_whole_read(file, &loaded.context);
-                    }
-                }
-                Format::Json => store.remember_json(&json),
-            }
-            // No snapshot was read: the whole log is the tail.
-            store.since = Since::default();
-            store
-                .since
-                .add(loaded.context.len(), loaded.end.offset as u64);
-            Ok(loaded)
-        })?;
-        Ok(self.with_warnings(loaded))
+        self.load_looking(None)
     }
 
     fn load_tail(&mut self) -> Result<Loaded> {
@@ -539,42 +494,7 @@ impl Store for FileStore {
     /// [`Store::verify`], and the snapshot beside the file checked
     /// against the log.
     fn verify(&mut self) -> Result<crate::Verified> {
-        // Read before the log: a whole read records the file as it is.
-        let recorded = self.recorded()?;
-        let loaded = self.load()?;
-        let mut verified = crate::Verified::of(self.name(), &loaded.context);
-        // Beside the real file, as writers keep it (symlinks resolved).
-        let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
-        let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
-        let mut warnings = Vec::new();
-        let log = Log::of(&meta);
-        let places = super::place::to_read(&target, &log);
-        let sealed = super::snapshot::read_from(&places, &log, &mut warnings);
-        for warning in warnings {
-            if let agent_data::Warning::IgnoredSidecar { path, reason } = warning {
-                verified
-                    .findings
-                    .push(crate::Finding::Ignored { path, reason });
-            }
-        }
-        if let Some(sealed) = sealed {
-            verified
-                .findings
-                .extend(crate::verify::check_snapshot(&loaded.context, &sealed));
-        }
-        let mut warnings = Vec::new();
-        let points = super::checkpoints::read(&target, &Log::of(&meta), &mut warnings);
-        verified
-            .findings
-            .extend(crate::verify::check_checkpoints(&loaded.context, &points));
-        if let Some(found) = recorded {
-            verified.findings.extend(crate::verify::check_record(
-                &loaded.context,
-                found.messages,
-                found.digest,
-            ));
-        }
-        Ok(verified)
+        self.verify_file()
     }
 
     /// Keys kept beside a JSONL file, checked under its lock (`keys.rs`);

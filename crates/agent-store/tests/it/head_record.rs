@@ -71,10 +71,13 @@ fn r34e_a_file_edited_in_place_under_its_snapshot_is_read_whole() {
     assert_eq!(opened.head(), full.head());
     assert_eq!(n_of(&opened), n_of(&full));
     // The record says otherwise before its end: kept for `verify`, warned
-    // about, never written over — every open reads the file whole.
+    // about, never written over — every open checks the file again (whole,
+    // or through the snapshot the whole read left, when the lines before
+    // it chain to its digest: D110) and warns.
     let mut store = FileStore::open(&path).unwrap();
     let loaded = store.load_tail().unwrap();
-    assert!(loaded.context.is_complete());
+    assert_eq!(loaded.context.head(), full.head());
+    assert_eq!(n_of(&loaded.context), n_of(&full));
     assert!(
         loaded.warnings.iter().any(|w| w
             .to_string()

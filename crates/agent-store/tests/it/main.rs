@@ -9,6 +9,7 @@ mod support;
 mod calls;
 mod chain_pg;
 mod files;
+mod first_sight;
 mod head_record;
 mod keys_files;
 mod keys_pg;
