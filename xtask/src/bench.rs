@@ -34,9 +34,10 @@
 //! (`tests/bin/facade_open.rs`, decision D50), and writes
 //! `target/bench-summary-facade.json`.
 //!
-//! `cargo xtask bench chain` runs only the chain check `verify` makes over
-//! a 1 GiB log against `sha256sum` of the file (`tests/bin/chain_check.rs`),
-//! and writes `target/bench-summary-chain.json`.
+//! `cargo xtask bench chain` runs only `agentctx verify` (with `--chain`
+//! and without) against `sha256sum` of the same file on the W5 file and
+//! the wide shapes ([`crate::bench_verify`]), and writes
+//! `target/bench-summary-chain.json`.
 //!
 //! `cargo xtask bench inspect` runs only `agentctx inspect` on a
 //! 100,000-message context in headless Chromium ([`crate::bench_inspect`]:
@@ -74,7 +75,7 @@ const PG_PARTS: [&str; 4] = ["append", "writers", "bytes", "load"];
 /// inspector at scale), and its memory beyond a one-message server,
 /// against 3 × the log. A database of a million contexts is held to 1.2
 /// of one of ten for opening, appending and listing.
-const TARGETS: [(&str, f64); 31] = [
+const TARGETS: [(&str, f64); 35] = [
     ("W1-read-vs-pointer", 3.0),
     ("W1-read-vs-naive", 0.01),
     ("W2-append-vs-recorded-inplace", 1.5),
@@ -86,7 +87,11 @@ const TARGETS: [(&str, f64); 31] = [
     ("WIDE-instances-first", 1.5),
     ("WIDE-instances-again", 1.5),
     ("C1-chain-vs-sha256", 2.0),
-    ("C2-verify-chain-vs-sha256sum", 2.0),
+    ("C2-verify-chain-w5-vs-sha256sum", 2.0),
+    ("C2-verify-chain-instances-vs-sha256sum", 2.0),
+    ("C2-verify-chain-array-vs-sha256sum", 2.0),
+    ("C2-verify-chain-object-vs-sha256sum", 2.0),
+    ("C2-verify-chain-long-vs-sha256sum", 2.0),
     ("S2-pg-append-vs-insert", 1.5),
     ("S4-pg-bytes-per-write", 3.0),
     ("W5-open-100k-vs-100", 2.0),
@@ -180,8 +185,7 @@ pub(crate) fn run() -> Result<(), String> {
         summary.extend(facade["rows"].as_array().cloned().unwrap_or_default());
     }
     if matches!(parts, Parts::All | Parts::Chain) {
-        eprintln!("xtask: chain-check (writes a 1 GiB log under target/ once)");
-        summary.push(crate::probe("chain-check", &[])?);
+        summary.extend(crate::bench_verify::run(&target)?);
     }
     if matches!(parts, Parts::All | Parts::Wide) {
         summary.extend(crate::bench_wide::run(&target)?);

@@ -249,19 +249,19 @@ struct Timed {
     ratios: Vec<f64>,
 }
 
-fn median(mut samples: Vec<u128>) -> f64 {
+pub(crate) fn median(mut samples: Vec<u128>) -> f64 {
     samples.sort_unstable();
     samples.get(samples.len() / 2).copied().unwrap_or_default() as f64
 }
 
 /// Wall time of one `bin ARGS` process, which must succeed.
-fn time(bin: &Path, args: &[&str]) -> Result<u128, String> {
+pub(crate) fn time(bin: &Path, args: &[&str]) -> Result<u128, String> {
     let started = Instant::now();
     run_ok(bin, args)?;
     Ok(started.elapsed().as_nanos())
 }
 
-fn run_ok(bin: &Path, args: &[&str]) -> Result<(), String> {
+pub(crate) fn run_ok(bin: &Path, args: &[&str]) -> Result<(), String> {
     let out = Command::new(bin)
         .args(args)
         .output()

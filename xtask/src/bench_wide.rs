@@ -80,14 +80,14 @@ const SHAPES: [Shape; 6] = [
     },
 ];
 
-fn instances(out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn instances(out: &mut dyn Write) -> std::io::Result<()> {
     for i in 0..200_000 {
         writeln!(out, r#"{{"type":"state","v":{i},"_instance":"i{i}"}}"#)?;
     }
     Ok(())
 }
 
-fn array(out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn array(out: &mut dyn Write) -> std::io::Result<()> {
     write!(out, r#"{{"type":"state","v":["#)?;
     for i in 0..1_000_000 {
         write!(out, "{}{i}", if i == 0 { "" } else { "," })?;
@@ -95,7 +95,7 @@ fn array(out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "]}}")
 }
 
-fn object(out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn object(out: &mut dyn Write) -> std::io::Result<()> {
     write!(out, r#"{{"type":"state","v":{{"#)?;
     for i in 0..1_000_000 {
         write!(out, r#"{}"k{i}":{i}"#, if i == 0 { "" } else { "," })?;
@@ -121,7 +121,7 @@ fn deep_arrays(out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-fn long(out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn long(out: &mut dyn Write) -> std::io::Result<()> {
     for i in 0..100_000 {
         writeln!(out, r#"{{"type":"state","k{}":{i}}}"#, i % 1000)?;
     }

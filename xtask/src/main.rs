@@ -27,6 +27,7 @@ mod bench_cli;
 mod bench_fleet;
 mod bench_inspect;
 mod bench_python;
+mod bench_verify;
 mod bench_wide;
 mod bench_workers;
 mod browser;

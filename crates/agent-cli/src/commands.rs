@@ -203,8 +203,15 @@ pub(crate) fn check(context: &str, complete: bool, json: bool) -> Result<String,
 }
 
 /// `verify`: the chain recomputed and every recorded digest compared; the
-/// report on stdout, exit 1 when something does not match.
-pub(crate) fn verify(context: &str, expect: Option<&str>, pretty: bool) -> Result<String, Failure> {
+/// report on stdout, exit 1 when something does not match. With `chain`,
+/// the lines are hashed as stored where the store can tell they may be
+/// (D111: verify at hashing speed).
+pub(crate) fn verify(
+    context: &str,
+    expect: Option<&str>,
+    chain: bool,
+    pretty: bool,
+) -> Result<String, Failure> {
     let expected = expect
         .map(str::parse::<agent_data::Digest>)
         .transpose()
@@ -212,9 +219,12 @@ pub(crate) fn verify(context: &str, expect: Option<&str>, pretty: bool) -> Resul
     let mut verified = if context == "-" {
         agent_store::Verified::of("-", &load_context(context, Reading::Whole)?)
     } else {
-        crate::input::open_store(context)?
-            .verify()
-            .map_err(Failure::invalid)?
+        let mut store = crate::input::open_store(context)?;
+        match chain {
+            true => store.verify_chain(),
+            false => store.verify(),
+        }
+        .map_err(Failure::invalid)?
     };
     if let Some(expected) = expected {
         verified.expect(expected);

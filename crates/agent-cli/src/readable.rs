@@ -237,6 +237,11 @@ fn verify(report: &Value, style: &Style) -> Option<String> {
         style.state("failed", &format!("{} finding(s)", findings.len()))
     };
     let mut out = format!("{name}: {messages} message(s); {verdict}\nhead {head}\n");
+    if report.get("folded").and_then(Value::as_bool) == Some(false) {
+        out.push_str(
+            "checked: the lines hashed as stored (--chain); the snapshot's views not folded again\n",
+        );
+    }
     for finding in findings {
         let kind = str_of(finding, "finding").map_or_else(String::new, shown);
         let fields: Vec<String> = finding

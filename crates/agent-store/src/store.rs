@@ -106,6 +106,23 @@ pub trait Store {
         Ok(crate::Verified::of(self.name(), &loaded.context))
     }
 
+    /// [`Store::verify`] without folding the log again where the store can
+    /// tell its lines are the messages as agentctx writes them: the chain
+    /// recomputed over the lines as stored and compared with every digest
+    /// kept beside the log, at the speed of hashing it. A snapshot's views
+    /// are not compared with the fold then ([`Verified::folded`] says
+    /// which was done). A file whose lines its head record does not
+    /// confirm, and every other store, is verified in full. This default
+    /// is [`Store::verify`].
+    ///
+    /// [`Verified::folded`]: crate::Verified::folded
+    ///
+    /// # Errors
+    /// As [`Store::verify`].
+    fn verify_chain(&mut self) -> Result<crate::Verified> {
+        self.verify()
+    }
+
     /// Loads onto `context` — loaded from this store, or empty — the
     /// messages other writers appended after it.
     ///
@@ -274,6 +291,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn verify(&mut self) -> Result<crate::Verified> {
         (**self).verify()
+    }
+    fn verify_chain(&mut self) -> Result<crate::Verified> {
+        (**self).verify_chain()
     }
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
         (**self).catch_up(context)

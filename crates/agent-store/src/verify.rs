@@ -17,6 +17,12 @@ pub struct Verified {
     pub head: Digest,
     /// What does not match, in the order found; empty when clean.
     pub findings: Vec<Finding>,
+    /// True when the log was folded again, so a snapshot's views were
+    /// compared with the fold too; false for
+    /// [`Store::verify_chain`](crate::Store::verify_chain), which checked the
+    /// chain and every digest by hashing the lines as stored (D111: verify
+    /// at hashing speed).
+    pub folded: bool,
 }
 
 impl Verified {
@@ -28,6 +34,7 @@ impl Verified {
             messages: context.len(),
             head: context.head(),
             findings: Vec::new(),
+            folded: true,
         }
     }
 
@@ -273,24 +280,34 @@ impl std::fmt::Display for Finding {
 pub(crate) fn check_checkpoints(log: &Context, points: &[(usize, Digest)]) -> Vec<Finding> {
     let mut digest = Digest::GENESIS;
     let mut at = 0;
-    let mut after = 0;
-    for &(messages, expected) in points {
+    check_checkpoints_by(points, |messages| {
         if messages > log.len() {
-            return vec![Finding::Checkpoint {
-                after,
-                before: messages,
-                log: None,
-            }];
+            return None;
         }
         while at < messages {
             digest = digest.next(log.message_json(at).unwrap_or_default().as_bytes());
             at += 1;
         }
-        if digest != expected {
+        Some(digest)
+    })
+}
+
+/// Checks the checkpoints `points` (ascending) against the log's digests
+/// after their counts of messages, as `digest_at` gives them (`None` past
+/// the log's end): the first that does not match places the change after
+/// the one before.
+pub(crate) fn check_checkpoints_by(
+    points: &[(usize, Digest)],
+    mut digest_at: impl FnMut(usize) -> Option<Digest>,
+) -> Vec<Finding> {
+    let mut after = 0;
+    for &(messages, expected) in points {
+        let log = digest_at(messages);
+        if log != Some(expected) {
             return vec![Finding::Checkpoint {
                 after,
                 before: messages,
-                log: Some(digest),
+                log,
             }];
         }
         after = messages;
@@ -354,17 +371,28 @@ impl<'a> Sealed<'a> {
         self.summary.len()
     }
 
+    /// Checks its digest against the log's after as many messages,
+    /// `None` when the log has fewer.
+    pub(crate) fn check_digest(&self, log: Option<Digest>) -> Option<Finding> {
+        let summarises = self.summarises();
+        match log {
+            None => Some(Finding::SnapshotPastEnd { summarises }),
+            Some(log) if log != self.summary.head() => Some(Finding::SnapshotChain {
+                summarises,
+                snapshot: self.summary.head(),
+                log,
+            }),
+            Some(_) => None,
+        }
+    }
+
     /// Checks it against `prefix`, the log's first [`Sealed::summarises`]
     /// messages folded: its digest against theirs, then its views against
     /// their fold.
     pub(crate) fn check_prefix(&self, prefix: &Context) -> Vec<Finding> {
         let summarises = self.summarises();
-        if prefix.head() != self.summary.head() {
-            return vec![Finding::SnapshotChain {
-                summarises,
-                snapshot: self.summary.head(),
-                log: prefix.head(),
-            }];
+        if let Some(finding) = self.check_digest(Some(prefix.head())) {
+            return vec![finding];
         }
         // The prefix's snapshot, under the same anchor, is the snapshot's
         // body byte for byte when the views are the fold — or what the body

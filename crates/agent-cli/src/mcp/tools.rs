@@ -333,6 +333,7 @@ fn run(context: &str, name: &str, arguments: &Map<String, Value>) -> Result<Valu
             context,
             text(arguments, "expect"),
             false,
+            false,
         )?),
         "log" => log(context, arguments),
         _ => Err(Failure::usage(format!(

@@ -187,3 +187,51 @@ fn r34e_every_write_can_print_the_head_that_verify_expects() {
         format!("appended 1 message(s); {path} now has 3 message(s)\n")
     );
 }
+
+#[test]
+fn d111_verify_chain_hashes_a_recorded_log_and_verifies_anything_else_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.jsonl");
+    let path_text = path.to_str().unwrap();
+    std::fs::write(&path, "").unwrap();
+    // Appended through agentctx: its lines as agentctx writes them, and
+    // the head record beside them that says so.
+    let batch = dir.path().join("batch.jsonl");
+    std::fs::write(&batch, log(300)).unwrap();
+    let appended = agentctx(&["append", path_text, &format!("@{}", batch.display())]);
+    assert_eq!(appended.code, 0, "{}", appended.stderr);
+    let full = report(&agentctx(&["verify", path_text]).stdout);
+    let hashed = agentctx(&["verify", "--chain", path_text]);
+    assert_eq!(hashed.code, 0, "{}", hashed.stderr);
+    let hashed = report(&hashed.stdout);
+    assert_eq!(hashed["folded"], false);
+    assert_eq!(full["folded"], true);
+    assert_eq!(hashed["head"], full["head"]);
+    assert_eq!(hashed["messages"], 300);
+    assert_eq!(hashed["findings"], json!([]));
+    // The same lines with no record: nothing says they are as agentctx
+    // writes them, so they are read and folded.
+    let bare = dir.path().join("bare.jsonl");
+    std::fs::copy(&path, &bare).unwrap();
+    let unrecorded = report(&agentctx(&["verify", "--chain", bare.to_str().unwrap()]).stdout);
+    assert_eq!(unrecorded["folded"], true);
+    assert_eq!(unrecorded["head"], full["head"]);
+    // A line changed, its length kept: the record no longer confirms the
+    // lines, so the full verify says what changed.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = text.replacen(r#"{"n":5}"#, r#"{"n":6}"#, 1);
+    assert_ne!(changed, text);
+    std::fs::write(&path, changed).unwrap();
+    let found = agentctx(&["verify", "--chain", path_text]);
+    assert_eq!(found.code, 1, "{}", found.stdout);
+    let found = report(&found.stdout);
+    assert_eq!(found["folded"], true);
+    assert!(
+        found["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["finding"] == "recordChain"),
+        "{found}"
+    );
+}

@@ -113,16 +113,16 @@ impl FileStore {
     ) -> Result<bool> {
         // A cached record that may be of an earlier file is no evidence.
         let evidence = found.filter(|(_, at)| at.names_this_file());
-        let wanted = evidence.as_ref().map(|(record, _)| record.messages);
+        let wanted: Vec<usize> = evidence.iter().map(|(record, _)| record.messages).collect();
         let prefix =
-            super::first_sight::chain_prefix(file, end as u64, wanted).map_err(self.io("read"))?;
+            super::first_sight::chain_prefix(file, end as u64, &wanted).map_err(self.io("read"))?;
         if (prefix.lines, prefix.head) != summarised {
             return Ok(false);
         }
         if let Some((record, at)) = evidence {
             let (n, head) = summarised;
             let log = match record.messages {
-                m if m <= n => prefix.at,
+                m if m <= n => prefix.digest_at(m),
                 m if m <= context.len() => Some((n..m).fold(head, |digest, i| {
                     digest.next(context.message_json(i).unwrap_or_default().as_bytes())
                 })),

@@ -19,6 +19,8 @@
 //! - [`first_sight`]: a copied or restored file opened through its
 //!   snapshot when its lines, hashed as stored, chain to the snapshot's
 //!   digest (D110: first sight by the chain);
+//! - [`hashed`]: `verify --chain`, the lines hashed as stored when the
+//!   head record confirms them (D111: verify at hashing speed);
 //! - [`keys`]: append keys, `.NAME.keys`, so a retry lands once (D47: append keys);
 //! - [`checkpoints`]: the chain's digest every 256 messages, for `verify`;
 //! - [`record`]: the head record, `.NAME.head` (R34e);
@@ -42,6 +44,7 @@ mod cache;
 mod checkpoints;
 mod first_sight;
 mod guard;
+mod hashed;
 mod json;
 mod keys;
 mod lock;

@@ -497,6 +497,12 @@ impl Store for FileStore {
         self.verify_file()
     }
 
+    /// [`Store::verify_chain`]: a JSONL file's lines hashed as stored,
+    /// when its head record confirms them.
+    fn verify_chain(&mut self) -> Result<crate::Verified> {
+        self.verify_hashed()
+    }
+
     /// Keys kept beside a JSONL file, checked under its lock (`keys.rs`);
     /// a JSON array file keeps none.
     fn commit_once(

@@ -111,12 +111,12 @@ impl FileStore {
         })
     }
 
-    /// [`Store::verify`](crate::Store::verify): the log read whole, and
-    /// the snapshot, checkpoints and record beside the file checked
-    /// against it.
-    pub(super) fn verify_file(&mut self) -> Result<crate::Verified> {
-        // Read before the log: a whole read records the file as it is.
-        let recorded = self.recorded()?;
+    /// What is kept beside the file for `verify`, read before the log (a
+    /// whole read records the file as it is): the head record, the sealed
+    /// snapshot, the checkpoints, and a finding for each that may not be
+    /// believed.
+    pub(super) fn kept_beside(&mut self) -> Result<KeptBeside> {
+        let record = self.recorded()?;
         // Beside the real file, as writers keep it (symlinks resolved).
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let meta = std::fs::metadata(&target).map_err(self.io("read"))?;
@@ -124,16 +124,33 @@ impl FileStore {
         let log = Log::of(&meta);
         let places = super::place::to_read(&target, &log);
         let sealed = super::snapshot::read_from(&places, &log, &mut warnings);
-        let mut findings = Vec::new();
-        for warning in warnings {
-            if let agent_data::Warning::IgnoredSidecar { path, reason } = warning {
-                findings.push(Finding::Ignored { path, reason });
-            }
-        }
+        let ignored = warnings
+            .into_iter()
+            .filter_map(|warning| match warning {
+                agent_data::Warning::IgnoredSidecar { path, reason } => {
+                    Some(Finding::Ignored { path, reason })
+                }
+                _ => None,
+            })
+            .collect();
+        let points = super::checkpoints::read(&target, &log, &mut Vec::new());
+        Ok(KeptBeside {
+            record,
+            sealed,
+            points,
+            ignored,
+        })
+    }
+
+    /// [`Store::verify`](crate::Store::verify): the log read whole, and
+    /// the snapshot, checkpoints and record beside the file checked
+    /// against it.
+    pub(super) fn verify_file(&mut self) -> Result<crate::Verified> {
+        let kept = self.kept_beside()?;
         // The snapshot is read first, so the log is folded once: looked
         // at where the snapshot was taken on the way, or, when its
         // lines are not as many messages, folded again up to there after.
-        let snapshot = sealed.as_deref().map(Sealed::read);
+        let snapshot = kept.sealed.as_deref().map(Sealed::read);
         let mut looked = None;
         let loaded = match &snapshot {
             Some(Ok(snapshot)) => {
@@ -143,22 +160,21 @@ impl FileStore {
             _ => self.load_looking(None)?,
         };
         let mut verified = crate::Verified::of(&self.name, &loaded.context);
-        verified.findings = findings;
+        verified.findings = kept.ignored;
         match (snapshot, looked) {
             (Some(Err(unreadable)), _) => verified.findings.push(unreadable),
             (Some(Ok(_)), Some(found)) => verified.findings.extend(found),
             (Some(Ok(_)), None) => verified.findings.extend(crate::verify::check_snapshot(
                 &loaded.context,
-                sealed.as_deref().unwrap_or_default(),
+                kept.sealed.as_deref().unwrap_or_default(),
             )),
             (None, _) => {}
         }
-        let mut warnings = Vec::new();
-        let points = super::checkpoints::read(&target, &Log::of(&meta), &mut warnings);
-        verified
-            .findings
-            .extend(crate::verify::check_checkpoints(&loaded.context, &points));
-        if let Some(found) = recorded {
+        verified.findings.extend(crate::verify::check_checkpoints(
+            &loaded.context,
+            &kept.points,
+        ));
+        if let Some(found) = kept.record {
             verified.findings.extend(crate::verify::check_record(
                 &loaded.context,
                 found.messages,
@@ -167,6 +183,18 @@ impl FileStore {
         }
         Ok(verified)
     }
+}
+
+/// What is kept beside a file, read for `verify`.
+pub(super) struct KeptBeside {
+    /// The head record, when one may be believed for this file.
+    pub(super) record: Option<super::record::Record>,
+    /// The sealed snapshot's bytes.
+    pub(super) sealed: Option<Vec<u8>>,
+    /// The checkpoints, ascending.
+    pub(super) points: Vec<(usize, agent_data::Digest)>,
+    /// A finding for each file beside that may not be believed.
+    pub(super) ignored: Vec<Finding>,
 }
 
 /// Where the line of the `messages`-th message line ends: the bytes of
@@ -283,6 +311,56 @@ mod tests {
                 })
             ),
             "{findings:?}"
+        );
+    }
+
+    #[test]
+    fn d111_verify_chain_compares_the_snapshots_and_checkpoints_digests_with_the_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = written(dir.path());
+        let full = FileStore::open(&path).unwrap().verify().unwrap();
+        let hashed = FileStore::open(&path).unwrap().verify_chain().unwrap();
+        assert!(!hashed.folded && full.folded);
+        assert_eq!((hashed.head, hashed.messages), (full.head, 600));
+        assert_eq!(hashed.findings, []);
+
+        let snapshot = dir.path().join(".c.jsonl.snapshot");
+        let sealed = std::fs::read(&snapshot).unwrap();
+        let body = String::from_utf8(unseal(&sealed).unwrap().to_vec()).unwrap();
+        let other = agent_data::Digest::GENESIS.next(b"{}").to_string();
+        let (at, _) = body.match_indices(r#""head":""#).next().unwrap();
+        let forged = format!("{}{other}{}", &body[..at + 8], &body[at + 8 + 64..]);
+        std::fs::write(&snapshot, seal(forged.into_bytes())).unwrap();
+        let found = FileStore::open(&path).unwrap().verify_chain().unwrap();
+        assert!(!found.folded);
+        assert!(
+            matches!(
+                found.findings[..],
+                [Finding::SnapshotChain { summarises: 580, snapshot, .. }] if snapshot.to_string() == other
+            ),
+            "{:?}",
+            found.findings
+        );
+        std::fs::write(&snapshot, &sealed).unwrap();
+
+        let checkpoints = dir.path().join(".c.jsonl.chain");
+        let text = std::fs::read_to_string(&checkpoints).unwrap();
+        assert!(text.starts_with("256 "), "{text}");
+        let (first, rest) = text.split_once('\n').unwrap();
+        std::fs::write(&checkpoints, format!("256 {other}\n{rest}")).unwrap();
+        assert_ne!(first, format!("256 {other}"));
+        let found = FileStore::open(&path).unwrap().verify_chain().unwrap();
+        assert!(
+            matches!(
+                found.findings[..],
+                [Finding::Checkpoint {
+                    after: 0,
+                    before: 256,
+                    log: Some(_)
+                }]
+            ),
+            "{:?}",
+            found.findings
         );
     }
 
