@@ -18,7 +18,9 @@
 //! (row `C2-verify-fold-SHAPE-vs-sha256sum`: the log folded again, the
 //! snapshot's views compared with the fold; printed, not judged) and
 //! `sha256sum FILE`, each a whole process, the order turning every round;
-//! the ratios are per round. Knob: `VERIFY_ROUNDS` (7).
+//! the ratios are per round. Knob: `VERIFY_ROUNDS` (11: the smallest
+//! shapes take tens of milliseconds, and fewer rounds leave their spread
+//! too wide to judge).
 
 use crate::bench_cli::{knob, median, run_ok, time};
 use serde_json::{Value, json};
@@ -38,7 +40,7 @@ const WIDE: [(&str, Writer); 4] = [
 
 pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
     let bin = crate::release_dir()?.join("agentctx");
-    let rounds = knob("VERIFY_ROUNDS", 7).max(1);
+    let rounds = knob("VERIFY_ROUNDS", 11).max(1);
     let dir = tempfile::Builder::new()
         .prefix("bench-verify")
         .tempdir_in(target)

@@ -267,7 +267,10 @@ impl PgStore {
             reason: format!("{}; {why}", describe(cause)),
             key: key.cloned(),
         };
+        // The transaction, if any, is over: what follows looks from a new
+        // connection at what landed.
         self.client = None;
+        self.in_transaction = false;
         // Through a pooler no server session is this store's own to end:
         // the append may yet commit (D109: behind a pooler).
         let ended = match self.backend.take().map(|b| self.end_session(b)) {
@@ -377,6 +380,7 @@ impl PgStore {
     fn begin_locked(&mut self, id: i64) -> Result<()> {
         let client = self.client()?;
         let locked = client.begin().and_then(|()| client.query(&LOCK, &[&id]));
+        self.in_transaction = true;
         self.trips += 2;
         match locked {
             Ok(rows) if rows.is_empty() => {
@@ -431,6 +435,7 @@ impl PgStore {
             }
             Err(_) => Err(None),
         };
+        self.in_transaction = false;
         match committed {
             Ok(()) => land(context, prepared),
             Err(failure) => {
@@ -480,6 +485,7 @@ impl PgStore {
 
     /// Ends an open transaction, if the connection is still there.
     fn rollback(&mut self) {
+        self.in_transaction = false;
         if let Some(client) = self.client.as_mut() {
             let _ = client.batch_execute(ROLLBACK);
             self.trips += 1;

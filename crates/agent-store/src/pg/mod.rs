@@ -131,6 +131,11 @@ pub struct PgStore {
     /// Requests sent to the server and answered (round trips), for
     /// measuring ([`PgStore::round_trips`]).
     trips: u64,
+    /// The connection holds a transaction this store began: if it is
+    /// lost, nothing of the transaction may go to another connection
+    /// (a statement there would run outside it, a `COMMIT` there would
+    /// commit nothing and look done).
+    in_transaction: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -166,6 +171,7 @@ impl PgStore {
             chained: 0,
             counted: 0,
             trips: 0,
+            in_transaction: false,
         };
         store.client()?;
         Ok(store)

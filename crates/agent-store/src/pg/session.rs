@@ -56,6 +56,17 @@ impl PgStore {
         if self.client.as_ref().is_some_and(Client::is_closed) {
             self.client = None;
         }
+        if self.in_transaction && self.client.is_none() {
+            // Lost mid-transaction: the server rolls it back (or, behind
+            // a pooler, may still be finishing it); its rest must never
+            // run on a new connection.
+            self.in_transaction = false;
+            return Err(Error::Database {
+                action: "finish a transaction on",
+                name: self.address.shown.clone(),
+                reason: "the connection was lost inside the transaction".into(),
+            });
+        }
         let client = match self.client.take() {
             Some(client) => client,
             None => {
@@ -195,4 +206,43 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use test_support::database::{HOW_TO_PROVIDE, direct_url};
+
+    #[test]
+    fn a_transactions_rest_never_goes_to_a_new_connection() {
+        let url = format!("{}?context=transaction-guard", direct_url());
+        let mut store = PgStore::open(&url).expect(HOW_TO_PROVIDE);
+        store.client().unwrap().begin().unwrap();
+        store.in_transaction = true;
+        let (pid, _) = store.backend.clone().unwrap();
+        let mut other = postgres::Client::connect(&direct_url(), postgres::NoTls).unwrap();
+        other
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .unwrap();
+        // The next statements find the connection gone.
+        for _ in 0..50 {
+            let client = store.client.as_mut().unwrap();
+            if client.is_closed() {
+                break;
+            }
+            assert!(client.batch_execute("SELECT 1").is_err());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(store.client.as_ref().unwrap().is_closed());
+        let refused = store.client().map(|_| ()).unwrap_err().to_string();
+        assert!(
+            refused.contains("the connection was lost inside the transaction"),
+            "{refused}"
+        );
+        // Outside a transaction, a lost connection is simply opened again.
+        let client = store.client().unwrap();
+        client.batch_execute("SELECT 1").unwrap();
+        assert!(!store.in_transaction);
+    }
 }
