@@ -17,8 +17,9 @@
 //! `C2-verify-chain-SHAPE-vs-sha256sum`, judged), `agentctx verify FILE`
 //! (row `C2-verify-fold-SHAPE-vs-sha256sum`: the log folded again, the
 //! snapshot's views compared with the fold; printed, not judged) and
-//! `sha256sum FILE`, each a whole process, the order turning every round;
-//! the ratios are per round. Knob: `VERIFY_ROUNDS` (11: the smallest
+//! `sha256sum FILE`, each a whole process (a sample is the median of three
+//! runs back to back), the order turning every round; the ratios are per
+//! round. Knob: `VERIFY_ROUNDS` (11: the smallest
 //! shapes take tens of milliseconds, and fewer rounds leave their spread
 //! too wide to judge).
 
@@ -77,9 +78,16 @@ pub(crate) fn run(target: &Path) -> Result<Vec<Value>, String> {
 fn measure(bin: &Path, name: &str, path: &Path, rounds: usize) -> Result<[Value; 2], String> {
     let file = path.display().to_string();
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-    let hashed = || time(bin, &["verify", "--chain", &file]);
-    let folded = || time(bin, &["verify", &file]);
-    let summed = || time(Path::new("sha256sum"), &[&file]);
+    // Each sample the median of three runs back to back: a run of the
+    // smaller shapes is a few tens of milliseconds, and one late wake-up
+    // would swing its round's ratio.
+    let thrice = |bin: &Path, args: &[&str]| -> Result<u128, String> {
+        let runs = [time(bin, args)?, time(bin, args)?, time(bin, args)?];
+        Ok(median(runs.to_vec()) as u128)
+    };
+    let hashed = || thrice(bin, &["verify", "--chain", &file]);
+    let folded = || thrice(bin, &["verify", &file]);
+    let summed = || thrice(Path::new("sha256sum"), &[&file]);
     let mut samples: [Vec<u128>; 3] = Default::default();
     // Round 0 warms the page cache and the binary.
     for round in 0..=rounds {
