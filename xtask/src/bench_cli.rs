@@ -15,8 +15,9 @@
 //! - `CLI-view-100k-vs-100`: `agentctx view FILE state` (reads only).
 //! - `W5-first-sight-vs-sha256sum`: the first `agentctx view COPY state` of
 //!   a copy of the 100,000-message file, its snapshot and record beside it
-//!   (copied and synced before each round, not timed), against
-//!   `sha256sum COPY`, in turns (D110: first sight by the chain).
+//!   (copied and synced before each of three trials a round, not timed; a
+//!   round's sample is the median of its trials), against `sha256sum
+//!   COPY`, in turns (D110: first sight by the chain).
 //! - `W5-warm-vs-first-sight`: the next `view` of the same copy, which its
 //!   first sight recorded, against that first sight.
 //! - `CLI-pg-apply-100k-vs-100`: the same `apply --write` on the context
@@ -140,7 +141,10 @@ fn first_sight(
     let copy = dir.join(&*name);
     let context = copy.display().to_string();
     let (mut first, mut sums, mut warm) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..=rounds {
+    // A copy made and synced before each of three trials a round; a
+    // round's sample is the median of its trials (a run is tens of
+    // milliseconds, and one late wake-up would swing the round).
+    let copy = || -> Result<(), String> {
         for file in [
             name.to_string(),
             format!(".{name}.snapshot"),
@@ -155,17 +159,28 @@ fn first_sight(
                 .and_then(|f| f.sync_all())
                 .map_err(|e| format!("cannot sync {file}: {e}"))?;
         }
-        let view = || time(bin, &["view", &context, "state"]);
-        let sum = || time(Path::new("sha256sum"), &[&context]);
-        let (seen, summed) = if round % 2 == 0 {
-            (view()?, sum()?)
-        } else {
-            let summed = sum()?;
-            (view()?, summed)
-        };
-        let again = view()?;
+        Ok(())
+    };
+    let view = || time(bin, &["view", &context, "state"]);
+    let sum = || time(Path::new("sha256sum"), &[&context]);
+    for round in 0..=rounds {
+        let mut trials: [Vec<u128>; 3] = Default::default();
+        for trial in 0..3 {
+            copy()?;
+            let (seen, summed) = if (round + trial) % 2 == 0 {
+                (view()?, sum()?)
+            } else {
+                let summed = sum()?;
+                (view()?, summed)
+            };
+            let again = view()?;
+            for (samples, taken) in trials.iter_mut().zip([seen, summed, again]) {
+                samples.push(taken);
+            }
+        }
         // Round 0 warms the page cache and the binary.
         if round > 0 {
+            let [seen, summed, again] = trials.map(|t| median(t) as u128);
             first.push(seen);
             sums.push(summed);
             warm.push(again);
