@@ -81,6 +81,11 @@ impl FileStore {
         if found.as_ref().map(|(record, _)| *record) != Some(expected) {
             let confirmed =
                 self.first_sight(file, &context, summarised, anchor.end.offset, found)?;
+            if confirmed && warnings.is_empty() {
+                // As after a whole read: recorded only when nothing was
+                // warned about (a torn last line is no writer's state).
+                self.write_record(file);
+            }
             if !confirmed {
                 self.distrusted = snapshot_place
                     .names_this_file()
@@ -102,7 +107,7 @@ impl FileStore {
     /// snapshot's `end`, hashed as stored, chain to the snapshot's digest
     /// after as many messages (`summarised`). Then the record `found` is
     /// judged as after a whole read, against the chain the check and the
-    /// tail give, and the file recorded as it is now.
+    /// tail give (the caller records the file as it is now).
     fn first_sight(
         &mut self,
         file: &LockedFile,
@@ -132,7 +137,6 @@ impl FileStore {
                 self.contradicted(&at, &record);
             }
         }
-        self.write_record(file);
         Ok(true)
     }
 
