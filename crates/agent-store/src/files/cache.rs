@@ -79,11 +79,13 @@ impl FileStore {
             digest: context.head(),
         };
         if found.as_ref().map(|(record, _)| *record) != Some(expected) {
+            // As after a whole read, the record is judged and the file
+            // recorded only when nothing was warned about (a torn last line
+            // is no writer's state).
+            let settled = warnings.is_empty() && !self.seen.unterminated;
             let confirmed =
-                self.first_sight(file, &context, summarised, anchor.end.offset, found)?;
-            if confirmed && warnings.is_empty() {
-                // As after a whole read: recorded only when nothing was
-                // warned about (a torn last line is no writer's state).
+                self.first_sight(file, &context, (summarised, anchor), found, settled)?;
+            if confirmed && settled {
                 self.write_record(file);
             }
             if !confirmed {
@@ -112,16 +114,19 @@ impl FileStore {
         &mut self,
         file: &LockedFile,
         context: &Context,
-        summarised: (usize, Digest),
-        end: usize,
+        (summarised, anchor): ((usize, Digest), FileAnchor),
         found: Option<(Record, place::Place)>,
+        judge: bool,
     ) -> Result<bool> {
         // A cached record that may be of an earlier file is no evidence.
-        let evidence = found.filter(|(_, at)| at.names_this_file());
+        let evidence = found.filter(|(_, at)| at.names_this_file() && judge);
         let wanted: Vec<usize> = evidence.iter().map(|(record, _)| record.messages).collect();
+        let end = anchor.end.offset as u64;
         let prefix =
-            super::first_sight::chain_prefix(file, end as u64, &wanted).map_err(self.io("read"))?;
-        if (prefix.lines, prefix.head) != summarised {
+            super::first_sight::chain_prefix(file, end, &wanted).map_err(self.io("read"))?;
+        // The anchor's own counts too: its lines and message lines.
+        let counted = (prefix.all_lines, prefix.lines) == (anchor.end.line, anchor.items);
+        if !counted || prefix.unterminated || (prefix.lines, prefix.head) != summarised {
             return Ok(false);
         }
         if let Some((record, at)) = evidence {
@@ -276,14 +281,17 @@ impl FileStore {
     /// chain disagrees with it too — the log changed before the point it
     /// summarises — and says nothing when the lines only are not spelled
     /// as agentctx writes them.
-    pub(super) fn judge_distrusted(&mut self, context: &Context) {
+    /// True when it warned: the snapshot is then of another log, and the
+    /// caller replaces it, or every open would hash, read whole and warn
+    /// again.
+    pub(super) fn judge_distrusted(&mut self, context: &Context) -> bool {
         let Some((path, (messages, digest))) = self.distrusted.take() else {
-            return;
+            return false;
         };
         let json = |i: usize| context.message_json(i).unwrap_or_default().as_bytes();
         let log = (messages <= context.len()).then(|| Digest::of((0..messages).map(json)));
         if log == Some(digest) {
-            return;
+            return false;
         }
         let differs = match log {
             Some(log) => format!("the log's first {messages} end at digest {log}"),
@@ -297,5 +305,6 @@ impl FileStore {
                  (agentctx verify says where)"
             ),
         )]);
+        true
     }
 }

@@ -23,6 +23,7 @@ impl FileStore {
         let format = self.format;
         let loaded = self.with_lock(false, |store, file| {
             let mut json = Vec::new();
+            let mut stale_snapshot = false;
             let loaded = match format {
                 Format::Jsonl => store.read_whole_jsonl(file, look)?,
                 Format::Json => {
@@ -53,7 +54,7 @@ impl FileStore {
                     if !loaded.unterminated && loaded.warnings.is_empty() {
                         store.record_whole_read(file, &loaded.context);
                     }
-                    store.judge_distrusted(&loaded.context);
+                    stale_snapshot = store.judge_distrusted(&loaded.context);
                 }
                 Format::Json => store.remember_json(&json),
             }
@@ -62,6 +63,11 @@ impl FileStore {
             store
                 .since
                 .add(loaded.context.len(), loaded.end.offset as u64);
+            if stale_snapshot {
+                // Replaced by one of the log as it is (a cache: failing to
+                // write it costs the next open the same check again).
+                let _ = store.write_snapshot(&loaded.context);
+            }
             Ok(loaded)
         })?;
         Ok(self.with_warnings(loaded))

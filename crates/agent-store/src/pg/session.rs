@@ -59,8 +59,8 @@ impl PgStore {
         if self.in_transaction && self.client.is_none() {
             // Lost mid-transaction: the server rolls it back (or, behind
             // a pooler, may still be finishing it); its rest must never
-            // run on a new connection.
-            self.in_transaction = false;
+            // run on a new connection. Refused until the transaction is
+            // given up (a rollback, or a lost append settled).
             return Err(Error::Database {
                 action: "finish a transaction on",
                 name: self.address.shown.clone(),
@@ -240,7 +240,10 @@ mod tests {
             refused.contains("the connection was lost inside the transaction"),
             "{refused}"
         );
-        // Outside a transaction, a lost connection is simply opened again.
+        // Refused again until the transaction is given up; then a lost
+        // connection is simply opened again.
+        assert!(store.client().is_err());
+        store.in_transaction = false;
         let client = store.client().unwrap();
         client.batch_execute("SELECT 1").unwrap();
         assert!(!store.in_transaction);

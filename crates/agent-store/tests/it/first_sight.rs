@@ -116,6 +116,73 @@ fn d110_a_tampered_prefix_is_found_at_first_sight_and_the_file_read_whole() {
 }
 
 #[test]
+fn d110_a_snapshot_of_another_log_is_replaced_so_it_is_warned_about_once() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Few messages, so a whole read of it writes no snapshot of its own
+    // (none is due), and long ones, so the line changed lies before the
+    // bytes the snapshot's anchor checks.
+    let path = a.path().join("c.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let mut store = FileStore::open(&path).unwrap();
+    let mut context = store.load().unwrap().context;
+    let long = |i: usize| {
+        let value = json!({"type": "state", "data": {format!("k{i}"): "x".repeat(400)}});
+        Message::from_value(value).unwrap()
+    };
+    let first: Vec<Message> = (0..20).flat_map(long).collect();
+    store.commit(&mut context, &first).unwrap();
+    store.snapshot(&context, SnapshotWhen::Now).unwrap();
+    let rest: Vec<Message> = (20..40).flat_map(long).collect();
+    store.commit(&mut context, &rest).unwrap();
+    let copy = copied(a.path(), b.path(), &[".c.jsonl.snapshot"]);
+    let text = std::fs::read_to_string(&copy).unwrap();
+    let changed = text.replacen(r#"{"k1":"xx"#, r#"{"k1":"yx"#, 1);
+    assert_ne!(changed, text);
+    std::fs::write(&copy, changed).unwrap();
+    let named = |warnings: &[agent_data::Warning]| {
+        warnings
+            .iter()
+            .any(|w| w.to_string().contains(".c.jsonl.snapshot"))
+    };
+    let first = FileStore::open(&copy).unwrap().load_tail().unwrap();
+    assert!(first.context.is_complete());
+    assert!(named(&first.warnings), "{:?}", first.warnings);
+    let again = FileStore::open(&copy).unwrap().load_tail().unwrap();
+    assert!(!named(&again.warnings), "{:?}", again.warnings);
+    assert!(
+        !again.context.is_complete(),
+        "through the snapshot put in its place"
+    );
+    assert_eq!(again.context.head(), whole(&copy).head());
+}
+
+#[test]
+fn d110_a_copy_with_a_torn_last_line_is_not_recorded() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    written(a.path(), 600);
+    let copy = copied(a.path(), b.path(), &[".c.jsonl.snapshot", ".c.jsonl.head"]);
+    let record = std::fs::read_to_string(b.path().join(".c.jsonl.head")).unwrap();
+    let mut text = std::fs::read_to_string(&copy).unwrap();
+    text.push_str(r#"{"type":"state","data":{"#);
+    std::fs::write(&copy, &text).unwrap();
+    let loaded = FileStore::open(&copy).unwrap().load_tail().unwrap();
+    assert_eq!(loaded.context.len(), 600);
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| matches!(w, agent_data::Warning::TornLastLine { .. })),
+        "{:?}",
+        loaded.warnings
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.path().join(".c.jsonl.head")).unwrap(),
+        record,
+        "a torn tail is no writer's state: the record is left as it was"
+    );
+}
+
+#[test]
 fn d110_a_copy_matching_its_snapshot_whose_record_says_more_is_warned_about() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let path = written(a.path(), 600);
