@@ -20,7 +20,7 @@ impl FileStore {
         }
         let kept = self.kept_beside()?;
         let Some(record) = kept.record else {
-            return self.verify_file();
+            return self.verify_kept(kept);
         };
         let snapshot = kept.sealed.as_deref().map(Sealed::read);
         let mut wanted: Vec<usize> = kept.points.iter().map(|(messages, _)| *messages).collect();
@@ -32,7 +32,7 @@ impl FileStore {
             super::first_sight::chain_prefix(file, len, &wanted).map_err(store.io("read"))
         })?;
         if prefix.unterminated || (prefix.lines, prefix.head) != (record.messages, record.digest) {
-            return self.verify_file();
+            return self.verify_kept(kept);
         }
         let mut findings = kept.ignored;
         match snapshot {

@@ -153,6 +153,12 @@ impl FileStore {
     /// against it.
     pub(super) fn verify_file(&mut self) -> Result<crate::Verified> {
         let kept = self.kept_beside()?;
+        self.verify_kept(kept)
+    }
+
+    /// [`FileStore::verify_file`] with what is kept beside the file
+    /// already read.
+    pub(super) fn verify_kept(&mut self, kept: KeptBeside) -> Result<crate::Verified> {
         // The snapshot is read first, so the log is folded once: looked
         // at where the snapshot was taken on the way, or, when its
         // lines are not as many messages, folded again up to there after.
