@@ -333,15 +333,29 @@ fn r34e_a_writer_catching_up_from_nothing_keeps_a_record_the_log_contradicts() {
 }
 
 /// The caches a read of the file at `path` kept in the user's cache
-/// directory (named by its device and inode first), removed: the
-/// directory is shared.
+/// directory (named by its device, inode and birth time), removed: the
+/// directory is shared, and earlier files with the same inode (other
+/// tests' temporary files) leave caches under the same device and inode.
 fn cached_by_reads(path: &Path) -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
     let Some(dir) = FileStore::cache_dir() else {
         return Vec::new();
     };
     let meta = std::fs::metadata(path).unwrap();
-    let stem = format!("{}-{}-", meta.dev(), meta.ino());
+    let born = meta
+        .created()
+        .ok()
+        .and_then(|born| born.duration_since(std::time::UNIX_EPOCH).ok());
+    let stem = match born {
+        Some(born) => format!(
+            "{}-{}-{}.{:09}.",
+            meta.dev(),
+            meta.ino(),
+            born.as_secs(),
+            born.subsec_nanos()
+        ),
+        None => format!("{}-{}.", meta.dev(), meta.ino()),
+    };
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
