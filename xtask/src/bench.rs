@@ -365,26 +365,27 @@ fn print_table(summary: &[Value]) {
             continue;
         }
         if let Some(rate) = row["appends_per_second"].as_f64() {
-            println!(
-                "{:<32} {:>14} {:>14} {:>8}  durable appends/s, {} writer process(es) on one JSONL file",
-                row["workload"].as_str().unwrap_or_default(),
-                format!("{rate:.0}/s"),
-                format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
-                "",
-                row["writers"]
+            print_rate(
+                row,
+                rate,
+                &format!(
+                    "durable appends/s, {} writer process(es) on one JSONL file",
+                    row["writers"]
+                ),
             );
             continue;
         }
         if let Some(rate) = row["results_per_second"].as_f64() {
-            println!(
-                "{:<32} {:>14} {:>14} {:>8}  results/s of {} worker thread(s) on one plan through PgBouncer (a claim {:.1} ms, a commit {:.1} ms)",
-                row["workload"].as_str().unwrap_or_default(),
-                format!("{rate:.0}/s"),
-                format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
-                "",
-                row["workers"],
-                row["claim_ms"].as_f64().unwrap_or_default(),
-                row["commit_ms"].as_f64().unwrap_or_default(),
+            print_rate(
+                row,
+                rate,
+                &format!(
+                    "results/s of {} worker thread(s) on one plan through PgBouncer (a claim {:.1} \
+                     ms, a commit {:.1} ms)",
+                    row["workers"],
+                    row["claim_ms"].as_f64().unwrap_or_default(),
+                    row["commit_ms"].as_f64().unwrap_or_default(),
+                ),
             );
             continue;
         }
@@ -481,6 +482,18 @@ fn print_pg_bytes(row: &Value) {
             if at == 0 { verdict(row) } else { String::new() }
         );
     }
+}
+
+/// A row of a rate: its workload, the rate, the seconds it took, and
+/// what was counted.
+fn print_rate(row: &Value, rate: f64, what: &str) {
+    println!(
+        "{:<32} {:>14} {:>14} {:>8}  {what}",
+        row["workload"].as_str().unwrap_or_default(),
+        format!("{rate:.0}/s"),
+        format!("{:.2} s", row["seconds"].as_f64().unwrap_or_default()),
+        "",
+    );
 }
 
 /// S3-pg-writers: both curves, appends per second by writer count.
