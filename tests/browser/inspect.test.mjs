@@ -186,7 +186,10 @@ describe("inspect's plan", () => {
     await append(context, [
       { type: "state", data: { topic: "cats" } },
       { type: "plan", calls: [search, summarise, publish] },
-      { type: "state", data: { found: ["a"] }, _outputPath: "†state.found", _call: search },
+      {
+        type: "state", data: { found: ["a"] }, _outputPath: "†state.found", _call: search,
+        _started: "2026-11-29T10:00:00Z", _date: "2026-11-29T10:00:01.500Z",
+      },
     ]);
     server = await Server.start(context);
   });
@@ -195,25 +198,27 @@ describe("inspect's plan", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("draws the calls as a graph, each call that ran linked to its result", async () => {
+  it("draws the calls as a graph, each call that ran linked to its result with how long it took", async () => {
     await visit(server, "/", async (page) => {
       await rendered(page, 3, 3);
       const calls = await page.$$eval("svg.plan-graph g.call", (boxes) =>
         boxes.map((g) => `${g.dataset.call} ${g.getAttribute("class")} ${g.textContent}`));
       assert.deepEqual(calls, [
-        "0 call done #0 searchdonecall 0: search, done; result #2",
+        "0 call done #0 searchdone · 1.5 scall 0: search, done, took 1.5 s; result #2",
         "1 call ready #1 summarisereadycall 1: summarise, ready",
         "2 call blocked #2 publishblockedcall 2: publish, blocked (waits for call 1)",
       ]);
       assert.equal(await page.$$eval("svg.plan-graph line.edge", (lines) => lines.length), 2);
       assert.equal(await text(page, '#plan tr[data-call="0"] td.result'), "#2");
+      assert.equal(await text(page, '#plan tr[data-call="0"] td.took'), "1.5 s");
+      assert.equal(await text(page, '#plan tr[data-call="1"] td.took'), "—");
       // Where `found` came from: message 2, the search call's answer, and
       // the inputs that call was given.
       await view(page, "state");
       await page.click('#views section[data-kind="state"] [data-scope="global"] .value[data-path=\'["found",0]\']');
       await page.waitForSelector('#provenance li[data-number="2"] button.more');
       const made = await text(page, '#provenance li[data-number="2"]');
-      assert.equal(made, '#2 set †state.found · by search("q":"†state.topic")inputs');
+      assert.equal(made, '#2 set †state.found · by search("q":"†state.topic") · 2026-11-29T10:00:01.500Zinputs');
       await page.click('#provenance li[data-number="2"] button.more');
       await page.waitForSelector('#provenance li[data-number="2"] .inputs');
       assert.equal(await text(page, '#provenance li[data-number="2"] .inputs'), ' inputs: {"q":"cats"}');
@@ -244,17 +249,15 @@ describe("the demo's context, as the README shows it", () => {
       await page.setViewport({ width: 1280, height: 1500 });
       const { length } = await server.json("/api/log?limit=1");
       await rendered(page, length, length);
-      // Every call that writes a result is done; the demo's last call
-      // (notify) writes nothing, so the log cannot tell that it ran: it
-      // says so rather than "ready".
+      // Every call is done, the demo's last call (notify) too: it writes
+      // nothing, and its `ran` record says that it ran, and how long it took.
       const plan = (await server.json("/api/plan")).plan.calls;
       const states = await page.$$eval("svg.plan-graph g.call", (boxes) =>
         boxes.map((g) => g.getAttribute("class").replace("call ", "")));
-      assert.deepEqual(
-        states,
-        plan.map((c) => (c.call._outputPath === undefined ? "unrecorded" : "done")),
-      );
-      assert.ok(states.includes("unrecorded") && states.includes("done"), JSON.stringify(states));
+      assert.deepEqual(states, plan.map(() => "done"));
+      const notify = plan.filter((c) => c.call._outputPath === undefined);
+      assert.ok(notify.length > 0 && notify.every((c) => Number.isInteger(c.ms)), JSON.stringify(notify));
+      assert.ok(plan.every((c) => Number.isInteger(c.ms)), JSON.stringify(plan));
       const { instances } = await server.json("/api/instances");
       for (const { id, kinds } of instances.slice(0, 2)) {
         const shown = await view(page, kinds[0], id);

@@ -18,13 +18,16 @@ pub const CALL_KEYS: [&str; 5] = [
 /// The `_` keys of a data message (R2): any other in a message being
 /// appended is a typo unless the application allows it. Loading and
 /// folding keep unknown fields and never refuse them.
-pub const MESSAGE_KEYS: [&str; 6] = [
+pub const MESSAGE_KEYS: [&str; 9] = [
     "_instance",
     "_outputPath",
     "_outputMethod",
     "_call",
     "_callAt",
     "_date",
+    "_started",
+    "_worker",
+    "_attempt",
 ];
 
 /// The name of `names` nearest to `word`, if one is near enough to be

@@ -94,6 +94,6 @@ pub use prepare::Prepared;
 pub use refs::MAX_REF_DEPTH;
 pub use schema::{CheckMode, Schema};
 pub use stage::{Committed, Staged};
-pub use verbatim::{NativeMessage, OpaqueMessage, PlanSort, plan_sort};
+pub use verbatim::{NativeMessage, OpaqueMessage, PlanSort, RAN_TYPE, plan_sort};
 
 use agent_core::json_type;

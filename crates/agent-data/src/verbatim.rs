@@ -96,6 +96,21 @@ impl OpaqueMessage {
     }
 }
 
+/// The `type` of the message a runner appends for a call without
+/// `_outputPath` it ran (R21b): the call as `_call`, when it started and
+/// ended (`_started`, `_date`), `"_failed": true` when it failed, and the
+/// worker and attempt when a worker ran it. Bookkeeping: the model never
+/// sees it (R28), and it writes no view.
+///
+/// ```
+/// use agent_data::{Message, RAN_TYPE};
+/// use agent_core::json;
+/// let ran = Message::from_value(json!({"type": RAN_TYPE, "_call": {"_tool": "notify"}}))?;
+/// assert!(matches!(&ran[0], Message::Opaque(m) if m.type_name() == "ran"));
+/// # Ok::<(), agent_data::MessageFault>(())
+/// ```
+pub const RAN_TYPE: &str = "ran";
+
 /// The two sorts of `plan` message (D69: loop and worker plans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

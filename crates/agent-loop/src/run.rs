@@ -359,7 +359,7 @@ impl Loop {
                     let context = target.context();
                     provider.send_streaming(&request, &mut |at, call| {
                         seen.push(call.clone());
-                        early.offer(scope, at, call, &rules, activities, context, confirm);
+                        early.offer(scope, at, call, &rules, activities, context, confirm, clock);
                     })
                 };
                 let whole = match &sent {

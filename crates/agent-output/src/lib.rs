@@ -13,6 +13,9 @@
 //!   stamped by an injectable [`Clock`].
 //! - [`apply`]: validate everything, then append all messages of one result
 //!   together or none (R13, R25); [`check_tool_schema`] for R23.
+//! - [`Ran`], [`messages_for_run`] and [`apply_run`]: the same for a
+//!   runner, recording when (and by which worker) a call ran, and that a
+//!   call writing nothing ran at all (R21b).
 //!
 //! Durable writes are not this layer's business: [`apply`] appends to any
 //! [`agent_data::Append`] — a context in memory, or a stored context whose
@@ -49,6 +52,7 @@ mod clock;
 mod error;
 mod outcome;
 mod output_path;
+mod ran;
 
 pub use apply::{apply, check_tool_schema};
 pub use call::Call;
@@ -56,3 +60,4 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{Error, Result};
 pub use outcome::{Outcome, messages_for};
 pub use output_path::OutputPath;
+pub use ran::{Ran, apply_run, messages_for_run};

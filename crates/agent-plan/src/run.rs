@@ -7,7 +7,7 @@ use agent_core::Reference;
 use agent_core::json::Value;
 use agent_data::Message;
 use agent_data::{Append, AppendKey, KeyedAppend};
-use agent_output::{Clock, Outcome};
+use agent_output::{Clock, Outcome, Ran};
 #[cfg(feature = "rayon")]
 use rayon::prelude::*;
 #[cfg(not(feature = "rayon"))]
@@ -27,8 +27,8 @@ pub struct Progress {
 
 /// What one ready call came to before its result is written.
 enum Step {
-    /// Its activity's outcome, or why it has none.
-    Ran(Result<Outcome, String>),
+    /// When its activity started, and its outcome or why it has none.
+    Ran(Ran, Result<Outcome, String>),
     /// It did not run: the rule found it blocked, or it cannot be resolved.
     Settled(Status),
 }
@@ -39,7 +39,9 @@ impl Plan {
     /// every tool counted as present: a call whose tool has no activity
     /// runs and fails) — runs, activities of a wave concurrently; outcomes
     /// are written through agent-output in plan order (so appended
-    /// messages are deterministic); repeat until nothing is ready. A call
+    /// messages are deterministic), each with when its activity started
+    /// (`_started`), and a call without `_outputPath` leaves a `ran` record
+    /// (R21b); repeat until nothing is ready. A call
     /// whose dependency did not end as done is skipped as soon as that is
     /// known.
     ///
@@ -120,7 +122,7 @@ impl Plan {
                         shared,
                         &|_| true,
                     );
-                    (call, self.step(call, verdict, activities))
+                    (call, self.step(call, verdict, activities, clock))
                 })
                 .collect();
             let mut next = Vec::new();
@@ -128,12 +130,14 @@ impl Plan {
                 run.wave[call] = Some(wave);
                 let status = match step {
                     Step::Settled(status) => status,
-                    Step::Ran(Err(error)) => Status::Failed {
+                    Step::Ran(_, Err(error)) => Status::Failed {
                         error,
                         failure: None,
                     },
-                    Step::Ran(Ok(_)) if run.stopped.is_some() => run.stopped_status(),
-                    Step::Ran(Ok(outcome)) => run.write(self, target, call, outcome, clock),
+                    Step::Ran(_, Ok(_)) if run.stopped.is_some() => run.stopped_status(),
+                    Step::Ran(ran, Ok(outcome)) => {
+                        run.write(self, target, call, outcome, (clock, &ran))
+                    }
                 };
                 run.settle(self, call, status, &mut next);
             }
@@ -150,7 +154,13 @@ impl Plan {
     }
 
     /// Runs a call the rule found ready; any other verdict is how it ended.
-    fn step(&self, call: usize, verdict: Verdict, activities: &Activities) -> Step {
+    fn step(
+        &self,
+        call: usize,
+        verdict: Verdict,
+        activities: &Activities,
+        clock: &(dyn Clock + Sync),
+    ) -> Step {
         let failed = |error: String| {
             Step::Settled(Status::Failed {
                 error,
@@ -158,9 +168,11 @@ impl Plan {
             })
         };
         match verdict {
-            Verdict::Ready(Ok(resolved)) => Step::Ran(
-                activities.run_caught(self.calls()[call].tool().unwrap_or_default(), &resolved),
-            ),
+            Verdict::Ready(Ok(resolved)) => {
+                let ran = Ran::started_at(clock.now());
+                let tool = self.calls()[call].tool().unwrap_or_default();
+                Step::Ran(ran, activities.run_caught(tool, &resolved))
+            }
             Verdict::Ready(Err(error)) => failed(error),
             Verdict::Blocked(Blocker::Missing(missing)) => {
                 Step::Settled(Status::Blocked { missing })
@@ -216,22 +228,23 @@ impl Run {
         }
     }
 
-    /// Writes `outcome`; a store failure stops the run.
+    /// Writes `outcome` with when it ran (R21b: a `ran` record for a call
+    /// that writes nothing); a store failure stops the run.
     fn write(
         &mut self,
         plan: &Plan,
         target: &mut (impl Append + ?Sized),
         call: usize,
         outcome: Outcome,
-        clock: &(dyn Clock + Sync),
+        (clock, ran): (&(dyn Clock + Sync), &Ran),
     ) -> Status {
         let (taken, failure) = Taken::of(&outcome);
         let applied = match &self.key {
-            None => agent_output::apply(target, &plan.calls()[call], outcome, clock),
+            None => agent_output::apply_run(target, &plan.calls()[call], outcome, clock, ran),
             Some(key) => match key.derive(&format!("call-{call}")) {
                 Ok(key) => {
                     let mut keyed = KeyedAppend::new(target, key);
-                    agent_output::apply(&mut keyed, &plan.calls()[call], outcome, clock)
+                    agent_output::apply_run(&mut keyed, &plan.calls()[call], outcome, clock, ran)
                 }
                 Err(e) => Err(e.into()),
             },

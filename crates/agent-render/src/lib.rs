@@ -8,7 +8,8 @@
 //!   or each write its own block ([`RenderMode::Append`], R30) so earlier output
 //!   stays byte-stable for prompt caching. Opaque messages (`plan`, `tool`,
 //!   …) go through a registry of [`OpaqueRenderer`]s, [`GenericBlock`] by
-//!   default. Nothing starting with `_` is rendered (R29).
+//!   default; a runner's `ran` record is left out (R21b). Nothing starting
+//!   with `_` is rendered (R29).
 //! - [`payload`] serialises for a [`PayloadFormat`]: `plain`, `openai`,
 //!   `anthropic`, or a `text` transcript (R31). Output is deterministic (R32).
 //! - [`count_tokens`] sizes a payload (`o200k_base`).

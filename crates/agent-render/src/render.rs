@@ -82,7 +82,8 @@ impl std::fmt::Debug for Renderer {
 }
 
 impl Renderer {
-    /// A renderer with the generic block for every opaque type.
+    /// A renderer with the generic block for every opaque type but `ran`
+    /// (a runner's bookkeeping, R21b), which it leaves out.
     pub fn new() -> Self {
         Self::default()
     }
@@ -135,6 +136,9 @@ impl Renderer {
                     let fields = opaque.fields();
                     let chat = match self.opaque.get(opaque.type_name()) {
                         Some(renderer) => renderer.render(fields),
+                        // A runner's record that a call ran is bookkeeping
+                        // (R21b), left out unless a renderer is registered.
+                        None if opaque.type_name() == agent_data::RAN_TYPE => None,
                         None => GenericBlock.render(fields),
                     };
                     // Merged mode only: append mode keeps every earlier

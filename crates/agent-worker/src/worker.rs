@@ -18,7 +18,7 @@ use crate::schedule::{TAKEOVERS, has_tool, known, next_wake, parse_plan, retry_d
 use crate::{Error, WorkerOptions, WorkerReport};
 use agent_data::Append;
 use agent_data::Message;
-use agent_output::{Call, Clock, Outcome};
+use agent_output::{Call, Clock, Outcome, Ran};
 use agent_plan::{Activities, Known, Plan, Standing, Stop, standings};
 use agent_store::{CallRow, Claim, ClaimRequest, Error as StoreError, PgCalls, PgStore, Stored};
 use std::collections::BTreeMap;
@@ -34,7 +34,7 @@ struct Current {
 
 /// What an activity thread sends back.
 pub(crate) enum Event {
-    Finished(Claim, Result<Outcome, String>),
+    Finished(Claim, Ran, Result<Outcome, String>),
     Changed,
 }
 
@@ -410,11 +410,12 @@ impl<'w> Running<'w> {
         let stop = Stop::new();
         self.mine.insert(claim.call, (claim.clone(), stop.clone()));
         self.report.ran += 1;
+        let ran = Ran::started_at(self.worker.clock.now()).by(&self.options().name, claim.attempt);
         std::thread::Builder::new()
             .name(format!("agentctx-activity-{}", claim.call))
             .spawn(move || {
                 let outcome = activities.run_caught_until(&tool, &resolved, &stop);
-                let _ = sender.send(Event::Finished(claim, outcome));
+                let _ = sender.send(Event::Finished(claim, ran, outcome));
             })
             .map_err(|source| {
                 // Never started: its lease runs out and another takes it.
@@ -435,7 +436,7 @@ impl<'w> Running<'w> {
         let mut events: Vec<Event> = first.into_iter().collect();
         events.extend(self.events.try_iter());
         for event in events {
-            if let Event::Finished(claim, outcome) = event {
+            if let Event::Finished(claim, ran, outcome) = event {
                 let stopped = self
                     .mine
                     .remove(&claim.call)
@@ -444,7 +445,7 @@ impl<'w> Running<'w> {
                     // Its claim was lost: counted when it was stopped.
                     continue;
                 }
-                if let Err(e) = self.finish(claim, outcome) {
+                if let Err(e) = self.finish(claim, &ran, outcome) {
                     eprintln!("warning: worker {}: {e}", self.options().name);
                 }
             }
@@ -453,7 +454,12 @@ impl<'w> Running<'w> {
 
     /// Writes a finished activity's outcome, gives the call back to be
     /// tried again, or gives up on it.
-    fn finish(&mut self, claim: Claim, outcome: Result<Outcome, String>) -> Result<(), Error> {
+    fn finish(
+        &mut self,
+        claim: Claim,
+        ran: &Ran,
+        outcome: Result<Outcome, String>,
+    ) -> Result<(), Error> {
         let Some(current) = &self.current else {
             return Ok(());
         };
@@ -486,7 +492,9 @@ impl<'w> Running<'w> {
             }
             return Ok(());
         }
-        match agent_output::messages_for(&call, outcome, self.worker.clock.as_ref()) {
+        // With when and by whom it ran; a `ran` record for a call that
+        // writes nothing (R21b).
+        match agent_output::messages_for_run(&call, outcome, self.worker.clock.as_ref(), ran) {
             Ok(messages) => self.commit(claim, messages),
             Err(e) => self.give_up(&claim, &e.to_string()),
         }

@@ -1,7 +1,7 @@
 // The plan section of `agentctx inspect`'s page (loaded before
 // inspect.js, whose helpers it calls once the page is shown): the newest
-// plan's calls as a graph and as a table, each call's standing and the
-// message that answered it.
+// plan's calls as a graph and as a table, each call's standing, how long
+// it took and the message that answered it.
 "use strict";
 
 // The plan's calls as a graph: a column per depth (a call stands right
@@ -15,6 +15,15 @@ function svg(tag, attrs, text) {
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+// How long a call's activity took, from its answer's `_started` to its
+// `_date`: "—" when the log does not say.
+function took(call) {
+  if (call.ms === null || call.ms === undefined) return "—";
+  if (call.ms < 1000) return `${call.ms} ms`;
+  if (call.ms < 60000) return `${(call.ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(call.ms / 60000)} min ${Math.round((call.ms % 60000) / 1000)} s`;
 }
 
 function planGraph(calls) {
@@ -57,10 +66,12 @@ function planGraph(calls) {
     const box = svg("g", { class: `call ${call.state}`, "data-call": index });
     box.appendChild(svg("rect", { x: x(index), y: y(index), width, height, rx: 5 }));
     box.appendChild(svg("text", { x: x(index) + 6, y: y(index) + 14 }, `#${index} ${call.tool}`.slice(0, 17)));
+    const timed = call.ms === null || call.ms === undefined ? "" : ` · ${took(call)}`;
     box.appendChild(svg("text", { x: x(index) + 6, y: y(index) + 28, class: "standing" },
-      `${call.state}${call.instance ? ` · ${call.instance}` : ""}`.slice(0, 17)));
+      `${call.state}${timed || (call.instance ? ` · ${call.instance}` : "")}`.slice(0, 19)));
     box.appendChild(svg("title", {}, `call ${index}: ${call.tool}, ${call.state}` +
-      `${call.reason ? ` (${call.reason})` : ""}${call.result !== null && call.result !== undefined ? `; result #${call.result}` : ""}`));
+      `${call.reason ? ` (${call.reason})` : ""}${timed ? `, took ${took(call)}` : ""}` +
+      `${call.result !== null && call.result !== undefined ? `; result #${call.result}` : ""}`));
     if (call.result !== null && call.result !== undefined) {
       box.addEventListener("click", () => pickMessage(call.result));
     }
@@ -91,7 +102,8 @@ function renderPlan(answer) {
   out.appendChild(planGraph(plan.calls));
   const table = element("table");
   const head = element("tr");
-  for (const h of ["#", "tool", "instance", "state", "why", "after", "worker", "attempts", "error", "result"]) {
+  for (const h of ["#", "tool", "instance", "state", "why", "after", "worker", "attempts", "error",
+    "started", "took", "result"]) {
     head.appendChild(element("th", null, h));
   }
   table.appendChild(head);
@@ -103,9 +115,10 @@ function renderPlan(answer) {
     row.appendChild(element("td", null, call.instance));
     row.appendChild(element("td", `state ${call.state}`, call.state));
     for (const text of [call.reason, (call.dependsOn || []).join(", "), call.worker,
-      call.attempts, call.error]) {
+      call.attempts, call.error, call.started]) {
       row.appendChild(element("td", null, text));
     }
+    row.appendChild(element("td", "took", took(call)));
     const result = element("td", "result");
     if (call.result !== null && call.result !== undefined) {
       const link = element("button", null, `#${call.result}`);

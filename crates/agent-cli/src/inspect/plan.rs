@@ -4,8 +4,9 @@
 //! A worker plan of a PostgreSQL context, at the latest point, is shown
 //! as `status` shows it: from the calls table (who holds a call, its
 //! attempts, its last error, which tools live workers have). Otherwise the
-//! log says it: a worker's result carries the call it answers (`_call`),
-//! a loop plan marks what it still owes (`_pending`), and the readiness
+//! log says it: a result carries the call it answers (`_call`) and when it
+//! ran, a call that writes nothing leaves a `ran` record (R21b), a loop
+//! plan marks what it still owes (`_pending`), and the readiness
 //! rule every runner shares ([`agent_plan::standings`]) judges the rest.
 //! A loop plan's calls are also held or rejected at approval gates as the
 //! loop would hold or reject them (R39c).
@@ -58,7 +59,7 @@ pub(super) fn plan_at(context: &Context, stored: Option<&PlanStatus>) -> Value {
         .filter(|_| sort == PlanSort::Worker)
         .filter(same_calls)
     {
-        Some(stored) => from_the_table(&plan, stored),
+        Some(stored) => from_the_table(context, number, &plan, stored),
         None => from_the_log(context, &plan, number, sort, &fields),
     };
     json!({"number": number, "sort": sort_name, "calls": entries})
@@ -74,6 +75,62 @@ struct Entry {
     /// The message that answered it (carrying it as `_call`), when the log
     /// has one.
     result: Option<usize>,
+    /// When it ran, as that message says.
+    ran: Timing,
+}
+
+/// When a call ran, as its answering message records it (R21b): its
+/// activity's start (`_started`), the write (`_date`) and how long between,
+/// in milliseconds; whether a call that writes nothing failed.
+#[derive(Default)]
+struct Timing {
+    started: Option<String>,
+    ended: Option<String>,
+    ms: Option<u64>,
+    failed: bool,
+}
+
+impl Timing {
+    /// What message `index` records of the run, filling `entry`'s worker
+    /// and attempt when the calls table did not.
+    fn of(context: &Context, index: usize, entry: &mut Entry) {
+        let Some(message) = context.message(index) else {
+            return;
+        };
+        let fields = message.fields();
+        let date = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+        let (started, ended) = (date("_started"), date("_date"));
+        let time = |text: &Option<String>| {
+            let clock = agent_output::FixedClock::parse(text.as_deref()?).ok()?;
+            Some(agent_output::Clock::now(&clock))
+        };
+        let ms = match (time(&started), time(&ended)) {
+            (Some(from), Some(to)) => to
+                .duration_since(from)
+                .ok()
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            _ => None,
+        };
+        if entry.worker.is_none() {
+            entry.worker = date("_worker");
+        }
+        if entry.attempts.is_none() {
+            entry.attempts = fields
+                .get("_attempt")
+                .and_then(Value::as_u64)
+                .and_then(|a| u32::try_from(a).ok());
+        }
+        let failed = fields.get("_failed") == Some(&Value::Bool(true));
+        if failed && entry.error.is_none() {
+            entry.error = Some("it failed; with no _outputPath its failure is not written".into());
+        }
+        entry.ran = Timing {
+            started,
+            ended,
+            ms,
+            failed,
+        };
+    }
 }
 
 fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
@@ -93,15 +150,26 @@ fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
                 "attempts": entry.attempts,
                 "error": entry.error,
                 "result": entry.result,
+                "started": entry.ran.started,
+                "ended": entry.ran.ended,
+                "ms": entry.ran.ms,
+                "failed": entry.ran.failed,
                 "call": call.as_value(),
             })
         })
         .collect()
 }
 
-/// The calls as `status` shows them, from the calls table.
-fn from_the_table(plan: &Plan, stored: &PlanStatus) -> Vec<Value> {
-    let states = stored
+/// The calls as `status` shows them, from the calls table; a call done
+/// is linked to its answer in the log.
+fn from_the_table(
+    context: &Context,
+    number: usize,
+    plan: &Plan,
+    stored: &PlanStatus,
+) -> Vec<Value> {
+    let mut answers = answers(context, number + 1..context.len());
+    let mut states: Vec<Entry> = stored
         .calls()
         .into_iter()
         .map(|call| {
@@ -113,9 +181,20 @@ fn from_the_table(plan: &Plan, stored: &PlanStatus) -> Vec<Value> {
                 attempts: held.as_ref().map(|h| h.attempts),
                 error: held.and_then(|h| h.error),
                 result: None,
+                ran: Timing::default(),
             }
         })
         .collect();
+    for (entry, call) in states.iter_mut().zip(plan.calls()) {
+        if entry.state == "done" {
+            entry.result = answers
+                .get_mut(&text(call.as_value()))
+                .and_then(std::collections::VecDeque::pop_front);
+        }
+        if let Some(index) = entry.result {
+            Timing::of(context, index, entry);
+        }
+    }
     entries(plan, states)
 }
 
@@ -130,25 +209,30 @@ fn from_the_log(
     let pending = pending(fields);
     // Each result answers one call, in order: two equal calls need two
     // results.
-    let mut answers = answers(context, number);
-    // A call a loop plan no longer owes takes no answer: an equal call
-    // still owed may be the one answered after it.
+    let mut after = answers(context, number + 1..context.len());
+    // A loop plan is appended after the results of its turn (R39c): a
+    // call it no longer owes was answered between the loop plan before it
+    // and it; a call still owed, after it.
+    let mut before = match sort {
+        PlanSort::Loop => answers(context, previous_loop_plan(context, number)..number),
+        _ => HashMap::new(),
+    };
     let owed = |index: usize| pending.as_ref().is_none_or(|owed| owed.contains(&index));
     let results: Vec<Option<usize>> = (0..plan.calls().len())
         .map(|index| {
-            if !owed(index) {
-                return None;
-            }
-            answers
+            let answered = if owed(index) { &mut after } else { &mut before };
+            answered
                 .get_mut(&text(plan.calls()[index].as_value()))
                 .and_then(std::collections::VecDeque::pop_front)
         })
         .collect();
     let known: Vec<Known> = (0..plan.calls().len())
-        .map(|index| match (&pending, results[index]) {
-            (Some(owed), _) if !owed.contains(&index) => Known::Done,
-            (_, Some(_)) => Known::Done,
-            _ => Known::Open,
+        .map(|index| {
+            if !owed(index) || results[index].is_some() {
+                Known::Done
+            } else {
+                Known::Open
+            }
         })
         .collect();
     let standings = agent_plan::standings(plan, &plan.writes_after(), &known, context, &|_| true);
@@ -165,8 +249,14 @@ fn from_the_log(
             attempts: None,
             error: None,
             result: result.filter(|_| standing.name() == "done"),
+            ran: Timing::default(),
         })
         .collect();
+    for entry in &mut states {
+        if let Some(index) = entry.result {
+            Timing::of(context, index, entry);
+        }
+    }
     if sort == PlanSort::Loop {
         gates(context, plan, &mut states);
     }
@@ -175,9 +265,10 @@ fn from_the_log(
 }
 
 /// A call with no `_outputPath` writes nothing (D10: no path, nothing
-/// appended), so the log cannot show that it ran: where the readiness rule
-/// would call it ready, it is `unrecorded` instead, saying why (D107: the
-/// inspector at scale).
+/// appended); a runner records that it ran (D112: what ran is recorded),
+/// but a log written otherwise (by hand, or before runners did) cannot
+/// show it: where the readiness rule would call it ready, it is
+/// `unrecorded` instead, saying why (D107: the inspector at scale).
 fn unrecorded(plan: &Plan, states: &mut [Entry]) {
     for (entry, call) in states.iter_mut().zip(plan.calls()) {
         let writes = call
@@ -187,7 +278,9 @@ fn unrecorded(plan: &Plan, states: &mut [Entry]) {
         if entry.state == "ready" && !writes {
             entry.state = "unrecorded";
             entry.reason = Some(
-                "it writes nothing (no _outputPath): the log cannot show whether it ran".to_owned(),
+                "it writes nothing (no _outputPath) and no `ran` record says it ran: the log \
+                 cannot show whether it did"
+                    .to_owned(),
             );
         }
     }
@@ -307,12 +400,30 @@ fn pending(fields: &json::Map) -> Option<Vec<usize>> {
     }
 }
 
-/// The messages after the plan that answer each call (their `_call`, as
-/// JSON text), oldest first: one pass over the log, however many calls
-/// the plan has.
-fn answers(context: &Context, plan: usize) -> HashMap<String, std::collections::VecDeque<usize>> {
+/// Where the loop plan before the one at `number` is (just after it), or
+/// the log's start.
+fn previous_loop_plan(context: &Context, number: usize) -> usize {
+    (0..number)
+        .rev()
+        .find(|&index| {
+            let named = context
+                .message_json(index)
+                .is_some_and(|line| line.contains("\"plan\""));
+            named
+                && matches!(context.message(index), Some(Message::Opaque(o))
+                    if o.plan_sort() == Some(PlanSort::Loop))
+        })
+        .map_or(0, |index| index + 1)
+}
+
+/// The messages of `range` that answer each call (their `_call`, as JSON
+/// text), oldest first: one pass, however many calls the plan has.
+fn answers(
+    context: &Context,
+    range: std::ops::Range<usize>,
+) -> HashMap<String, std::collections::VecDeque<usize>> {
     let mut answers: HashMap<String, std::collections::VecDeque<usize>> = HashMap::new();
-    for index in plan + 1..context.len() {
+    for index in range {
         // Only a message whose text names `_call` is parsed; of a result
         // fanned out to several messages, only the first carries `_call`.
         let names = context

@@ -1100,11 +1100,9 @@ fn run_date_fixes_the_write_time_and_a_succeeding_commands_stderr_is_passed_on()
     assert_eq!(run.stderr, "t: working\n");
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(
-        written
-            .lines()
-            .nth(1)
-            .unwrap()
-            .ends_with(",\"_date\":\"2026-02-03T04:05:06Z\"}"),
+        written.lines().nth(1).unwrap().ends_with(
+            ",\"_started\":\"2026-02-03T04:05:06Z\",\"_date\":\"2026-02-03T04:05:06Z\"}"
+        ),
         "{written}"
     );
     let run = agentctx(&["run", &path, plan, "--date", "soon"], None);

@@ -150,12 +150,92 @@ fn d107_a_call_that_writes_nothing_is_unrecorded_not_ready() {
         (&calls[0]["state"], &calls[0]["reason"]),
         (
             &json!("unrecorded"),
-            &json!("it writes nothing (no _outputPath): the log cannot show whether it ran")
+            &json!(
+                "it writes nothing (no _outputPath) and no `ran` record says it ran: the log \
+                 cannot show whether it did"
+            )
         )
     );
     assert_eq!(
         (&calls[1]["state"], &calls[1]["reason"]),
         (&json!("ready"), &Value::Null)
+    );
+}
+
+#[test]
+fn d112_a_ran_record_shows_a_call_that_writes_nothing_done_with_when_and_how_long() {
+    let dir = tempfile::tempdir().unwrap();
+    let notify = r#"{"_tool":"notify","text":"†state.topic"}"#;
+    let search = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"plan","calls":[{notify},{search}]}},
+            {{"type":"ran","_call":{notify},"_started":"2026-11-29T10:00:00Z",
+              "_date":"2026-11-29T10:00:01.250Z","_failed":true}},
+            {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{search},
+              "_started":"2026-11-29T10:00:00Z","_date":"2026-11-29T10:02:03Z",
+              "_worker":"w-1","_attempt":2}}]"#
+    );
+    let path = file_context_of(&dir, &messages);
+    let server = Server::start(&path);
+    let calls = server.json("/api/plan")["plan"]["calls"].clone();
+    let seen = |i: usize, keys: &[&str]| -> Vec<Value> {
+        keys.iter().map(|k| calls[i][*k].clone()).collect()
+    };
+    assert_eq!(
+        seen(0, &["state", "result", "started", "ms", "failed", "error"]),
+        [
+            json!("done"),
+            json!(2),
+            json!("2026-11-29T10:00:00Z"),
+            json!(1250),
+            json!(true),
+            json!("it failed; with no _outputPath its failure is not written")
+        ]
+    );
+    assert_eq!(
+        seen(1, &["state", "result", "ended", "ms", "worker", "attempts"]),
+        [
+            json!("done"),
+            json!(3),
+            json!("2026-11-29T10:02:03Z"),
+            json!(123_000),
+            json!("w-1"),
+            json!(2)
+        ]
+    );
+    // Before the record, nothing says the call ran.
+    let past = server.json("/api/plan?at=2")["plan"]["calls"].clone();
+    assert_eq!(
+        (&past[0]["state"], &past[0]["ms"]),
+        (&json!("unrecorded"), &Value::Null)
+    );
+}
+
+#[test]
+fn d112_a_loop_plans_calls_are_answered_by_the_results_of_its_turn_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"plan","plan":[{call}],"_pending":[]}},
+            {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call},
+              "_started":"2026-11-29T10:00:00Z","_date":"2026-11-29T10:00:00.040Z"}},
+            {{"type":"plan","plan":[{call}],"_pending":[]}}]"#
+    );
+    let path = file_context_of(&dir, &messages);
+    let server = Server::start(&path);
+    let calls = server.json("/api/plan")["plan"]["calls"].clone();
+    assert_eq!(
+        (&calls[0]["state"], &calls[0]["result"], &calls[0]["ms"]),
+        (&json!("done"), &json!(2), &json!(40))
+    );
+    // The plan before it owes nothing and its turn wrote nothing after it
+    // began: its call is done, answered by nothing before it.
+    let first = server.json("/api/plan?at=3")["plan"]["calls"].clone();
+    assert_eq!(
+        (&first[0]["state"], &first[0]["result"]),
+        (&json!("done"), &Value::Null)
     );
 }
 

@@ -959,11 +959,20 @@ fn workers_match_run(instances: usize, plan: &[RandomCall], crew: &Crew) {
         views(&lines),
         "run: {report}\nworkers: {last}"
     );
+    // Which worker wrote a result, on which attempt, is the workers' own
+    // (R21b); the rest is as run wrote it.
     let results_of = |messages: &[Value], skip: usize| {
         let mut results: Vec<String> = messages[skip..]
             .iter()
             .filter(|m| m["type"] != "plan")
-            .map(Value::to_string)
+            .map(|m| {
+                let mut m = m.clone();
+                if let Some(fields) = m.as_object_mut() {
+                    fields.shift_remove("_worker");
+                    fields.shift_remove("_attempt");
+                }
+                m.to_string()
+            })
             .collect();
         results.sort();
         results

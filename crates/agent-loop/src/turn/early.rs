@@ -13,13 +13,14 @@ use crate::turn::guard::RESERVED_KINDS;
 use crate::turn::judge::{Ended, Judged, Rules, Step, admit, ready};
 use agent_core::json::Value;
 use agent_data::Context;
-use agent_output::{Call, Outcome};
+use agent_output::{Call, Clock, Outcome, Ran};
 use agent_plan::{Activities, Known, Plan, judge};
 use std::sync::mpsc;
 use std::thread::Scope;
 
-/// An activity's result, by the call's position among the admitted calls.
-pub(crate) type Finished = (usize, Result<Outcome, String>);
+/// An activity's result, by the call's position among the admitted calls,
+/// with when it started.
+pub(crate) type Finished = (usize, Ran, Result<Outcome, String>);
 
 /// One call judged before the answer ended.
 pub(crate) struct Started {
@@ -80,6 +81,7 @@ impl Early {
         activities: &'env Activities,
         context: &Context,
         confirm: &mut dyn FnMut(&Call) -> Confirm,
+        clock: &dyn Clock,
     ) {
         if at >= rules.max_calls {
             return;
@@ -122,9 +124,10 @@ impl Early {
                     .unwrap_or_default()
                     .to_owned();
                 let done = self.sender.clone();
+                let ran = Ran::started_at(clock.now());
                 let started = std::thread::Builder::new().spawn_scoped(scope, move || {
                     // The receiver outlives every sender in this scope.
-                    let _ = done.send((position, activities.run_caught(&tool, &resolved)));
+                    let _ = done.send((position, ran, activities.run_caught(&tool, &resolved)));
                 });
                 match started {
                     Ok(_) => {

@@ -29,7 +29,10 @@ pub(crate) struct Rules<'a> {
 /// by gates, rejected by them, or waiting on a call the model has not
 /// evaluated.
 pub(crate) enum Ended {
+    /// A latent call's `_output`, written as its success (R20).
     Write(Outcome),
+    /// An activity's outcome, with when it started (R21b).
+    Ran(agent_output::Ran, Outcome),
     Nothing,
     Failed(String),
     Held(GateSet),

@@ -11,7 +11,7 @@ use crate::turn::gate::GateSet;
 use crate::turn::judge::{Ended, Fate, Judged, Rules, Step, ready};
 use agent_core::json::Value;
 use agent_data::Append;
-use agent_output::{Call, Clock, apply};
+use agent_output::{Call, Clock, apply, apply_run};
 use agent_plan::{Activities, Known, Plan, Standing, Written, judge};
 use std::collections::VecDeque;
 
@@ -118,12 +118,13 @@ pub(crate) fn run_plan(
                 let runs = edits[i].as_ref().unwrap_or(&calls[i]);
                 let tool = runs.tool().unwrap_or_default().to_owned();
                 let done = done.clone();
+                let ran = agent_output::Ran::started_at(clock.now());
                 // `spawn_scoped` says when no thread can be had (`spawn`
                 // would panic): that call fails, the turn goes on.
                 // Unnamed: a name holding a NUL byte would panic.
                 let started = std::thread::Builder::new().spawn_scoped(scope, move || {
                     // The receiver outlives every sender in this scope.
-                    let _ = done.send((i, activities.run_caught(&tool, &resolved)));
+                    let _ = done.send((i, ran, activities.run_caught(&tool, &resolved)));
                 });
                 match started {
                     Ok(_) => running += 1,
@@ -147,12 +148,12 @@ pub(crate) fn run_plan(
                 let error = match end {
                     Ended::Nothing => None,
                     Ended::Failed(error) => Some(error),
-                    Ended::Write(outcome) => match Written::of(apply(target, runs, outcome, clock))
-                    {
-                        Written::Done(_) => None,
-                        Written::StoreFailed(error) => return Err(error),
-                        Written::Refused(error) => Some(error.to_string()),
-                    },
+                    Ended::Write(outcome) => refusal(apply(target, runs, outcome, clock))?,
+                    // With when it started, and a `ran` record for a call
+                    // that writes nothing (R21b).
+                    Ended::Ran(started, outcome) => {
+                        refusal(apply_run(target, runs, outcome, clock, &started))?
+                    }
                     Ended::Held(gates) => {
                         ran.held.push((i, gates.clone()));
                         not_run(&mut fates[i], Fate::Held(gates))
@@ -209,10 +210,10 @@ pub(crate) fn run_plan(
                 break;
             }
             match finished.recv() {
-                Ok((i, outcome)) => {
+                Ok((i, started, outcome)) => {
                     running -= 1;
                     ended[i] = Some(match outcome {
-                        Ok(outcome) => Ended::Write(outcome),
+                        Ok(outcome) => Ended::Ran(started, outcome),
                         Err(error) => Ended::Failed(error),
                     });
                 }
@@ -225,6 +226,19 @@ pub(crate) fn run_plan(
         }
         Ok(ran)
     })
+}
+
+/// What writing a result came to: nothing when it was written, the
+/// refusal's text for the model, or the store's failure, which ends the
+/// turn.
+fn refusal<T>(
+    written: Result<T, agent_output::Error>,
+) -> Result<Option<String>, agent_data::AppendError> {
+    match Written::of(written) {
+        Written::Done(_) => Ok(None),
+        Written::StoreFailed(error) => Err(error),
+        Written::Refused(error) => Ok(Some(error.to_string())),
+    }
 }
 
 /// Records that a call was not run, as `fate`: no error for the model.

@@ -450,3 +450,33 @@ fn r39_parallel_bounds_the_activities_running_at_once() {
         "{errors}"
     );
 }
+
+#[test]
+fn r21b_a_turn_stamps_each_activitys_start_and_records_a_call_that_writes_nothing_unseen() {
+    let mut ctx = task();
+    let script = Script::new(vec![
+        Ok(json!({"calls": [
+            {"_tool": "shout", "text": "hi", "_outputPath": "†state.loud"},
+            {"_tool": "shout", "text": "bye"}
+        ], "output": null})),
+        Ok(json!({"calls": [], "output": {"answer": "done"}})),
+    ]);
+    let (finish, _) = run(&mut ctx, &script, &settings());
+    assert_eq!(finish.unwrap(), Finish::Output(json!({"answer": "done"})));
+    let log: Vec<Value> = ctx.messages().map(|m| m.to_value()).collect();
+    let result = log.iter().find(|m| m["kind"] == "state").unwrap();
+    // The start is read from the clock that stamps `_date` (fixed here).
+    assert_eq!(result["_started"], result["_date"]);
+    let ran: Vec<&Value> = log.iter().filter(|m| m["type"] == "ran").collect();
+    assert_eq!(ran.len(), 1, "{log:?}");
+    assert_eq!(ran[0]["_call"], json!({"_tool": "shout", "text": "bye"}));
+    assert_eq!(ran[0]["_started"], result["_date"]);
+    // The record is bookkeeping: the next request does not show it.
+    let asked = script.asked.lock().unwrap();
+    assert!(
+        asked[1].0.iter().all(|text| !text.contains("## ran")),
+        "{:?}",
+        asked[1].0
+    );
+    assert!(asked[1].0.iter().any(|text| text.contains("HI")));
+}

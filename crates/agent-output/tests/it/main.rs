@@ -7,4 +7,5 @@
 mod erase;
 mod growth;
 mod props;
+mod ran;
 mod rules;

@@ -349,3 +349,53 @@ fn r18_a_plan_over_its_dependency_limit_is_refused_and_one_within_it_is_not() {
         "the calls depend on each other more than 99 times in all"
     );
 }
+
+/// A clock one second further on at each reading, so the order of the
+/// readings shows in what is stamped.
+struct Ticking(std::sync::atomic::AtomicU64);
+
+impl agent_output::Clock for Ticking {
+    fn now(&self) -> std::time::SystemTime {
+        let tick = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(tick)
+    }
+}
+
+#[test]
+fn r21b_a_run_stamps_each_start_before_its_activity_and_records_a_call_that_writes_nothing() {
+    let plan = Plan::new(vec![
+        json!({"_tool": "echo", "value": 1, "_outputPath": "†state.a"}),
+        json!({"_tool": "echo", "x": "†state.a"}),
+        json!({"_tool": "fail", "x": "†state.a"}),
+    ])
+    .unwrap();
+    let mut ctx = Context::new();
+    let clock = Ticking(std::sync::atomic::AtomicU64::new(0));
+    let report = plan.run(&mut ctx, &activities(), &clock);
+    // A failure with nowhere to go is dropped, as ever (R21): done.
+    assert_eq!(statuses(&report), ["done", "done", "done"]);
+    let log: Vec<Value> = (0..ctx.len())
+        .map(|i| ctx.message(i).unwrap().to_value())
+        .collect();
+    assert_eq!(log.len(), 3, "{log:?}");
+    // Call 0: started at tick 0, written at tick 1.
+    assert_eq!(log[0]["_started"], json!("1970-01-01T00:00:00Z"));
+    assert_eq!(log[0]["_date"], json!("1970-01-01T00:00:01Z"));
+    // Calls 1 and 2 start together (ticks 2 and 3, in either order), then
+    // are written in plan order (ticks 4 and 5).
+    let mut starts = [log[1]["_started"].clone(), log[2]["_started"].clone()];
+    starts.sort_by_key(|v| v.as_str().unwrap().to_owned());
+    assert_eq!(
+        starts,
+        [json!("1970-01-01T00:00:02Z"), json!("1970-01-01T00:00:03Z")]
+    );
+    assert_eq!(log[1]["type"], json!("ran"));
+    assert_eq!(log[1]["_call"], plan.calls()[1].as_value().clone());
+    assert_eq!(log[1]["_date"], json!("1970-01-01T00:00:04Z"));
+    assert!(log[1].get("_failed").is_none());
+    assert_eq!(log[2]["type"], json!("ran"));
+    assert_eq!(log[2]["_failed"], json!(true));
+    assert_eq!(log[2]["_date"], json!("1970-01-01T00:00:05Z"));
+    // The records write no view: only call 0's result folds.
+    assert_eq!(ctx.identities().len(), 1);
+}

@@ -165,6 +165,25 @@ fn r28_opaque_renderers_are_registered_by_type() {
 }
 
 #[test]
+fn r21b_a_ran_record_is_left_out_in_both_modes_unless_a_renderer_is_registered() {
+    let c = ctx(json!([
+        {"type": "text", "text": "before"},
+        {"type": "ran", "_call": {"_tool": "notify"}, "_date": "2026-01-01T00:00:00Z"},
+        {"type": "text", "text": "after"}
+    ]));
+    for mode in [RenderMode::Merged, RenderMode::Append] {
+        assert_eq!(texts(&c, mode), ["before", "after"]);
+    }
+    let shown = Renderer::new()
+        .with_opaque("ran", PlanSummary)
+        .render(&c, RenderMode::Merged);
+    assert_eq!(
+        shown[1],
+        ChatMessage::new("assistant", "(a plan of 0 steps)")
+    );
+}
+
+#[test]
 fn r28_a_superseded_plan_stays_in_the_log_and_is_not_rendered() {
     let c = ctx(json!([
         {"type": "plan", "plan": [{"_tool": "old"}], "_pending": [0]},

@@ -114,6 +114,53 @@ fn r34d_a_call_reading_what_another_writes_runs_after_it_and_reads_its_result() 
 }
 
 #[test]
+fn r21b_a_workers_result_says_who_ran_it_when_and_a_call_that_writes_nothing_leaves_a_ran_record() {
+    let url = stored_plan(
+        "ran",
+        json!({"type": "plan", "calls": [
+            {"_tool": "nap", "_outputPath": "†state.slept"},
+            {"_tool": "nap", "after": "†state.slept"}
+        ]}),
+    );
+    let mut activities = Activities::new();
+    activities.register("nap", |_: &Value| {
+        std::thread::sleep(Duration::from_millis(30));
+        Ok(json!("zzz"))
+    });
+    let report = worker(&url, activities, "napper").run().unwrap();
+    assert_eq!(report.written, 2, "{report:?}");
+    let context = PgStore::open(&url).unwrap().load().unwrap().context;
+    let log: Vec<Value> = context.messages().map(|m| m.to_value()).collect();
+    assert_eq!(log.len(), 3, "{log:?}");
+    let time = |m: &Value, key: &str| {
+        let clock = agent_output::FixedClock::parse(m[key].as_str().unwrap()).unwrap();
+        agent_output::Clock::now(&clock)
+    };
+    for m in &log[1..] {
+        assert_eq!(
+            (&m["_worker"], &m["_attempt"]),
+            (&json!("napper"), &json!(1)),
+            "{m}"
+        );
+        let took = time(m, "_date")
+            .duration_since(time(m, "_started"))
+            .unwrap();
+        assert!(
+            took >= Duration::from_millis(30),
+            "the start precedes the nap: {m}"
+        );
+    }
+    assert_eq!(log[2]["type"], json!("ran"));
+    assert_eq!(
+        log[2]["_call"],
+        json!({"_tool": "nap", "after": "†state.slept"})
+    );
+    // The record changed no view, and the calls table counts it done.
+    assert_eq!(state(&url), json!({"slept": "zzz"}));
+    assert_eq!(plan_status(&url).unwrap().counts().done, 2);
+}
+
+#[test]
 fn r34d_an_activity_that_keeps_failing_fails_its_call_after_the_retries_and_nothing_is_written() {
     let url = stored_plan(
         "fails",
