@@ -15,7 +15,8 @@
 //! - **Readiness.** [`judge`] is the one rule for whether a call may run
 //!   now, and why not: the in-process runner, the loop's turn and the
 //!   workers (crate `agent-worker`) all use it; [`standings`] applies it to
-//!   a whole plan. [`Written`] says what a failed write means: a refusal
+//!   a whole plan, and [`Standings`] keeps it from one look to the next,
+//!   judging again only the calls a change can touch. [`Written`] says what a failed write means: a refusal
 //!   fails the call, any other store failure stops the run.
 //! - **Execution.** [`Plan::run`] runs every ready call (independent calls
 //!   and instances concurrently), writes outcomes through agent-output in
@@ -54,6 +55,7 @@ mod activity;
 mod async_activity;
 mod error;
 mod graph;
+mod incremental;
 mod plan;
 mod readiness;
 mod report;
@@ -64,6 +66,7 @@ pub use activity::{Activities, Activity, Stop};
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use async_activity::{ActivityFuture, AsyncActivity};
 pub use error::{Error, Result};
+pub use incremental::Standings;
 pub use plan::Plan;
 pub use readiness::{Blocker, Known, Standing, Verdict, Written, judge, standings};
 pub use report::{CallReport, Report, Status, Taken};

@@ -54,6 +54,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
+mod judged;
 mod listen;
 mod options;
 mod report;

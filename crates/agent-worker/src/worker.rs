@@ -12,24 +12,27 @@
 //! activities finishes, a lease it must renew or watch runs out, or a
 //! retry's backoff ends.
 
+use crate::judged::{Judged, KeptRows};
 use crate::listen::listen;
 use crate::report::{Counts, Progress};
-use crate::schedule::{TAKEOVERS, has_tool, known, next_wake, parse_plan, retry_delay, transient};
+use crate::schedule::{TAKEOVERS, next_wake, parse_plan, retry_delay, transient};
 use crate::{Error, WorkerOptions, WorkerReport};
 use agent_data::Append;
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome, Ran};
-use agent_plan::{Activities, Known, Plan, Standing, Stop, standings};
+use agent_plan::{Activities, Plan, Standing, Stop};
 use agent_store::{CallRow, Claim, ClaimRequest, Error as StoreError, PgCalls, PgStore, Stored};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-/// The newest plan, parsed.
+/// The newest plan, parsed, and where its calls stood at the last round.
 struct Current {
     row: u64,
     plan: Plan,
     writes_after: Vec<Vec<usize>>,
+    rows: KeptRows,
+    judged: Option<Judged>,
 }
 
 /// What an activity thread sends back.
@@ -216,8 +219,11 @@ impl<'w> Running<'w> {
         // depending on it look blocked for good ("missing …"): the worker
         // could stop with work left, and a later writer of their place
         // could go first.
-        let early = match &self.current {
-            Some(current) => Some((current.row, self.calls.rows(current.row)?)),
+        let early = match &mut self.current {
+            Some(current) => {
+                current.rows.refresh(&mut self.calls, current.row)?;
+                Some(current.row)
+            }
             None => None,
         };
         self.stored.refresh()?;
@@ -225,7 +231,13 @@ impl<'w> Running<'w> {
             self.refresh_plan()?;
         }
         self.refresh_live_tools()?;
-        let Some(current) = &self.current else {
+        let until_idle = self.options().until_idle;
+        let free = self
+            .options()
+            .concurrency
+            .max(1)
+            .saturating_sub(self.mine.len());
+        let Some(current) = &mut self.current else {
             if self.options().until_idle {
                 return Err(Error::NoPlan {
                     name: self.calls.name().to_owned(),
@@ -235,36 +247,29 @@ impl<'w> Running<'w> {
             return Ok(Some(self.options().lease.min(Duration::from_secs(5))));
         };
         let row = current.row;
-        let rows = match early {
-            Some((early_row, rows)) if early_row == row => rows,
+        if early != Some(row) {
             // A new plan: its calls, then the context again.
-            _ => {
-                let rows = self.calls.rows(row)?;
-                self.stored.refresh()?;
-                rows
-            }
-        };
-        let live = &self.live;
-        let known: Vec<Known> = rows.iter().map(known).collect();
-        let standing = standings(
+            current.rows.refresh(&mut self.calls, row)?;
+            self.stored.refresh()?;
+        }
+        let rows = current.rows.rows();
+        let wake = next_wake(rows, self.worker.options.lease);
+        let standing = Judged::now(
+            &mut current.judged,
             &current.plan,
             &current.writes_after,
-            &known,
+            rows,
             self.stored.context(),
-            &|tool| has_tool(live, tool),
+            &self.live,
         );
         let busy = standing
             .iter()
             .any(|s| matches!(s, Standing::Ready | Standing::Running));
-        if !busy && self.mine.is_empty() && self.unsent.is_empty() && self.options().until_idle {
-            self.counts = Some(Counts::of(row, &standing));
+        let counts = Counts::of(row, standing);
+        if !busy && self.mine.is_empty() && self.unsent.is_empty() && until_idle {
+            self.counts = Some(counts);
             return Ok(None);
         }
-        let free = self
-            .options()
-            .concurrency
-            .max(1)
-            .saturating_sub(self.mine.len());
         let candidates: Vec<usize> = standing
             .iter()
             .enumerate()
@@ -287,7 +292,7 @@ impl<'w> Running<'w> {
             lease: self.options().lease,
             max: free,
         })?;
-        let mut counts = Counts::of(row, &standing);
+        let mut counts = counts;
         let claimed = claims.len().min(counts.ready);
         counts.ready -= claimed;
         counts.running += claimed;
@@ -295,7 +300,7 @@ impl<'w> Running<'w> {
         for claim in claims {
             self.start(claim)?;
         }
-        Ok(Some(next_wake(&rows, self.options().lease)))
+        Ok(Some(wake))
     }
 
     /// Renews this worker's row and its claims every third of the lease.
@@ -363,6 +368,8 @@ impl<'w> Running<'w> {
             row,
             plan,
             writes_after,
+            rows: KeptRows::new(),
+            judged: None,
         });
         Ok(())
     }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
 mod growth;
+mod incremental;
 mod plan;
 mod readiness;
 mod schedule;

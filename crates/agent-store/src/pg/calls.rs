@@ -14,6 +14,7 @@
 //! fencing token: renewing, giving back and committing all check it.
 
 use super::PgStore;
+use super::changed::ROWS_CHANGED;
 use super::client::Client;
 use super::sql::Sql;
 use super::sql::{
@@ -112,6 +113,39 @@ pub struct ClaimRequest<'a> {
     pub lease: Duration,
     /// The most calls to claim.
     pub max: usize,
+}
+
+/// Where a reader of a plan's rows stands ([`PgCalls::rows_changed`]):
+/// the oldest transaction whose rows it may not have seen.
+///
+/// ```
+/// use agent_store::Horizon;
+/// assert_eq!(Horizon::START, Horizon::default());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Horizon(i64);
+
+impl Horizon {
+    /// Before every transaction: a read from it returns every row.
+    pub const START: Horizon = Horizon(0);
+}
+
+/// A row of [`ROWS`] or [`ROWS_CHANGED`], whose first eight columns are
+/// the same.
+fn call_row(row: &tokio_postgres::Row) -> std::result::Result<CallRow, tokio_postgres::Error> {
+    let call: i32 = row.try_get(0)?;
+    let state: String = row.try_get(1)?;
+    let attempts: i32 = row.try_get(3)?;
+    Ok(CallRow {
+        call: usize::try_from(call).unwrap_or(0),
+        state: CallState::parse(&state),
+        worker: row.try_get(2)?,
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        claimed_at: row.try_get(4)?,
+        lease_left: row.try_get(5)?,
+        retry_in: row.try_get(6)?,
+        error: row.try_get(7)?,
+    })
 }
 
 /// A worker's claim on one call: what [`PgStore::commit_call`] carries.
@@ -262,23 +296,40 @@ impl PgCalls {
             client
                 .query(statement, &[&id, &plan])?
                 .iter()
-                .map(|row| {
-                    let call: i32 = row.try_get(0)?;
-                    let state: String = row.try_get(1)?;
-                    let attempts: i32 = row.try_get(3)?;
-                    Ok(CallRow {
-                        call: usize::try_from(call).unwrap_or(0),
-                        state: CallState::parse(&state),
-                        worker: row.try_get(2)?,
-                        attempts: u32::try_from(attempts).unwrap_or(0),
-                        claimed_at: row.try_get(4)?,
-                        lease_left: row.try_get(5)?,
-                        retry_in: row.try_get(6)?,
-                        error: row.try_get(7)?,
-                    })
-                })
+                .map(call_row)
                 .collect()
         })
+    }
+
+    /// The rows of the plan at row `plan` changed since `since` (every
+    /// row, from [`Horizon::START`]), in plan order, and the horizon to
+    /// ask from next time: a row written by a transaction that had not
+    /// committed when this read began is in the next read (D113:
+    /// incremental rounds). A row may come again unchanged.
+    ///
+    /// # Errors
+    /// As [`PgCalls::rows`].
+    pub fn rows_changed(&mut self, plan: u64, since: Horizon) -> Result<(Vec<CallRow>, Horizon)> {
+        let plan = to_i64(plan);
+        self.with(
+            "read the calls of",
+            &ROWS_CHANGED,
+            |client, statement, id| {
+                let found = client.query(statement, &[&id, &plan, &since.0])?;
+                let horizon = match found.first() {
+                    Some(row) => Horizon(row.try_get(8)?),
+                    None => since,
+                };
+                let mut rows = Vec::with_capacity(found.len());
+                for row in &found {
+                    let call: Option<i32> = row.try_get(0)?;
+                    if call.is_some() {
+                        rows.push(call_row(row)?);
+                    }
+                }
+                Ok((rows, horizon))
+            },
+        )
     }
 
     /// Claims up to `request.max` of its candidates for its worker, each

@@ -49,6 +49,7 @@ mod address;
 mod append;
 mod backfill;
 mod calls;
+mod changed;
 mod client;
 mod credentials;
 mod listen;
@@ -71,7 +72,7 @@ use client::Client;
 use std::ops::Range;
 
 pub use address::MAX_NAME_BYTES;
-pub use calls::{CallRow, CallState, Claim, ClaimRequest, PgCalls};
+pub use calls::{CallRow, CallState, Claim, ClaimRequest, Horizon, PgCalls};
 pub use listen::Listener;
 pub use load::MAX_NAMES;
 pub use schema::SCHEMA_VERSION;

@@ -9,7 +9,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 10;
+pub const SCHEMA_VERSION: i32 = 11;
 
 /// Held while migrating (an arbitrary constant: "agentctx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6167_656e_7463_7478;
@@ -33,7 +33,7 @@ pub(super) const RECORD: Sql = Sql {
 };
 
 /// Each migration: its version, what it does, and its SQL.
-const MIGRATIONS: [(i32, &str, &str); 10] = [
+const MIGRATIONS: [(i32, &str, &str); 11] = [
     (1, "contexts, messages, agentctx_append", V1),
     (
         2,
@@ -67,6 +67,11 @@ const MIGRATIONS: [(i32, &str, &str); 10] = [
         10,
         "the chain trigger skips the rows agentctx's plain append computed",
         V10,
+    ),
+    (
+        11,
+        "each call's row names the transaction that last changed it",
+        super::changed::V11,
     ),
 ];
 

@@ -17,7 +17,7 @@ fn r34d_call_tests_need_the_postgres_feature() {
 mod pg_calls {
     use agent_core::json;
     use agent_data::Message;
-    use agent_store::{CallState, Claim, ClaimRequest, Error, PgCalls, PgStore, Stored};
+    use agent_store::{CallState, Claim, ClaimRequest, Error, Horizon, PgCalls, PgStore, Stored};
     use std::time::Duration;
 
     fn fresh(name: &str) -> String {
@@ -536,6 +536,46 @@ mod pg_calls {
         assert_eq!(calls.live_tools().unwrap(), ["fetch", "sum"]);
         calls.unregister("a").unwrap();
         assert!(calls.live_tools().unwrap().is_empty());
+    }
+
+    #[test]
+    fn d113_a_row_committed_after_a_read_began_is_in_the_next_read_of_changes() {
+        let (url, plan) = planned("changed", 4);
+        let mut calls = PgCalls::open(&url).unwrap();
+        let (all, horizon) = calls.rows_changed(plan, Horizon::START).unwrap();
+        let numbers: Vec<usize> = all.iter().map(|r| r.call).collect();
+        assert_eq!(numbers, [0, 1, 2, 3]);
+        // Another session changes call 1 and has not committed; then call 2
+        // is claimed (a later transaction, committed first).
+        let mut raw = crate::support::pg::raw();
+        let mut late = raw.transaction().unwrap();
+        let name = url.rsplit("context=").next().unwrap().to_owned();
+        late.execute(
+            "UPDATE agentctx_calls SET error = 'late' WHERE plan = $2 AND call = 1 \
+             AND context = (SELECT id FROM agentctx_contexts WHERE name = $1)",
+            &[&name, &i64::try_from(plan).unwrap()],
+        )
+        .unwrap();
+        let claims = calls
+            .claim(&ClaimRequest {
+                plan,
+                candidates: &[2],
+                worker: "w",
+                lease: Duration::from_secs(30),
+                max: 1,
+            })
+            .unwrap();
+        assert_eq!(claims.len(), 1);
+        let (seen, horizon) = calls.rows_changed(plan, horizon).unwrap();
+        let two = seen.iter().find(|r| r.call == 2).expect("the claimed row");
+        assert_eq!(two.state, CallState::Running);
+        assert!(seen.iter().all(|r| r.error.is_none()), "{seen:?}");
+        late.commit().unwrap();
+        // Committed after that read began, by a transaction older than the
+        // claim's: the next read still has it.
+        let (next, _) = calls.rows_changed(plan, horizon).unwrap();
+        let one = next.iter().find(|r| r.call == 1).expect("the late row");
+        assert_eq!(one.error.as_deref(), Some("late"));
     }
 
     #[test]
