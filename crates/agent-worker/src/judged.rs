@@ -98,10 +98,32 @@ impl KeptRows {
     }
 
     /// Reads the rows changed since the last read into the kept ones, and
-    /// counts the time since against every kept lease and backoff.
+    /// counts the time since against every kept lease and backoff. Rows
+    /// that cannot be brought up to date — a horizon that went back (the
+    /// database is another cluster now, with transaction ids of its own),
+    /// or a gap in the rows — are read again whole, at once.
     pub(crate) fn refresh(&mut self, calls: &mut PgCalls, plan: u64) -> Result<(), StoreError> {
+        if !self.catch_up(calls, plan)? {
+            *self = KeptRows::new();
+            self.catch_up(calls, plan)?;
+        }
+        Ok(())
+    }
+
+    /// [`KeptRows::refresh`]'s read; false when the kept rows cannot be
+    /// brought up to date by it.
+    fn catch_up(&mut self, calls: &mut PgCalls, plan: u64) -> Result<bool, StoreError> {
         let (changed, horizon) = calls.rows_changed(plan, self.horizon)?;
-        let now = Instant::now();
+        Ok(self.merge(changed, horizon, Instant::now()))
+    }
+
+    /// Takes `changed`, read at `now` up to `horizon`, into the kept rows;
+    /// false (the kept rows left as they were, or partly merged) when they
+    /// cannot be brought up to date so.
+    fn merge(&mut self, changed: Vec<CallRow>, horizon: Horizon, now: Instant) -> bool {
+        if horizon < self.horizon {
+            return false;
+        }
         if let Some(at) = self.read_at {
             let gone = now.duration_since(at).as_secs_f64();
             for row in &mut self.rows {
@@ -117,20 +139,63 @@ impl KeptRows {
                 Some(kept) => *kept = row,
                 None if row.call == len => self.rows.push(row),
                 // Rows come in plan order and every call has one from the
-                // plan's set-up on: a gap cannot be; read them all again.
-                None => {
-                    self.rows.clear();
-                    self.horizon = Horizon::START;
-                    self.read_at = None;
-                    return Ok(());
-                }
+                // plan's set-up on: a gap cannot be.
+                None => return false,
             }
         }
-        Ok(())
+        true
     }
 
     /// The rows, in plan order.
     pub(crate) fn rows(&self) -> &[CallRow] {
         &self.rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agent_store::CallState;
+
+    fn row(call: usize, state: CallState, lease_left: Option<f64>) -> CallRow {
+        CallRow {
+            call,
+            state,
+            worker: None,
+            attempts: 0,
+            claimed_at: None,
+            lease_left,
+            retry_in: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn d113_kept_rows_take_changes_age_leases_and_refuse_a_horizon_that_went_back_or_a_gap() {
+        let start = Instant::now();
+        let mut kept = KeptRows::new();
+        let first = vec![
+            row(0, CallState::Waiting, None),
+            row(1, CallState::Running, Some(10.0)),
+        ];
+        assert!(kept.merge(first, Horizon::at(100), start));
+        // Four seconds on, call 0 is claimed; call 1 was not read again.
+        let later = start + std::time::Duration::from_secs(4);
+        assert!(kept.merge(
+            vec![row(0, CallState::Running, Some(30.0))],
+            Horizon::at(105),
+            later
+        ));
+        let rows = kept.rows();
+        assert_eq!(
+            (rows[0].state, rows[0].lease_left),
+            (CallState::Running, Some(30.0))
+        );
+        assert_eq!(rows[1].lease_left, Some(6.0));
+        // Transaction ids of another cluster: below the kept horizon.
+        assert!(!kept.merge(Vec::new(), Horizon::at(7), later));
+        // A row past the end with none between.
+        assert!(!kept.merge(vec![row(5, CallState::Done, None)], Horizon::at(106), later));
     }
 }

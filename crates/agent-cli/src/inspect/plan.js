@@ -23,7 +23,8 @@ function took(call) {
   if (call.ms === null || call.ms === undefined) return "—";
   if (call.ms < 1000) return `${call.ms} ms`;
   if (call.ms < 60000) return `${(call.ms / 1000).toFixed(1)} s`;
-  return `${Math.floor(call.ms / 60000)} min ${Math.round((call.ms % 60000) / 1000)} s`;
+  const seconds = Math.round(call.ms / 1000);
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }
 
 function planGraph(calls) {

@@ -17,7 +17,7 @@ use agent_core::{Reference, Segment};
 use agent_data::{Context, Message, PlanSort};
 use agent_plan::{Known, Plan, Standing};
 use agent_worker::PlanStatus;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// The newest plan among the messages of `context` (the context as it was
 /// at the point asked), with each call's standing; `null` without one.
@@ -189,7 +189,7 @@ fn from_the_table(
         if entry.state == "done" {
             entry.result = answers
                 .get_mut(&text(call.as_value()))
-                .and_then(std::collections::VecDeque::pop_front);
+                .and_then(VecDeque::pop_front);
         }
         if let Some(index) = entry.result {
             Timing::of(context, index, entry);
@@ -218,12 +218,16 @@ fn from_the_log(
         _ => HashMap::new(),
     };
     let owed = |index: usize| pending.as_ref().is_none_or(|owed| owed.contains(&index));
+    // After the plan the oldest answer is the first; before it, the
+    // newest (an older one may be another plan's).
     let results: Vec<Option<usize>> = (0..plan.calls().len())
         .map(|index| {
-            let answered = if owed(index) { &mut after } else { &mut before };
-            answered
-                .get_mut(&text(plan.calls()[index].as_value()))
-                .and_then(std::collections::VecDeque::pop_front)
+            let call = text(plan.calls()[index].as_value());
+            if owed(index) {
+                after.get_mut(&call).and_then(VecDeque::pop_front)
+            } else {
+                before.get_mut(&call).and_then(VecDeque::pop_back)
+            }
         })
         .collect();
     let known: Vec<Known> = (0..plan.calls().len())
@@ -418,11 +422,8 @@ fn previous_loop_plan(context: &Context, number: usize) -> usize {
 
 /// The messages of `range` that answer each call (their `_call`, as JSON
 /// text), oldest first: one pass, however many calls the plan has.
-fn answers(
-    context: &Context,
-    range: std::ops::Range<usize>,
-) -> HashMap<String, std::collections::VecDeque<usize>> {
-    let mut answers: HashMap<String, std::collections::VecDeque<usize>> = HashMap::new();
+fn answers(context: &Context, range: std::ops::Range<usize>) -> HashMap<String, VecDeque<usize>> {
+    let mut answers: HashMap<String, VecDeque<usize>> = HashMap::new();
     for index in range {
         // Only a message whose text names `_call` is parsed; of a result
         // fanned out to several messages, only the first carries `_call`.

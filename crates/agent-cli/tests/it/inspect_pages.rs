@@ -240,6 +240,27 @@ fn d112_a_loop_plans_calls_are_answered_by_the_results_of_its_turn_before_it() {
 }
 
 #[test]
+fn d112_the_first_loop_plans_call_is_answered_by_its_turns_result_not_an_older_equal_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;
+    let messages = format!(
+        r#"[{{"type":"state","data":{{"topic":"cats"}}}},
+            {{"type":"state","data":{{"found":"old"}},"_outputPath":"†state.found","_call":{call},
+              "_started":"2026-11-28T10:00:00Z","_date":"2026-11-28T10:00:09Z"}},
+            {{"type":"state","data":{{"found":"x"}},"_outputPath":"†state.found","_call":{call},
+              "_started":"2026-11-29T10:00:00Z","_date":"2026-11-29T10:00:00.040Z"}},
+            {{"type":"plan","plan":[{call}],"_pending":[]}}]"#
+    );
+    let path = file_context_of(&dir, &messages);
+    let server = Server::start(&path);
+    let calls = server.json("/api/plan")["plan"]["calls"].clone();
+    assert_eq!(
+        (&calls[0]["result"], &calls[0]["ms"]),
+        (&json!(2), &json!(40))
+    );
+}
+
+#[test]
 fn d107_an_answer_goes_to_the_call_still_owed_not_to_an_equal_call_done_before() {
     let dir = tempfile::tempdir().unwrap();
     let call = r#"{"_tool":"search","q":"†state.topic","_outputPath":"†state.found"}"#;

@@ -128,6 +128,24 @@ pub struct Horizon(i64);
 impl Horizon {
     /// Before every transaction: a read from it returns every row.
     pub const START: Horizon = Horizon(0);
+
+    /// The horizon at transaction id `id` (a `txid_current()` value): for
+    /// a reader that kept its horizon elsewhere and resumes from it.
+    ///
+    /// ```
+    /// use agent_store::Horizon;
+    /// let kept = Horizon::at(1_234);
+    /// assert_eq!(kept.transaction(), 1_234);
+    /// assert!(Horizon::START < kept);
+    /// ```
+    pub fn at(id: i64) -> Horizon {
+        Horizon(id)
+    }
+
+    /// The oldest transaction id whose rows the reader may not have seen.
+    pub fn transaction(self) -> i64 {
+        self.0
+    }
 }
 
 /// A row of [`ROWS`] or [`ROWS_CHANGED`], whose first eight columns are
