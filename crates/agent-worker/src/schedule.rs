@@ -82,3 +82,50 @@ pub(crate) fn transient(error: &StoreError) -> bool {
 pub(crate) fn has_tool(tools: &[String], tool: &str) -> bool {
     tools.binary_search_by(|t| t.as_str().cmp(tool)).is_ok()
 }
+
+/// The candidates a claim names: at most [`WINDOW`] per free slot (at
+/// least [`WINDOW`]), so a claim costs the same at 100 ready calls and at
+/// 100,000 (D113: incremental rounds), starting at a place the worker's
+/// name picks so that workers looking at once ask for different calls.
+/// True as well when some were left out.
+pub(crate) fn window(candidates: Vec<usize>, free: usize, worker: &str) -> (Vec<usize>, bool) {
+    let most = free.max(1).saturating_mul(WINDOW);
+    if candidates.len() <= most {
+        return (candidates, false);
+    }
+    // FNV-1a: stable across runs and builds, unlike the std hasher.
+    let hash = worker.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let start = usize::try_from(hash % candidates.len() as u64).unwrap_or(0);
+    let picked = candidates
+        .iter()
+        .cycle()
+        .skip(start)
+        .take(most)
+        .copied()
+        .collect();
+    (picked, true)
+}
+
+/// Candidates a claim names per free slot ([`window`]).
+pub(crate) const WINDOW: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d113_a_claim_names_a_window_of_the_ready_calls_that_differs_by_worker() {
+        let ready: Vec<usize> = (0..10_000).collect();
+        let (one, more) = window(ready.clone(), 2, "w1");
+        assert!(more);
+        assert_eq!(one.len(), 2 * WINDOW);
+        let (other, _) = window(ready.clone(), 2, "w2");
+        assert_ne!(one, other);
+        // Consecutive calls from where the name points, wrapping around.
+        assert!(one.windows(2).all(|w| w[1] == (w[0] + 1) % 10_000));
+        let (few, more) = window(vec![3, 5], 1, "w1");
+        assert_eq!((few, more), (vec![3, 5], false));
+    }
+}

@@ -15,7 +15,7 @@
 use crate::judged::{Judged, KeptRows};
 use crate::listen::listen;
 use crate::report::{Counts, Progress};
-use crate::schedule::{TAKEOVERS, next_wake, parse_plan, retry_delay, transient};
+use crate::schedule::{TAKEOVERS, next_wake, parse_plan, retry_delay, transient, window};
 use crate::{Error, WorkerOptions, WorkerReport};
 use agent_data::Append;
 use agent_data::Message;
@@ -270,21 +270,25 @@ impl<'w> Running<'w> {
             self.counts = Some(counts);
             return Ok(None);
         }
-        let candidates: Vec<usize> = standing
-            .iter()
-            .enumerate()
-            .filter(|(call, s)| {
-                **s == Standing::Ready
-                    && !self.mine.contains_key(call)
-                    && rows.get(*call).is_some_and(CallRow::claimable)
-                    && self
-                        .worker
-                        .activities
-                        .get(current.plan.calls()[*call].tool().unwrap_or_default())
-                        .is_some()
-            })
-            .map(|(call, _)| call)
-            .collect();
+        let mut candidates: Vec<usize> = Vec::new();
+        if free > 0 {
+            candidates = standing
+                .iter()
+                .enumerate()
+                .filter(|(call, s)| {
+                    **s == Standing::Ready
+                        && !self.mine.contains_key(call)
+                        && rows.get(*call).is_some_and(CallRow::claimable)
+                        && self
+                            .worker
+                            .activities
+                            .get(current.plan.calls()[*call].tool().unwrap_or_default())
+                            .is_some()
+                })
+                .map(|(call, _)| call)
+                .collect();
+        }
+        let (candidates, more) = window(candidates, free, &self.worker.options.name);
         let claims = self.calls.claim(&ClaimRequest {
             plan: row,
             candidates: &candidates,
@@ -297,6 +301,13 @@ impl<'w> Running<'w> {
         counts.ready -= claimed;
         counts.running += claimed;
         self.counts = Some(counts);
+        // Others took the window's calls first, and more are ready: look
+        // again soon rather than at the next wake.
+        let wake = if claims.is_empty() && more {
+            wake.min(Duration::from_millis(10))
+        } else {
+            wake
+        };
         for claim in claims {
             self.start(claim)?;
         }
