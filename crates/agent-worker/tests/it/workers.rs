@@ -161,6 +161,35 @@ fn r21b_a_workers_result_says_who_ran_it_when_and_a_call_that_writes_nothing_lea
 }
 
 #[test]
+fn d113_a_value_another_writer_appends_mid_run_readies_the_call_missing_it() {
+    let url = stored_plan(
+        "appended",
+        json!({"type": "plan", "calls": [
+            {"_tool": "nap", "_outputPath": "†state.a"},
+            {"_tool": "nap", "x": "†state.extra", "_outputPath": "†state.b"}
+        ]}),
+    );
+    let mut activities = Activities::new();
+    activities.register("nap", |_: &Value| {
+        std::thread::sleep(Duration::from_millis(1_000));
+        Ok(json!("zzz"))
+    });
+    let report = std::thread::scope(|scope| {
+        let running = scope.spawn(|| worker(&url, activities, "napper").run().unwrap());
+        // While call 0 naps, another writer supplies what call 1 misses:
+        // the worker's next round must judge call 1 again.
+        std::thread::sleep(Duration::from_millis(200));
+        let mut store = PgStore::open(&url).unwrap();
+        let mut context = store.load().unwrap().context;
+        let extra = Message::from_value(json!({"type": "state", "data": {"extra": 1}})).unwrap();
+        store.commit(&mut context, &extra).unwrap();
+        running.join().unwrap()
+    });
+    assert_eq!(report.written, 2, "{report:?}");
+    assert_eq!(state(&url), json!({"a": "zzz", "extra": 1, "b": "zzz"}));
+}
+
+#[test]
 fn r34d_an_activity_that_keeps_failing_fails_its_call_after_the_retries_and_nothing_is_written() {
     let url = stored_plan(
         "fails",
