@@ -188,7 +188,7 @@ describe("inspect's plan", () => {
       { type: "plan", calls: [search, summarise, publish] },
       {
         type: "state", data: { found: ["a"] }, _outputPath: "†state.found", _call: search,
-        _started: "2026-11-29T10:00:00Z", _date: "2026-11-29T10:00:01.500Z",
+        _started: "2026-11-29T10:00:00Z", _date: "2026-11-29T10:00:01.500Z", _worker: "w-1", _attempt: 2,
       },
     ]);
     server = await Server.start(context);
@@ -218,7 +218,7 @@ describe("inspect's plan", () => {
       await page.click('#views section[data-kind="state"] [data-scope="global"] .value[data-path=\'["found",0]\']');
       await page.waitForSelector('#provenance li[data-number="2"] button.more');
       const made = await text(page, '#provenance li[data-number="2"]');
-      assert.equal(made, '#2 set †state.found · by search("q":"†state.topic") · 2026-11-29T10:00:01.500Zinputs');
+      assert.equal(made, '#2 set †state.found · by search("q":"†state.topic") · 2026-11-29T10:00:01.500Z · took 1.5 s · worker w-1, attempt 2inputs');
       await page.click('#provenance li[data-number="2"] button.more');
       await page.waitForSelector('#provenance li[data-number="2"] .inputs');
       assert.equal(await text(page, '#provenance li[data-number="2"] .inputs'), ' inputs: {"q":"cats"}');

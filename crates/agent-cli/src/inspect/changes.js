@@ -68,7 +68,8 @@ async function showProvenance(where, path) {
 }
 
 // What one message wrote and why, as a line: its method and path, the
-// call it answered (tool and inputs as the call held them), its date.
+// call it answered (tool and inputs as the call held them), its date, and
+// how long and by which worker it ran where that is recorded.
 function describeWrite(m) {
   const parts = [];
   if (m.method) parts.push(`${m.method}${m.path ? ` ${typeof m.path === "string" ? m.path : shortJson(m.path)}` : ""}`);
@@ -87,6 +88,11 @@ function describeWrite(m) {
     parts.push(`by the call of #${m.callAt}`);
   }
   if (m.date) parts.push(m.date);
+  // How long it ran and who ran it, where the runner recorded it (R21b).
+  if (m.ms !== null && m.ms !== undefined) parts.push(`took ${took(m)}`);
+  if (typeof m.worker === "string") {
+    parts.push(`worker ${m.worker}${m.attempt !== null && m.attempt !== undefined ? `, attempt ${m.attempt}` : ""}`);
+  }
   return parts.join(" · ");
 }
 

@@ -100,17 +100,7 @@ impl Timing {
         let fields = message.fields();
         let date = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
         let (started, ended) = (date("_started"), date("_date"));
-        let time = |text: &Option<String>| {
-            let clock = agent_output::FixedClock::parse(text.as_deref()?).ok()?;
-            Some(agent_output::Clock::now(&clock))
-        };
-        let ms = match (time(&started), time(&ended)) {
-            (Some(from), Some(to)) => to
-                .duration_since(from)
-                .ok()
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            _ => None,
-        };
+        let ms = took_ms(fields);
         if entry.worker.is_none() {
             entry.worker = date("_worker");
         }
@@ -158,6 +148,17 @@ fn entries(plan: &Plan, states: Vec<Entry>) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// How long the run a message records took, in milliseconds: from its
+/// `_started` to its `_date` (R21b); `None` when it does not say.
+pub(super) fn took_ms(fields: &json::Map) -> Option<u64> {
+    let time = |key: &str| {
+        let clock = agent_output::FixedClock::parse(fields.get(key)?.as_str()?).ok()?;
+        Some(agent_output::Clock::now(&clock))
+    };
+    let took = time("_date")?.duration_since(time("_started")?).ok()?;
+    Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The calls as `status` shows them, from the calls table; a call done

@@ -120,7 +120,8 @@ fn d75_inspect_pages_and_filters_the_log() {
         page["messages"][1],
         json!({
             "number": 1, "type": "data", "kind": "state", "instance": "①",
-            "method": "merge", "path": null, "date": null, "call": null, "callAt": null,
+            "method": "merge", "path": null, "date": null, "ms": null, "worker": null,
+            "attempt": null, "call": null, "callAt": null,
             "message": {"type": "data", "kind": "state", "data": {"name": "Ada"}, "_instance": "①"},
         })
     );

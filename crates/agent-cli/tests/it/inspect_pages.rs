@@ -204,6 +204,12 @@ fn d112_a_ran_record_shows_a_call_that_writes_nothing_done_with_when_and_how_lon
             json!(2)
         ]
     );
+    // The log says the same of the message: how long, who, which attempt.
+    let row = server.json("/api/log?before=4&limit=1")["messages"][0].clone();
+    assert_eq!(
+        (&row["number"], &row["ms"], &row["worker"], &row["attempt"]),
+        (&json!(3), &json!(123_000), &json!("w-1"), &json!(2))
+    );
     // Before the record, nothing says the call ran.
     let past = server.json("/api/plan?at=2")["plan"]["calls"].clone();
     assert_eq!(
