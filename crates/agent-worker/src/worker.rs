@@ -357,7 +357,15 @@ impl<'w> Running<'w> {
     fn refresh_live_tools(&mut self) -> Result<(), Error> {
         let lease = self.options().lease;
         if self.live_at.is_none_or(|at| at.elapsed() >= lease / 3) {
-            self.live = self.calls.live_tools()?;
+            let mut live = self.calls.live_tools()?;
+            // This worker is alive whatever its row says: a row that ran out
+            // while the database was away must not make its own tools look
+            // absent (every call of theirs blocked, and a worker told to
+            // stop when idle stopping with work left).
+            live.extend(self.worker.activities.tools());
+            live.sort_unstable();
+            live.dedup();
+            self.live = live;
             self.live_at = Some(Instant::now());
         }
         Ok(())
