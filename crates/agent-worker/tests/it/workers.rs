@@ -190,6 +190,54 @@ fn d113_a_value_another_writer_appends_mid_run_readies_the_call_missing_it() {
 }
 
 #[test]
+fn d113_a_worker_whose_own_row_ran_out_still_counts_its_tools_and_finishes_the_plan() {
+    let url = stored_plan(
+        "own-tools",
+        json!({"type": "plan", "calls": [
+            {"_tool": "nap", "_outputPath": "†state.a"},
+            {"_tool": "nap", "after": "†state.a", "_outputPath": "†state.b"}
+        ]}),
+    );
+    let mut activities = Activities::new();
+    activities.register("nap", |_: &Value| {
+        std::thread::sleep(Duration::from_millis(600));
+        Ok(json!("zzz"))
+    });
+    let options = options("expired").with_lease(Duration::from_millis(300));
+    let worker = Worker::new(
+        &url,
+        activities,
+        Box::new(agent_output::SystemClock),
+        options,
+    );
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let name = url.rsplit("context=").next().unwrap().to_owned();
+    let report = std::thread::scope(|scope| {
+        // As a database away for longer than the lease leaves it: every
+        // worker's row run out, this one's too, again and again.
+        scope.spawn(|| {
+            let mut raw =
+                postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                // This test's context only: other tests share the table.
+                raw.execute(
+                    "UPDATE agentctx_workers SET alive_until = now() - interval '1 hour' \
+                     WHERE context = (SELECT id FROM agentctx_contexts WHERE name = $1)",
+                    &[&name],
+                )
+                .unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let report = worker.run();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        report.unwrap()
+    });
+    assert_eq!(report.written, 2, "{report:?}");
+    assert_eq!(state(&url), json!({"a": "zzz", "b": "zzz"}));
+}
+
+#[test]
 fn r34d_an_activity_that_keeps_failing_fails_its_call_after_the_retries_and_nothing_is_written() {
     let url = stored_plan(
         "fails",
