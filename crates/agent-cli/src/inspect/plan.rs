@@ -376,20 +376,24 @@ fn is_gate(reference: &Reference) -> bool {
 /// The newest plan message: its number, its sort and its fields.
 fn newest_plan(context: &Context) -> Option<(usize, PlanSort, json::Map)> {
     (0..context.len()).rev().find_map(|index| {
-        // Data messages are not plans, and only a message whose text names
-        // a plan is parsed.
-        let named = context
-            .message_json(index)
-            .is_some_and(|line| line.contains("\"plan\""));
-        if context.message_layer(index).is_some() || !named {
-            return None;
-        }
-        let Some(Message::Opaque(opaque)) = context.message(index) else {
-            return None;
-        };
-        let sort = opaque.plan_sort()?;
-        Some((index, sort, opaque.into_fields()))
+        plan_message(context, index).map(|(sort, plan)| (index, sort, plan.into_fields()))
     })
+}
+
+/// Message `index` when it is a plan, with its sort.
+fn plan_message(context: &Context, index: usize) -> Option<(PlanSort, agent_data::OpaqueMessage)> {
+    // Data messages are not plans, and only a message whose text names a
+    // plan is parsed.
+    let named = context
+        .message_json(index)
+        .is_some_and(|line| line.contains("\"plan\""));
+    if context.message_layer(index).is_some() || !named {
+        return None;
+    }
+    let Some(Message::Opaque(opaque)) = context.message(index) else {
+        return None;
+    };
+    Some((opaque.plan_sort()?, opaque))
 }
 
 /// A loop plan's `_pending`: the calls it still owes; `None` (all owed)
@@ -410,14 +414,7 @@ fn pending(fields: &json::Map) -> Option<Vec<usize>> {
 fn previous_loop_plan(context: &Context, number: usize) -> usize {
     (0..number)
         .rev()
-        .find(|&index| {
-            let named = context
-                .message_json(index)
-                .is_some_and(|line| line.contains("\"plan\""));
-            named
-                && matches!(context.message(index), Some(Message::Opaque(o))
-                    if o.plan_sort() == Some(PlanSort::Loop))
-        })
+        .find(|&index| plan_message(context, index).is_some_and(|(sort, _)| sort == PlanSort::Loop))
         .map_or(0, |index| index + 1)
 }
 
