@@ -72,7 +72,7 @@ pub use memory::MemoryStore;
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use pg::{
     CallRow, CallState, Claim, ClaimRequest, Horizon, Listener, MAX_NAME_BYTES, MAX_NAMES, PgCalls,
-    PgStore, SCHEMA_VERSION,
+    PgPool, PgStore, SCHEMA_VERSION,
 };
 pub use snapshot::SNAPSHOT_AFTER;
 pub use store::{KEY_DAYS, MAX_ATTEMPTS, SnapshotWhen, Store, copy, copy_context, open};

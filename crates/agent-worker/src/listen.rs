@@ -9,8 +9,11 @@ use std::time::Duration;
 
 /// Starts a thread that turns notifications into [`Event::Changed`], reconnecting
 /// when the database goes away; it ends when the worker does.
-pub(crate) fn listen(url: &str, worker: &str, sender: Sender<Event>) -> Result<(), Error> {
-    let mut listener = Listener::open(url)?;
+pub(crate) fn listen(
+    mut listener: Listener,
+    worker: &str,
+    sender: Sender<Event>,
+) -> Result<(), Error> {
     std::thread::Builder::new()
         .name("agentctx-listen".into())
         .spawn(move || {

@@ -21,7 +21,9 @@ use agent_data::Append;
 use agent_data::Message;
 use agent_output::{Call, Clock, Outcome, Ran};
 use agent_plan::{Activities, Plan, Standing, Stop};
-use agent_store::{CallRow, Claim, ClaimRequest, Error as StoreError, PgCalls, PgStore, Stored};
+use agent_store::{
+    CallRow, Claim, ClaimRequest, Error as StoreError, Listener, PgCalls, PgPool, PgStore, Stored,
+};
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -41,19 +43,55 @@ pub(crate) enum Event {
     Changed,
 }
 
-/// A worker over the context at a PostgreSQL URL.
+/// A worker over the context at a PostgreSQL URL, or in a process's
+/// [`PgPool`].
 pub struct Worker {
-    url: String,
+    at: Source,
     options: WorkerOptions,
     activities: Activities,
     clock: Box<dyn Clock>,
 }
 
+/// Where a worker's context is, and how it connects.
+enum Source {
+    /// Connections of its own: two, and one to listen.
+    Url(String),
+    /// The pool's connections, one during each call, and its shared
+    /// listening one (D114: a pool per process).
+    Pool(PgPool, String),
+}
+
+impl Source {
+    fn store(&self) -> Result<PgStore, StoreError> {
+        match self {
+            Source::Url(url) => PgStore::open(url),
+            Source::Pool(pool, context) => pool.store(context),
+        }
+    }
+
+    fn calls(&self) -> Result<PgCalls, StoreError> {
+        match self {
+            Source::Url(url) => PgCalls::open(url),
+            Source::Pool(pool, context) => pool.calls(context),
+        }
+    }
+
+    fn listener(&self) -> Result<Listener, StoreError> {
+        match self {
+            Source::Url(url) => Listener::open(url),
+            Source::Pool(pool, _) => pool.listener(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker")
-            .field("url", &agent_store::without_password(&self.url))
-            .field("options", &self.options)
+        let mut out = f.debug_struct("Worker");
+        match &self.at {
+            Source::Url(url) => out.field("url", &agent_store::without_password(url)),
+            Source::Pool(pool, context) => out.field("pool", pool).field("context", context),
+        };
+        out.field("options", &self.options)
             .field("activities", &self.activities)
             .finish()
     }
@@ -69,7 +107,51 @@ impl Worker {
         options: WorkerOptions,
     ) -> Worker {
         Worker {
-            url: url.into(),
+            at: Source::Url(url.into()),
+            options,
+            activities,
+            clock,
+        }
+    }
+
+    /// A worker running `activities` on the context `context` of `pool`'s
+    /// database, through the pool's connections: the workers of one
+    /// process then hold at most the pool's size of server connections
+    /// between them, and one more to listen (D114: a pool per process).
+    ///
+    /// ```no_run
+    /// use agent_output::SystemClock;
+    /// use agent_plan::Activities;
+    /// use agent_store::PgPool;
+    /// use agent_worker::{Worker, WorkerOptions};
+    ///
+    /// let pool = PgPool::open("postgres://root@127.0.0.1:5432/test", 4)?;
+    /// let threads: Vec<_> = (0..32)
+    ///     .map(|i| {
+    ///         let pool = pool.clone();
+    ///         std::thread::spawn(move || {
+    ///             let mut activities = Activities::new();
+    ///             activities.register("echo", |input: &agent_core::json::Value| Ok(input.clone()));
+    ///             let options = WorkerOptions::new(format!("w{i}")).with_until_idle(true);
+    ///             Worker::in_pool(pool, "batch", activities, Box::new(SystemClock), options).run()
+    ///         })
+    ///     })
+    ///     .collect();
+    /// for thread in threads {
+    ///     let report = thread.join().expect("worker thread")?;
+    ///     println!("{} results written", report.written);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_pool(
+        pool: PgPool,
+        context: impl Into<String>,
+        activities: Activities,
+        clock: Box<dyn Clock>,
+        options: WorkerOptions,
+    ) -> Worker {
+        Worker {
+            at: Source::Pool(pool, context.into()),
             options,
             activities,
             clock,
@@ -134,15 +216,15 @@ struct Running<'w> {
 
 impl<'w> Running<'w> {
     fn open(worker: &'w Worker) -> Result<Running<'w>, Error> {
-        let stored = Stored::open_tail(PgStore::open(&worker.url)?)?;
-        let mut calls = PgCalls::open(&worker.url)?;
+        let stored = Stored::open_tail(worker.at.store()?)?;
+        let mut calls = worker.at.calls()?;
         calls.register(
             &worker.options.name,
             &worker.activities.tools(),
             worker.options.lease,
         )?;
         let (sender, events) = mpsc::channel();
-        listen(&worker.url, &worker.options.name, sender.clone())?;
+        listen(worker.at.listener()?, &worker.options.name, sender.clone())?;
         Ok(Running {
             worker,
             stored,

@@ -73,6 +73,33 @@ pub(crate) struct Address {
 impl Address {
     /// Parses `url`; every error names the URL without its password.
     pub(crate) fn parse(url: &str) -> Result<Address> {
+        Address::parse_for(url, true)
+    }
+
+    /// Parses the URL of a server for a pool: its `context` parameter, if
+    /// any, is left out (each store of the pool names its own).
+    pub(crate) fn parse_server(url: &str) -> Result<Address> {
+        let mut address = Address::parse_for(url, false)?;
+        address.shown = shown_for(&address.shown, None);
+        address.context.clear();
+        Ok(address)
+    }
+
+    /// This server's address for the context `name`.
+    pub(crate) fn for_context(&self, name: &str) -> Result<Address> {
+        let shown = shown_for(&self.shown, Some(name));
+        check_name(name).map_err(|reason| Error::Address {
+            address: shown.clone(),
+            reason,
+        })?;
+        Ok(Address {
+            context: name.to_owned(),
+            shown,
+            ..self.clone()
+        })
+    }
+
+    fn parse_for(url: &str, needs_context: bool) -> Result<Address> {
         let shown = without_password(url);
         let fail = |reason: String| Error::Address {
             address: shown.clone(),
@@ -140,10 +167,18 @@ impl Address {
                 rest.push(pair);
             }
         }
-        let context = context.ok_or_else(|| {
-            fail("no context parameter: name the context with ?context=NAME".into())
-        })?;
-        check_name(&context).map_err(&fail)?;
+        let context = match context {
+            Some(context) => {
+                check_name(&context).map_err(&fail)?;
+                context
+            }
+            None if !needs_context => String::new(),
+            None => {
+                return Err(fail(
+                    "no context parameter: name the context with ?context=NAME".into(),
+                ));
+            }
+        };
         let connection = if rest.is_empty() {
             base.to_owned()
         } else {
@@ -200,6 +235,33 @@ impl Address {
 }
 
 /// A context name is 1 to [`MAX_NAME_BYTES`] bytes of UTF-8 without NUL.
+/// `shown` (a URL without its password) with its `context` parameter
+/// replaced by `name`, percent-encoded, or left out.
+fn shown_for(shown: &str, name: Option<&str>) -> String {
+    let (base, query) = split_query(shown);
+    let mut kept: Vec<String> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("context"))
+        .map(str::to_owned)
+        .collect();
+    if let Some(name) = name {
+        let mut encoded = String::from("context=");
+        for byte in name.bytes() {
+            match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                    encoded.push(char::from(byte));
+                }
+                _ => encoded.push_str(&format!("%{byte:02X}")),
+            }
+        }
+        kept.push(encoded);
+    }
+    match kept.is_empty() {
+        true => base.to_owned(),
+        false => format!("{base}?{}", kept.join("&")),
+    }
+}
+
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the context name is empty".into());
@@ -329,6 +391,34 @@ mod tests {
             "postgres://u@h/db?agentctx_lock_timeout=-1&context=c: \
              agentctx_lock_timeout=-1: give a number of seconds (0 waits forever)"
         );
+    }
+
+    #[test]
+    fn a_pools_server_address_leaves_the_context_out_and_each_store_names_its_own() {
+        let server = Address::parse_server(
+            "postgres://me:secret@db:5432/app?sslmode=disable&context=old&agentctx_pooled=no",
+        )
+        .unwrap();
+        assert_eq!(
+            server.shown,
+            "postgres://me@db:5432/app?sslmode=disable&agentctx_pooled=no"
+        );
+        assert_eq!(server.context, "");
+        let one = server.for_context("run/42 a&b").unwrap();
+        assert_eq!(one.context, "run/42 a&b");
+        assert_eq!(
+            one.shown,
+            "postgres://me@db:5432/app?sslmode=disable&agentctx_pooled=no&context=run/42%20a%26b"
+        );
+        assert_eq!(one.pooled, Some(false));
+        let bare = Address::parse_server("postgres://db/app").unwrap();
+        assert_eq!(
+            bare.for_context("c").unwrap().shown,
+            "postgres://db/app?context=c"
+        );
+        let empty = bare.for_context("").unwrap_err().to_string();
+        assert!(empty.contains("the context name is empty"), "{empty}");
+        assert!(empty.contains("postgres://db/app?context="), "{empty}");
     }
 
     #[test]

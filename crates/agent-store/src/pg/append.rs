@@ -517,7 +517,8 @@ impl PgStore {
         messages: &[Message],
         claim: &Claim,
     ) -> Result<Range<usize>> {
-        let range = self.commit_messages(context, messages, Some(claim), None)?;
+        let range =
+            self.lent(|store| store.commit_messages(context, messages, Some(claim), None))?;
         self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range.range())
     }

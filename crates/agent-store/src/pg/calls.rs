@@ -199,8 +199,13 @@ impl PgCalls {
     /// [`Error::Missing`] when the context does not exist; otherwise the errors of
     /// [`PgStore::open`].
     pub fn open(url: &str) -> Result<PgCalls> {
-        let mut store = PgStore::open(url)?;
-        if store.id()?.is_none() {
+        PgCalls::from_store(PgStore::open(url)?)
+    }
+
+    /// The calls of `store`'s context, through its connection (or its
+    /// pool's).
+    pub(crate) fn from_store(mut store: PgStore) -> Result<PgCalls> {
+        if store.lent(PgStore::id)?.is_none() {
             return Err(Error::Missing {
                 name: store.address.shown.clone(),
             });
@@ -219,7 +224,7 @@ impl PgCalls {
     }
 
     fn id(&mut self) -> Result<i64> {
-        self.store.id()?.ok_or_else(|| Error::Missing {
+        self.store.lent(PgStore::id)?.ok_or_else(|| Error::Missing {
             name: self.store.address.shown.clone(),
         })
     }
@@ -235,11 +240,14 @@ impl PgCalls {
         f: impl FnOnce(&mut Client, &Sql, i64) -> Result<T, tokio_postgres::Error>,
     ) -> Result<T> {
         let id = self.id()?;
-        let client = self.store.client()?;
-        let before = client.prepared();
-        let done = f(client, sql, id);
-        let prepared = client.prepared().saturating_sub(before);
-        self.store.trip(1 + prepared as u64);
+        let done = self.store.lent(|store| {
+            let client = store.client()?;
+            let before = client.prepared();
+            let done = f(client, sql, id);
+            let prepared = client.prepared().saturating_sub(before);
+            store.trip(1 + prepared as u64);
+            Ok(done)
+        })?;
         done.map_err(|e| self.store.database(action, &e))
     }
 
@@ -293,11 +301,13 @@ impl PgCalls {
         // every row of the plan instead of its candidates' (55 ms a claim
         // at 100,000 calls, not 2): so the one who added many counts them
         // now. A role that may not is left to autovacuum.
-        if added >= ANALYZE_AFTER
-            && let Ok(client) = self.store.client()
-        {
-            let _ = client.batch_execute(ANALYZE_CALLS);
-            self.store.trip(1);
+        if added >= ANALYZE_AFTER {
+            self.store.lent(|store| {
+                if let Ok(client) = store.client() {
+                    let _ = client.batch_execute(ANALYZE_CALLS);
+                    store.trip(1);
+                }
+            });
         }
         Ok(())
     }

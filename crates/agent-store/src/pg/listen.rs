@@ -2,13 +2,17 @@
 //! the channel every change of a call notifies), so idle workers need not
 //! poll. Through a transaction pooler LISTEN cannot work (the session that
 //! listened serves others, and notifications reach whoever holds it), so
-//! there it polls, and says so once (D109: behind a pooler).
+//! there it polls, and says so once (D109: behind a pooler). The
+//! listeners of one [`PgPool`](super::PgPool) share one connection (D114:
+//! a pool per process).
 
 use super::address::Address;
 use super::client::{Client, Waited};
+use super::pool::Hub;
 use super::session::describe;
 use super::sql::CHANNEL;
 use crate::{Error, Result};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -20,8 +24,21 @@ static SAID: AtomicBool = AtomicBool::new(false);
 
 /// A connection listening on the channel `agentctx_calls` (which every
 /// change of a call notifies): what lets an idle worker sleep until
-/// something changes instead of polling.
+/// something changes instead of polling. The listeners of one
+/// [`PgPool`](super::PgPool) share one connection.
 pub struct Listener {
+    kind: Kind,
+}
+
+enum Kind {
+    /// A connection of its own.
+    Own(Box<Own>),
+    /// A pool's listener: its shared connection's hub, and how many
+    /// changes it had heard when this listener last looked.
+    Shared { hub: Arc<Hub>, seen: u64 },
+}
+
+struct Own {
     address: Address,
     client: Option<Client>,
     /// Behind a pooler: no connection is kept, and waiting is polling.
@@ -30,11 +47,14 @@ pub struct Listener {
 
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listener")
-            .field("name", &self.address.shown)
-            .field("connected", &self.client.is_some())
-            .field("polls", &self.polls)
-            .finish()
+        let mut out = f.debug_struct("Listener");
+        match &self.kind {
+            Kind::Own(own) => out
+                .field("name", &own.address.shown)
+                .field("connected", &own.client.is_some()),
+            Kind::Shared { .. } => out.field("shared", &true),
+        };
+        out.field("polls", &self.polls()).finish()
     }
 }
 
@@ -47,22 +67,36 @@ impl Listener {
     /// [`Error::Address`] when `url` cannot be used; [`Error::Database`] when connecting or
     /// `LISTEN` fails.
     pub fn open(url: &str) -> Result<Listener> {
-        let address = Address::parse(url)?;
-        let mut listener = Listener {
+        Listener::from_address(Address::parse(url)?)
+    }
+
+    /// [`Listener::open`] for a parsed address.
+    pub(crate) fn from_address(address: Address) -> Result<Listener> {
+        let mut own = Own {
             address,
             client: None,
             polls: false,
         };
-        listener.connect()?;
-        if listener.polls && !SAID.swap(true, Ordering::Relaxed) {
+        own.connect()?;
+        if own.polls && !SAID.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "agentctx: {} goes through a connection pooler, where LISTEN cannot be used: \
                  idle workers look for work every {} s instead of being woken",
-                listener.address.shown,
+                own.address.shown,
                 POLL_INTERVAL.as_secs_f64()
             );
         }
-        Ok(listener)
+        Ok(Listener {
+            kind: Kind::Own(Box::new(own)),
+        })
+    }
+
+    /// A pool's listener, woken through its shared connection's hub.
+    pub(crate) fn shared(hub: Arc<Hub>) -> Listener {
+        let seen = hub.heard();
+        Listener {
+            kind: Kind::Shared { hub, seen },
+        }
     }
 
     /// True when it polls: the connection goes through a transaction
@@ -74,9 +108,35 @@ impl Listener {
     /// # Ok::<(), agent_store::Error>(())
     /// ```
     pub fn polls(&self) -> bool {
-        self.polls
+        match &self.kind {
+            Kind::Own(own) => own.polls,
+            Kind::Shared { hub, .. } => hub.polls(),
+        }
     }
 
+    /// Waits up to `timeout` for a notification (any context's: a spurious
+    /// wake-up costs one look at the calls). True when one came; after a
+    /// lost connection, which may have hidden one, it reconnects and says
+    /// true as well. An error only when it cannot reconnect. When it polls,
+    /// it sleeps up to a second and says true. A pool's listener says true
+    /// when its shared connection heard a change since it last looked.
+    ///
+    /// # Errors
+    /// [`Error::Database`] when it cannot connect again and listen.
+    pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
+        match &mut self.kind {
+            Kind::Own(own) => own.wait(timeout),
+            Kind::Shared { hub, seen } => {
+                let heard = hub.wait_after(*seen, timeout);
+                let changed = heard != *seen;
+                *seen = heard;
+                Ok(changed)
+            }
+        }
+    }
+}
+
+impl Own {
     /// The listening connection, connecting first if needed; `None` when
     /// it polls.
     fn connect(&mut self) -> Result<Option<&mut Client>> {
@@ -109,15 +169,7 @@ impl Listener {
         Ok(self.client.as_mut())
     }
 
-    /// Waits up to `timeout` for a notification (any context's: a spurious
-    /// wake-up costs one look at the calls). True when one came; after a
-    /// lost connection, which may have hidden one, it reconnects and says
-    /// true as well. An error only when it cannot reconnect. When it polls,
-    /// it sleeps up to a second and says true.
-    ///
-    /// # Errors
-    /// [`Error::Database`] when it cannot connect again and listen.
-    pub fn wait(&mut self, timeout: Duration) -> Result<bool> {
+    fn wait(&mut self, timeout: Duration) -> Result<bool> {
         let was_connected = self.client.as_ref().is_some_and(|c| !c.is_closed());
         let Some(client) = self.connect()? else {
             std::thread::sleep(timeout.min(POLL_INTERVAL));

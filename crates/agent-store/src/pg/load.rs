@@ -34,6 +34,10 @@ impl PgStore {
     /// # Errors
     /// [`Error::Database`] when it cannot connect or read.
     pub fn context_names(&mut self, after: &str, limit: usize) -> Result<Vec<String>> {
+        self.lent(|store| store.names_after(after, limit))
+    }
+
+    fn names_after(&mut self, after: &str, limit: usize) -> Result<Vec<String>> {
         let limit = i64::try_from(limit.min(MAX_NAMES)).unwrap_or(0);
         let client = self.client()?;
         let rows = client.query(&NAMES, &[&after, &limit]);

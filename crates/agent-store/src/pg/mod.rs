@@ -54,6 +54,7 @@ mod client;
 mod credentials;
 mod listen;
 mod load;
+mod pool;
 mod pooling;
 mod rows;
 mod schema;
@@ -75,13 +76,15 @@ pub use address::MAX_NAME_BYTES;
 pub use calls::{CallRow, CallState, Claim, ClaimRequest, Horizon, PgCalls};
 pub use listen::Listener;
 pub use load::MAX_NAMES;
+pub use pool::PgPool;
 pub use schema::SCHEMA_VERSION;
 
 /// A context stored in PostgreSQL, addressed by a URL whose `context`
 /// parameter names it (spec §10).
 ///
 /// The store holds one connection, opened by [`PgStore::open`] and opened
-/// again when the server dropped it. It takes no lock: every append is a
+/// again when the server dropped it; a store of a [`PgPool`] takes one of
+/// the pool's for each call instead. It takes no lock: every append is a
 /// compare-and-append, and [`Store::commit`] retries when another writer
 /// appended first. An append whose outcome cannot be known — the connection
 /// died while it was committing, and the rows after the expected length
@@ -104,6 +107,10 @@ pub use schema::SCHEMA_VERSION;
 pub struct PgStore {
     address: Address,
     client: Option<Client>,
+    /// The pool whose connections it takes, one for each call (D114: a
+    /// pool per process), and the right to the one it holds.
+    pool: Option<PgPool>,
+    permit: Option<pool::Permit>,
     /// The server process of the connection and when it started: after a
     /// connection is lost mid-append, that session must be over before
     /// anyone can tell whether the append landed. `None` through a
@@ -159,9 +166,22 @@ impl PgStore {
     /// fails; [`Error::Malformed`] when the tables are of a newer schema version than this
     /// build knows.
     pub fn open(url: &str) -> Result<PgStore> {
-        let mut store = PgStore {
-            address: Address::parse(url)?,
+        let mut store = PgStore::at(Address::parse(url)?, None);
+        store.client()?;
+        Ok(store)
+    }
+
+    /// A store of `pool` at `address`, not yet holding a connection.
+    fn in_pool(pool: PgPool, address: Address) -> PgStore {
+        PgStore::at(address, Some(pool))
+    }
+
+    fn at(address: Address, pool: Option<PgPool>) -> PgStore {
+        PgStore {
+            address,
             client: None,
+            pool,
+            permit: None,
             backend: None,
             id: None,
             rows: 0,
@@ -173,9 +193,7 @@ impl PgStore {
             counted: 0,
             trips: 0,
             in_transaction: false,
-        };
-        store.client()?;
-        Ok(store)
+        }
     }
 
     /// The context's name within the database.
@@ -190,48 +208,37 @@ impl Store for PgStore {
     }
 
     fn load(&mut self) -> Result<Loaded> {
-        self.load_all()
+        self.lent(PgStore::load_all)
     }
 
     /// Every row checked against the digest stored before it, so each
     /// finding names its row (`verify.rs`), and the snapshot row.
     fn verify(&mut self) -> Result<crate::Verified> {
-        self.verify_rows()
+        self.lent(PgStore::verify_rows)
     }
 
     fn load_tail(&mut self) -> Result<Loaded> {
-        self.forget();
-        let Some(id) = self.id()? else {
-            return Err(Error::Missing {
-                name: self.address.shown.clone(),
-            });
-        };
-        let loaded = match self.resume(id)? {
-            Some(loaded) => loaded,
-            None => self.load()?,
-        };
-        self.snapshot(&loaded.context, SnapshotWhen::Due)?;
-        Ok(loaded)
+        self.lent(PgStore::load_from_snapshot)
     }
 
     fn snapshot(&mut self, context: &Context, when: SnapshotWhen) -> Result<bool> {
         let since = self.since;
-        since.write_if_due(when, context, || self.write_snapshot(context))
+        self.lent(|store| since.write_if_due(when, context, || store.write_snapshot(context)))
     }
 
     fn catch_up(&mut self, context: &mut Context) -> Result<()> {
-        self.catch_up_rows(context)
+        self.lent(|store| store.catch_up_rows(context))
     }
 
     fn append_at(&mut self, prepared: &Prepared<'_>) -> Result<()> {
-        self.append_guarded(prepared, None, None).map(|_| ())
+        self.lent(|store| store.append_guarded(prepared, None, None).map(|_| ()))
     }
 
     /// Appends at the length this handle knows first — one round trip when
     /// nobody else wrote — and otherwise under the context's row lock
     /// (`append.rs`).
     fn commit(&mut self, context: &mut Context, messages: &[Message]) -> Result<Range<usize>> {
-        let range = self.commit_messages(context, messages, None, None)?;
+        let range = self.lent(|store| store.commit_messages(context, messages, None, None))?;
         self.snapshot(context, SnapshotWhen::Due)?;
         Ok(range.range())
     }
@@ -245,7 +252,7 @@ impl Store for PgStore {
         messages: &[Message],
         key: &AppendKey,
     ) -> Result<KeyedOutcome> {
-        let once = self.commit_messages(context, messages, None, Some(key))?;
+        let once = self.lent(|store| store.commit_messages(context, messages, None, Some(key)))?;
         self.snapshot(context, SnapshotWhen::Due)?;
         Ok(once)
     }
@@ -256,4 +263,22 @@ impl Store for PgStore {
     }
 
     fn unlock(&mut self) {}
+}
+
+impl PgStore {
+    /// The newest snapshot and the rows after it, or the whole log.
+    fn load_from_snapshot(&mut self) -> Result<Loaded> {
+        self.forget();
+        let Some(id) = self.id()? else {
+            return Err(Error::Missing {
+                name: self.address.shown.clone(),
+            });
+        };
+        let loaded = match self.resume(id)? {
+            Some(loaded) => loaded,
+            None => self.load()?,
+        };
+        self.snapshot(&loaded.context, SnapshotWhen::Due)?;
+        Ok(loaded)
+    }
 }

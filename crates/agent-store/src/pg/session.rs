@@ -5,6 +5,7 @@
 //! a PostgreSQL error means.
 
 use super::client::Client;
+use super::pool::{Lent, Parked};
 use super::sql::Sql;
 use super::sql::{ALIVE, APPEND, APPEND_PLAIN, BACKEND, COMMIT_CALL, FIND, LOCK, TAIL, TERMINATE};
 use super::{PgStore, SCHEMA_VERSION, schema};
@@ -42,7 +43,36 @@ impl PgStore {
     /// # Errors
     /// [`Error::Database`] when it cannot connect.
     pub fn pooled(&mut self) -> Result<bool> {
-        Ok(self.client()?.pooled())
+        self.lent(|store| Ok(store.client()?.pooled()))
+    }
+
+    /// Runs `f`, then gives a pool's connection back unless a transaction
+    /// of this store's is open (D114: a pool per process).
+    pub(crate) fn lent<T>(&mut self, f: impl FnOnce(&mut PgStore) -> T) -> T {
+        let out = f(self);
+        self.give_back();
+        out
+    }
+
+    /// Gives the connection back to the pool, if the store has one and no
+    /// transaction of its own is open; one the server closed makes room
+    /// for another.
+    pub(crate) fn give_back(&mut self) {
+        if self.in_transaction {
+            return;
+        }
+        let (Some(pool), Some(permit)) = (&self.pool, self.permit.take()) else {
+            return;
+        };
+        let backend = self.backend.take();
+        match self.client.take() {
+            Some(client) if !client.is_closed() => pool.park(Parked {
+                client,
+                backend,
+                permit,
+            }),
+            _ => drop(permit),
+        }
     }
 
     /// Counts `n` round trips.
@@ -66,6 +96,21 @@ impl PgStore {
                 name: self.address.shown.clone(),
                 reason: "the connection was lost inside the transaction".into(),
             });
+        }
+        if self.client.is_none()
+            && self.permit.is_none()
+            && let Some(pool) = &self.pool
+        {
+            match pool.take(&self.address.shown)? {
+                Lent::Open(parked) => {
+                    self.permit = Some(parked.permit);
+                    if !parked.client.is_closed() {
+                        self.client = Some(parked.client);
+                        self.backend = parked.backend;
+                    }
+                }
+                Lent::Room(permit) => self.permit = Some(permit),
+            }
         }
         let client = match self.client.take() {
             Some(client) => client,

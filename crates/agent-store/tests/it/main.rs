@@ -17,6 +17,7 @@ mod linearizable;
 mod memory;
 mod names_pg;
 mod pg_timeouts;
+mod pool;
 mod pooled;
 mod postgres;
 mod sidecars;

@@ -4,5 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests
 
+mod pool;
 mod report;
 mod workers;

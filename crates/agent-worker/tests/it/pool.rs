@@ -1,0 +1,84 @@
+//! Workers of one process sharing a [`PgPool`] (D114: a pool per
+//! process): between them they hold at most the pool's size of server
+//! sessions, and one more to listen, and still run each call once.
+
+use agent_core::{Kind, json, json::Value};
+use agent_data::{Context, Message};
+use agent_plan::Activities;
+use agent_store::{PgPool, Store};
+use agent_worker::{Worker, WorkerOptions};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use test_support::database;
+
+#[test]
+fn d114_eight_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions() {
+    const CALLS: usize = 40;
+    let application = database::unique_name("worker", "pool");
+    let url = format!("{}?application_name={application}", database::direct_url());
+    let pool =
+        PgPool::open(&url, 2).unwrap_or_else(|e| panic!("{e}\n{}", database::HOW_TO_PROVIDE));
+    let context = database::unique_name("worker", "pooled-plan");
+    let calls: Vec<Value> = (0..CALLS)
+        .map(|i| json!({"_tool": "square", "n": i, "_outputPath": format!("†state.r{i}")}))
+        .collect();
+    let plan = Message::from_value(json!({"type": "plan", "calls": calls})).unwrap();
+    let mut store = pool.store(&context).unwrap();
+    store.commit(&mut Context::new(), &plan).unwrap();
+    let ran: Arc<Mutex<BTreeMap<i64, usize>>> = Arc::default();
+    let (done, most) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let written: usize = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut watcher =
+                postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
+            while !done.load(Ordering::Relaxed) {
+                let row = watcher
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                        &[&application],
+                    )
+                    .unwrap();
+                let now = usize::try_from(row.get::<_, i64>(0)).unwrap();
+                most.fetch_max(now, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let workers: Vec<_> = (0..8)
+            .map(|w| {
+                let (pool, context, ran) = (pool.clone(), context.clone(), ran.clone());
+                scope.spawn(move || {
+                    let mut activities = Activities::new();
+                    activities.register("square", move |call: &Value| {
+                        let n = call["n"].as_i64().unwrap();
+                        *ran.lock().unwrap().entry(n).or_default() += 1;
+                        std::thread::sleep(Duration::from_millis(5));
+                        Ok(json!(n * n))
+                    });
+                    let options = WorkerOptions::new(format!("w{w}"))
+                        .with_concurrency(2)
+                        .with_until_idle(true);
+                    let clock = Box::new(agent_output::SystemClock);
+                    Worker::in_pool(pool, context, activities, clock, options)
+                        .run()
+                        .unwrap()
+                })
+            })
+            .collect();
+        let written = workers.into_iter().map(|w| w.join().unwrap().written).sum();
+        done.store(true, Ordering::Relaxed);
+        written
+    });
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran.len(), CALLS, "every call ran: {ran:?}");
+    assert!(ran.values().all(|&n| n == 1), "none ran twice: {ran:?}");
+    assert_eq!(written, CALLS);
+    let most = most.load(Ordering::Relaxed);
+    assert!((2..=3).contains(&most), "{most} server sessions at once");
+    let loaded = pool.store(&context).unwrap().load().unwrap().context;
+    let state = loaded.view(&Kind::new("state").unwrap(), None).unwrap();
+    for i in 0..CALLS as i64 {
+        assert_eq!(state[format!("r{i}").as_str()], json!(i * i));
+    }
+}
