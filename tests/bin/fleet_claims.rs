@@ -1,9 +1,10 @@
 //! `pg-fleet claims`: many workers' claims and results on one plan,
-//! through a transaction pooler (see the binary's documentation).
+//! through a transaction pooler, and sharing one process's pool of
+//! connections (see the binary's documentation).
 
 use agent_core::json::{self, Value};
 use agent_data::{Context, Message};
-use agent_store::{CallState, ClaimRequest, Error, PgCalls, PgStore, Store};
+use agent_store::{CallState, ClaimRequest, Error, PgCalls, PgPool, PgStore, Store};
 use agentctx_tests::pg_scratch::{Outcome, setting};
 use agentctx_tests::workloads::Rng;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,16 @@ const POOLS: [usize; 4] = [1, 10, 100, 1000];
 
 /// The calls a worker offers to claim at once: a window of the plan.
 const WINDOW: usize = 64;
+
+/// How the worker threads connect.
+#[derive(Clone)]
+enum Connect {
+    /// Each its own store and claims, two connections, through the pooler.
+    Own,
+    /// Every thread's store and claims from one [`PgPool`] of this process,
+    /// straight to the server.
+    Shared(PgPool),
+}
 
 /// What the threads of one pool counted.
 #[derive(Default)]
@@ -43,8 +54,27 @@ pub(crate) fn claims() -> Outcome<Value> {
             .collect(),
         Err(_) => POOLS.to_vec(),
     };
-    for pool in pools {
-        rows.push(one_pool(&url, calls, pool, Duration::from_secs(seconds))?);
+    let time = Duration::from_secs(seconds);
+    for &pool in &pools {
+        rows.push(one_pool(&url, calls, pool, time, &Connect::Own)?);
+    }
+    // The same threads sharing one pool of this process's connections.
+    if let Ok(direct) = std::env::var("FLEET_DIRECT_URL") {
+        let size = setting("FLEET_PROCESS_POOL", 20);
+        let application = format!("agentctx-fleet-{}", std::process::id());
+        let sep = if direct.contains('?') { '&' } else { '?' };
+        let direct = format!("{direct}{sep}application_name={application}");
+        // Queued behind a thousand threads for a connection, as for the
+        // pooler above: the wait must outlast the queue.
+        let shared = PgPool::open(&direct, size)
+            .map_err(|e| e.to_string())?
+            .with_wait(Duration::from_secs(120));
+        for &pool in &pools {
+            let connect = Connect::Shared(shared.clone());
+            let mut row = one_pool(&direct, calls, pool, time, &connect)?;
+            row["process_pool"] = json::json!(size);
+            rows.push(row);
+        }
     }
     Ok(json::json!({ "rows": rows }))
 }
@@ -77,21 +107,38 @@ fn plan(url: &str, calls: usize, pool: usize) -> Outcome<(String, u64)> {
     Ok((url, row))
 }
 
-fn one_pool(url: &str, calls: usize, pool: usize, time: Duration) -> Outcome<Value> {
+fn one_pool(
+    url: &str,
+    calls: usize,
+    pool: usize,
+    time: Duration,
+    connect: &Connect,
+) -> Outcome<Value> {
     let (url, row) = plan(url, calls, pool)?;
     let counts = Arc::new(Counts::default());
     let start = Arc::new(Barrier::new(pool + 1));
     let mut threads = Vec::new();
     for worker in 0..pool {
         let (url, counts, start) = (url.clone(), Arc::clone(&counts), Arc::clone(&start));
+        let connect = connect.clone();
         let thread = std::thread::Builder::new()
             .stack_size(256 * 1024)
-            .spawn(move || work(&url, row, calls, worker, &counts, &start, time))
+            .spawn(move || {
+                let job = Job {
+                    url: &url,
+                    row,
+                    calls,
+                    worker,
+                    time,
+                };
+                work(&job, &connect, &counts, &start)
+            })
             .map_err(|e| format!("cannot start worker {worker}: {e}"))?;
         threads.push(thread);
     }
     start.wait();
     let began = Instant::now();
+    let sessions = watch_sessions(&url, connect);
     let mut failures = Vec::new();
     for thread in threads {
         match thread.join() {
@@ -101,6 +148,7 @@ fn one_pool(url: &str, calls: usize, pool: usize, time: Duration) -> Outcome<Val
         }
     }
     let elapsed = began.elapsed().as_secs_f64();
+    let most_sessions = sessions.map(Watch::stop);
     if let Some(first) = failures.first() {
         return Err(format!(
             "{} of {pool} workers failed; the first: {first}",
@@ -117,9 +165,14 @@ fn one_pool(url: &str, calls: usize, pool: usize, time: Duration) -> Outcome<Val
              log holds {results} results"
         ));
     }
-    eprintln!("pg-fleet: {pool} workers: {committed} results in {elapsed:.1} s");
+    let (workload, how) = match connect {
+        Connect::Own => (format!("FLEET-{pool}-workers"), "through PgBouncer"),
+        Connect::Shared(_) => (format!("FLEET-{pool}-workers-one-pool"), "sharing a pool"),
+    };
+    eprintln!("pg-fleet: {pool} workers {how}: {committed} results in {elapsed:.1} s");
     Ok(json::json!({
-        "workload": format!("FLEET-{pool}-workers"),
+        "workload": workload,
+        "server_sessions_most": most_sessions,
         "workers": pool,
         "calls": calls,
         "seconds": elapsed,
@@ -132,21 +185,37 @@ fn one_pool(url: &str, calls: usize, pool: usize, time: Duration) -> Outcome<Val
     }))
 }
 
-/// One worker: claim one call of a random window, commit its result, until
-/// `time` has passed since the start.
-fn work(
-    url: &str,
+/// What one worker thread does: its plan, its number, for how long.
+struct Job<'a> {
+    url: &'a str,
     row: u64,
     calls: usize,
     worker: usize,
-    counts: &Counts,
-    start: &Barrier,
     time: Duration,
-) -> Outcome<()> {
+}
+
+/// One worker: claim one call of a random window, commit its result, until
+/// `time` has passed since the start.
+fn work(job: &Job<'_>, connect: &Connect, counts: &Counts, start: &Barrier) -> Outcome<()> {
+    let Job {
+        url,
+        row,
+        calls,
+        worker,
+        time,
+    } = *job;
     // Connected and caught up before the clock starts.
-    let opened = PgStore::open(url).and_then(|mut store| {
+    let opened = match connect {
+        Connect::Own => PgStore::open(url).and_then(|store| Ok((store, PgCalls::open(url)?))),
+        Connect::Shared(pool) => {
+            let name = context_of(url);
+            pool.store(&name)
+                .and_then(|store| Ok((store, pool.calls(&name)?)))
+        }
+    }
+    .and_then(|(mut store, table)| {
         let context = store.load()?.context;
-        Ok((store, PgCalls::open(url)?, context))
+        Ok((store, table, context))
     });
     start.wait();
     let (mut store, mut table, mut context) = opened.map_err(|e| e.to_string())?;
@@ -219,4 +288,54 @@ fn check(url: &str, row: u64, calls: usize) -> Outcome<(u64, u64)> {
     let mut store = PgStore::open(url).map_err(|e| e.to_string())?;
     let length = store.load().map_err(|e| e.to_string())?.context.len() as u64;
     Ok((done, length.saturating_sub(row + 1)))
+}
+
+/// The context a URL names (its last parameter, as [`plan`] writes it).
+fn context_of(url: &str) -> String {
+    url.rsplit_once("context=")
+        .map_or_else(String::new, |(_, name)| name.to_owned())
+}
+
+/// Counts the server sessions of a shared pool's application name while
+/// the threads run.
+struct Watch {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl Watch {
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or(0)
+    }
+}
+
+fn watch_sessions(url: &str, connect: &Connect) -> Option<Watch> {
+    let Connect::Shared(_) = connect else {
+        return None;
+    };
+    let application = url
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("application_name="))?
+        .to_owned();
+    let base = url.split('?').next()?.to_owned();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        let Ok(mut client) = postgres::Client::connect(&base, postgres::NoTls) else {
+            return 0;
+        };
+        let mut most = 0;
+        while !stopped.load(Ordering::Relaxed) {
+            if let Ok(row) = client.query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&application],
+            ) {
+                most = most.max(row.get::<_, i64>(0).max(0) as u64);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        most
+    });
+    Some(Watch { stop, thread })
 }

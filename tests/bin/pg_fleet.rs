@@ -22,6 +22,10 @@
 //!   `FLEET_SECONDS` (5) seconds per pool (`FLEET_POOLS=1,10` for some). Claims and results per second,
 //!   conflicts (an append that found another first and caught up), and
 //!   the check that every call done has exactly one result in the log.
+//!   Then (`FLEET-*-workers-one-pool`, when `FLEET_DIRECT_URL` names the
+//!   server) the same threads sharing one `PgPool` of `FLEET_PROCESS_POOL`
+//!   (20) connections straight to the server, with the most server
+//!   sessions seen at once.
 //!
 //! The contexts beyond the first are made by two `INSERT … SELECT`s that
 //! copy the first one's row and message (its line and chain digest, as the

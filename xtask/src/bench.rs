@@ -376,12 +376,19 @@ fn print_table(summary: &[Value]) {
             continue;
         }
         if let Some(rate) = row["results_per_second"].as_f64() {
+            let how = match row["process_pool"].as_u64() {
+                Some(size) => format!(
+                    "sharing one pool of {size} connections (at most {} server sessions at once)",
+                    row["server_sessions_most"]
+                ),
+                None => "through PgBouncer, each with its own connections".to_owned(),
+            };
             print_rate(
                 row,
                 rate,
                 &format!(
-                    "results/s of {} worker thread(s) on one plan through PgBouncer (a claim {:.1} \
-                     ms, a commit {:.1} ms)",
+                    "results/s of {} worker thread(s) on one plan {how} (a claim {:.1} ms, a \
+                     commit {:.1} ms)",
                     row["workers"],
                     row["claim_ms"].as_f64().unwrap_or_default(),
                     row["commit_ms"].as_f64().unwrap_or_default(),

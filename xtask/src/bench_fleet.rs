@@ -1,8 +1,9 @@
 //! `cargo xtask bench fleet`: PostgreSQL at fleet scale
 //! (`tests/bin/pg_fleet.rs`): a million contexts in one database against
 //! ten (`many`), and 1 to 1,000 worker threads on one plan of 100,000
-//! calls through PgBouncer (`claims`), in a database of the run's own
-//! that is dropped at its end.
+//! calls through PgBouncer, then sharing one pool of the process's
+//! connections (`claims`), in a database of the run's own that is
+//! dropped at its end.
 
 use serde_json::Value;
 use std::process::Command;
@@ -31,15 +32,21 @@ fn claims(server: &str) -> Result<Vec<Value>, String> {
     let measured = (|| {
         let pooler = crate::pooler::start(&bin, server)?;
         let base = pooler.url();
-        let url = match base.rsplit_once('/') {
-            Some((server, _)) => format!("{server}/{database}"),
-            None => return Err(format!("not a URL: {base}")),
+        let in_database = |url: &str| match url.rsplit_once('/') {
+            Some((server, _)) => Ok(format!("{server}/{database}")),
+            None => Err(format!("not a URL: {url}")),
         };
-        eprintln!("xtask: pg-fleet claims (1 to 1,000 workers on one plan, through PgBouncer)");
+        let url = in_database(&base)?;
+        let direct = in_database(server.split('?').next().unwrap_or(server))?;
+        eprintln!(
+            "xtask: pg-fleet claims (1 to 1,000 workers on one plan, through PgBouncer, \
+             then sharing one pool of the process's connections)"
+        );
         let path = crate::release_dir()?.join("pg-fleet");
         let out = Command::new(&path)
             .arg("claims")
             .env("FLEET_POOLED_URL", &url)
+            .env("FLEET_DIRECT_URL", &direct)
             .stderr(std::process::Stdio::inherit())
             .output()
             .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
