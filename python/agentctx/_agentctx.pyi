@@ -72,6 +72,21 @@ class Context:
 def open(path: Union[str, os.PathLike[str]], *, create: bool = False) -> Context:
     """Opens the context in a file, or at a ``postgres://…?context=NAME`` URL."""
 
+class Pool:
+    """At most ``size`` connections to the PostgreSQL database at ``url``,
+    shared by every context opened from it; a context holds one only during
+    a call. The URL's ``context`` parameter, if any, is not used."""
+
+    def __init__(self, url: str, size: int = 10) -> None: ...
+    def open(self, name: str, *, create: bool = False) -> Context:
+        """Opens the context ``name`` on the pool's connections."""
+    @property
+    def size(self) -> int:
+        """The most connections the pool opens."""
+    @property
+    def connections(self) -> int:
+        """The connections open now (idle, or in use during a call)."""
+
 Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
 
 def run(

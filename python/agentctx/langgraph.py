@@ -135,11 +135,17 @@ class AgentctxSaver(BaseCheckpointSaver[str]):
     ``PREFIX`` defaults to ``langgraph``).
 
     Safe to share between threads and tasks; any number of processes may
-    use the same directory or database.
+    use the same directory or database. In PostgreSQL its threads share one
+    ``agentctx.Pool`` of at most ``pool_size`` connections (default 10),
+    however many threads it holds.
     """
 
     def __init__(
-        self, where: str | os.PathLike[str], *, serde: SerializerProtocol | None = None
+        self,
+        where: str | os.PathLike[str],
+        *,
+        serde: SerializerProtocol | None = None,
+        pool_size: int = 10,
     ) -> None:
         super().__init__(serde=serde)
         # Plain JSON is stored as itself only under the default serializer:
@@ -152,7 +158,7 @@ class AgentctxSaver(BaseCheckpointSaver[str]):
             self._url = urllib.parse.urlsplit(text)
             query = dict(urllib.parse.parse_qsl(self._url.query, keep_blank_values=True))
             self._prefix = query.pop("context", "langgraph") or "langgraph"
-            self._query = query
+            self._pool = agentctx.Pool(text, size=pool_size)
         else:
             os.makedirs(text, exist_ok=True)
             self._directory = text
@@ -175,13 +181,6 @@ class AgentctxSaver(BaseCheckpointSaver[str]):
 
     # ---- where threads live
 
-    def _address(self, name: str) -> str:
-        if self._url is None:
-            return os.path.join(self._directory, name + ".jsonl")
-        query = urllib.parse.urlencode(
-            {**self._query, "context": f"{self._prefix}/{name}"}, quote_via=urllib.parse.quote
-        )
-        return urllib.parse.urlunsplit(self._url._replace(query=query))
 
     @staticmethod
     def _name(thread_id: str) -> str:
@@ -193,7 +192,11 @@ class AgentctxSaver(BaseCheckpointSaver[str]):
         with self._lock:
             ctx = self._contexts.get(name)
             if ctx is None:
-                ctx = agentctx.open(self._address(name), create=True)
+                if self._url is None:
+                    path = os.path.join(self._directory, name + ".jsonl")
+                    ctx = agentctx.open(path, create=True)
+                else:
+                    ctx = self._pool.open(f"{self._prefix}/{name}", create=True)
                 self._contexts[name] = ctx
             return ctx
 

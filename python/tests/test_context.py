@@ -205,6 +205,38 @@ def test_a_postgresql_context_is_shared_by_handles() -> None:
     assert third.view("state") == {"n": 1, "m": 2} and len(third) == 2
 
 
+def test_a_pool_shares_at_most_its_size_of_connections_among_its_contexts() -> None:
+    import threading
+    import uuid
+
+    base = _database()
+    pool = agentctx.Pool(f"{base}{'&' if '?' in base else '?'}context=ignored", size=2)
+    assert pool.size == 2 and pool.connections == 1
+    assert repr(pool).startswith("<agentctx.Pool postgres://") and "ignored" not in repr(pool)
+    names = [f"py-pool-{uuid.uuid4().hex}-{i}" for i in range(12)]
+    with pytest.raises(agentctx.NotFoundError):
+        pool.open(names[0])
+    contexts = [pool.open(name, create=True) for name in names]
+
+    def write(ctx: agentctx.Context, i: int) -> None:
+        for n in range(5):
+            ctx.apply({"_tool": "t", "_outputPath": "†state.log", "_outputMethod": "push"}, n)
+
+    threads = [threading.Thread(target=write, args=(c, i)) for i, c in enumerate(contexts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert pool.connections <= 2
+    # What landed is there for any other handle, pooled or not.
+    for name in names:
+        assert pool.open(name).view("state") == {"log": [0, 1, 2, 3, 4]}
+    url = f"{base}{'&' if '?' in base else '?'}context={names[3]}"
+    assert len(agentctx.open(url)) == 5
+    with pytest.raises(agentctx.StoreError, match="a PostgreSQL address starts with postgres://"):
+        agentctx.Pool("mysql://h/db")
+
+
 def test_a_numbers_text_stays_in_the_log_and_python_gets_the_nearest_float(
     tmp_path: Path,
 ) -> None:

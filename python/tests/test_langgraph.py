@@ -60,6 +60,16 @@ def test_the_conformance_suite_passes_on_postgresql() -> None:
     conformance(lambda: AgentctxSaver(pg_where()))
 
 
+def test_a_saver_over_postgresql_holds_at_most_its_pool_of_connections() -> None:
+    saver = AgentctxSaver(pg_where(), pool_size=3)
+    graph = counter_graph(saver)
+    for i in range(20):
+        config: Any = {"configurable": {"thread_id": f"t-{i}"}}
+        assert graph.invoke({"n": i, "log": []}, config)["n"] == (i + 1) * 2
+    assert saver._pool.connections <= 3
+    assert len(list(saver.list(None))) == 20 * 4
+
+
 class Counter(TypedDict):
     n: int
     log: Annotated[list[str], operator.add]

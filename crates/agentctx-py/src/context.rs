@@ -24,7 +24,7 @@ pub(crate) struct Context {
 
 /// Runs `work` with the GIL released, a panic turned into `agentctx.Error`
 /// (none reaches Python as a crash).
-fn released<T: Send>(
+pub(crate) fn released<T: Send>(
     py: Python<'_>,
     work: impl FnOnce() -> Result<T, agentctx::Error> + Send,
 ) -> PyResult<T> {
@@ -39,6 +39,13 @@ fn released<T: Send>(
 }
 
 impl Context {
+    /// A Python handle on `stored`.
+    pub(crate) fn from_stored(stored: StoredContext) -> Context {
+        Context {
+            inner: Mutex::new(stored),
+        }
+    }
+
     /// The context, for a short read with the GIL held.
     fn lock(&self) -> PyResult<MutexGuard<'_, StoredContext>> {
         self.inner.lock().map_err(|_| poisoned())

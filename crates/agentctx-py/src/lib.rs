@@ -12,6 +12,7 @@
 
 mod context;
 mod errors;
+mod pool;
 mod run;
 mod values;
 
@@ -21,6 +22,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _agentctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Context>()?;
+    m.add_class::<pool::Pool>()?;
     m.add_function(wrap_pyfunction!(context::open, m)?)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     errors::add(m)?;

@@ -45,6 +45,9 @@ enum Inner {
     /// A context in this process's memory
     /// ([`StoredContext::in_memory`](crate::StoredContext::in_memory)).
     Memory(agent_store::MemoryStore),
+    /// A context in PostgreSQL, on a pool's connections, by its name.
+    #[cfg(feature = "postgres")]
+    Pooled(agent_store::PgPool, String),
 }
 
 /// Two addresses are equal when they name the same context: the same path
@@ -55,6 +58,8 @@ impl PartialEq for Inner {
             (Inner::File(a), Inner::File(b)) => a == b,
             (Inner::Text(a), Inner::Text(b)) => a == b,
             (Inner::Memory(a), Inner::Memory(b)) => a.same_context(b),
+            #[cfg(feature = "postgres")]
+            (Inner::Pooled(a, x), Inner::Pooled(b, y)) => a.same_pool(b) && x == y,
             _ => false,
         }
     }
@@ -63,6 +68,28 @@ impl PartialEq for Inner {
 impl Eq for Inner {}
 
 impl Address {
+    /// The context `name` in the database of `pool`, opened on the pool's
+    /// connections: the contexts of a process then hold at most the pool's
+    /// size of server connections between them, each only during a call
+    /// (D114: a pool per process).
+    ///
+    /// ```no_run
+    /// use agentctx::{Address, StoredContext};
+    /// use agentctx::store::PgPool;
+    ///
+    /// let pool = PgPool::open("postgres://root@127.0.0.1:5432/test", 8)?;
+    /// let mut conversations = Vec::new();
+    /// for i in 0..1000 {
+    ///     // A thousand contexts open, at most eight connections.
+    ///     conversations.push(StoredContext::open(Address::in_pool(&pool, format!("chat-{i}")))?);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "postgres")]
+    pub fn in_pool(pool: &agent_store::PgPool, name: impl Into<String>) -> Self {
+        Address(Inner::Pooled(pool.clone(), name.into()))
+    }
+
     /// The address of a context in memory.
     pub(crate) fn memory(store: agent_store::MemoryStore) -> Self {
         Address(Inner::Memory(store))
@@ -75,6 +102,8 @@ impl Address {
             Inner::File(path) => Box::new(agent_store::FileStore::open(path)?),
             Inner::Text(text) => agent_store::open(text)?,
             Inner::Memory(store) => Box::new(store.handle()),
+            #[cfg(feature = "postgres")]
+            Inner::Pooled(pool, name) => Box::new(pool.store(name)?),
         })
     }
 
@@ -86,6 +115,8 @@ impl Address {
             // is no URL at all comes back as it is.
             Inner::Text(text) => Cow::Owned(agent_store::without_password(text)),
             Inner::Memory(store) => Cow::Borrowed(store.name()),
+            #[cfg(feature = "postgres")]
+            Inner::Pooled(pool, name) => Cow::Owned(pool.shown(name)),
         }
     }
 }
@@ -102,6 +133,8 @@ impl std::fmt::Debug for Address {
             Inner::File(_) => "File",
             Inner::Text(_) => "Text",
             Inner::Memory(_) => "Memory",
+            #[cfg(feature = "postgres")]
+            Inner::Pooled(..) => "Pooled",
         };
         f.debug_tuple(kind).field(&self.shown()).finish()
     }

@@ -85,9 +85,14 @@ impl Address {
         Ok(address)
     }
 
+    /// This server's URL for the context `name`, as messages show it.
+    pub(crate) fn shown_for_context(&self, name: &str) -> String {
+        shown_for(&self.shown, Some(name))
+    }
+
     /// This server's address for the context `name`.
     pub(crate) fn for_context(&self, name: &str) -> Result<Address> {
-        let shown = shown_for(&self.shown, Some(name));
+        let shown = self.shown_for_context(name);
         check_name(name).map_err(|reason| Error::Address {
             address: shown.clone(),
             reason,

@@ -206,6 +206,43 @@ impl PgPool {
         Ok(Listener::shared(hub))
     }
 
+    /// True when `other` shares this pool's connections (a clone of it).
+    ///
+    /// ```no_run
+    /// use agent_store::PgPool;
+    /// let pool = PgPool::open("postgres://root@127.0.0.1:5432/test", 2)?;
+    /// assert!(pool.same_pool(&pool.clone()));
+    /// assert!(!pool.same_pool(&PgPool::open("postgres://root@127.0.0.1:5432/test", 2)?));
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    pub fn same_pool(&self, other: &PgPool) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// The pool's server, as messages show it: its URL without a password
+    /// or a context.
+    ///
+    /// ```no_run
+    /// let pool = agent_store::PgPool::open("postgres://me:secret@127.0.0.1:5432/test?context=x", 2)?;
+    /// assert_eq!(pool.server(), "postgres://me@127.0.0.1:5432/test");
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    pub fn server(&self) -> &str {
+        &self.shared.address.shown
+    }
+
+    /// The URL of the context `name` on this pool's server, as messages
+    /// show it (without a password).
+    ///
+    /// ```no_run
+    /// let pool = agent_store::PgPool::open("postgres://me:secret@127.0.0.1:5432/test", 2)?;
+    /// assert_eq!(pool.shown("run-42"), "postgres://me@127.0.0.1:5432/test?context=run-42");
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    pub fn shown(&self, name: &str) -> String {
+        self.shared.address.shown_for_context(name)
+    }
+
     /// The most connections the pool opens.
     pub fn size(&self) -> usize {
         self.shared.size
