@@ -77,7 +77,7 @@ class Pool:
     shared by every context opened from it; a context holds one only during
     a call. The URL's ``context`` parameter, if any, is not used."""
 
-    def __init__(self, url: str, size: int = 10) -> None: ...
+    def __init__(self, url: str, size: int = 10, wait: float = 30.0) -> None: ...
     def open(self, name: str, *, create: bool = False) -> Context:
         """Opens the context ``name`` on the pool's connections."""
     @property
@@ -86,6 +86,9 @@ class Pool:
     @property
     def connections(self) -> int:
         """The connections open now (idle, or in use during a call)."""
+    @property
+    def idle(self) -> int:
+        """The open connections no context holds now."""
 
 Activity = Callable[[dict[str, Any]], Union[JSON, Awaitable[JSON]]]
 

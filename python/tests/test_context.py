@@ -205,13 +205,15 @@ def test_a_postgresql_context_is_shared_by_handles() -> None:
     assert third.view("state") == {"n": 1, "m": 2} and len(third) == 2
 
 
-def test_a_pool_shares_at_most_its_size_of_connections_among_its_contexts() -> None:
+def test_contexts_of_a_pool_of_one_take_turns_on_its_connection() -> None:
     import threading
     import uuid
 
     base = _database()
-    pool = agentctx.Pool(f"{base}{'&' if '?' in base else '?'}context=ignored", size=2)
-    assert pool.size == 2 and pool.connections == 1
+    # One connection, a short wait: a context that kept the connection
+    # after its call would make the others' calls fail.
+    pool = agentctx.Pool(f"{base}{'&' if '?' in base else '?'}context=ignored", size=1, wait=5)
+    assert (pool.size, pool.connections, pool.idle) == (1, 1, 1)
     assert repr(pool).startswith("<agentctx.Pool postgres://") and "ignored" not in repr(pool)
     names = [f"py-pool-{uuid.uuid4().hex}-{i}" for i in range(12)]
     with pytest.raises(agentctx.NotFoundError):
@@ -227,7 +229,7 @@ def test_a_pool_shares_at_most_its_size_of_connections_among_its_contexts() -> N
         thread.start()
     for thread in threads:
         thread.join()
-    assert pool.connections <= 2
+    assert (pool.connections, pool.idle) == (1, 1)
     # What landed is there for any other handle, pooled or not.
     for name in names:
         assert pool.open(name).view("state") == {"log": [0, 1, 2, 3, 4]}
@@ -235,6 +237,8 @@ def test_a_pool_shares_at_most_its_size_of_connections_among_its_contexts() -> N
     assert len(agentctx.open(url)) == 5
     with pytest.raises(agentctx.StoreError, match="a PostgreSQL address starts with postgres://"):
         agentctx.Pool("mysql://h/db")
+    with pytest.raises(ValueError, match="wait=-1: give seconds, 0 or more"):
+        agentctx.Pool(base, wait=-1)
 
 
 def test_a_numbers_text_stays_in_the_log_and_python_gets_the_nearest_float(

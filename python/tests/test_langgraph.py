@@ -60,13 +60,15 @@ def test_the_conformance_suite_passes_on_postgresql() -> None:
     conformance(lambda: AgentctxSaver(pg_where()))
 
 
-def test_a_saver_over_postgresql_holds_at_most_its_pool_of_connections() -> None:
-    saver = AgentctxSaver(pg_where(), pool_size=3)
+def test_a_saver_over_postgresql_runs_many_threads_on_a_pool_of_one_connection() -> None:
+    # A thread's context that kept the connection would leave the next
+    # thread waiting for it, then failing.
+    saver = AgentctxSaver(pg_where(), pool_size=1)
     graph = counter_graph(saver)
     for i in range(20):
         config: Any = {"configurable": {"thread_id": f"t-{i}"}}
         assert graph.invoke({"n": i, "log": []}, config)["n"] == (i + 1) * 2
-    assert saver._pool.connections <= 3
+    assert (saver._pool.connections, saver._pool.idle) == (1, 1)
     assert len(list(saver.list(None))) == 20 * 4
 
 

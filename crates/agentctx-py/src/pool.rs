@@ -4,7 +4,9 @@
 use crate::context::{Context, released};
 use agentctx::store::PgPool;
 use agentctx::{Address, StoredContext};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::time::Duration;
 
 /// At most `size` connections to the PostgreSQL database at `url`, shared
 /// by every context opened from the pool: a context holds one only during
@@ -19,15 +21,21 @@ pub(crate) struct Pool {
 #[pymethods]
 impl Pool {
     /// Connects once (creating or upgrading agentctx's tables if needed);
-    /// raises `StoreError` when it cannot.
+    /// raises `StoreError` when it cannot. A call that finds every
+    /// connection in use waits up to `wait` seconds for one, then raises
+    /// `StoreError`.
     #[new]
-    #[pyo3(signature = (url, size = 10))]
-    fn new(py: Python<'_>, url: &str, size: usize) -> PyResult<Pool> {
+    #[pyo3(signature = (url, size = 10, wait = 30.0))]
+    fn new(py: Python<'_>, url: &str, size: usize, wait: f64) -> PyResult<Pool> {
+        let wait = Duration::try_from_secs_f64(wait)
+            .map_err(|_| PyValueError::new_err(format!("wait={wait}: give seconds, 0 or more")))?;
         let url = url.to_owned();
         let inner = released(py, move || {
             PgPool::open(&url, size).map_err(agentctx::Error::from)
         })?;
-        Ok(Pool { inner })
+        Ok(Pool {
+            inner: inner.with_wait(wait),
+        })
     }
 
     /// Opens the context `name` on the pool's connections; with `create`, a
@@ -52,6 +60,12 @@ impl Pool {
     #[getter]
     fn connections(&self) -> usize {
         self.inner.connections()
+    }
+
+    /// The open connections no context holds now.
+    #[getter]
+    fn idle(&self) -> usize {
+        self.inner.idle()
     }
 
     fn __repr__(&self) -> String {

@@ -119,7 +119,9 @@ impl Listener {
     /// lost connection, which may have hidden one, it reconnects and says
     /// true as well. An error only when it cannot reconnect. When it polls,
     /// it sleeps up to a second and says true. A pool's listener says true
-    /// when its shared connection heard a change since it last looked.
+    /// when its shared connection heard a change since it last looked, or
+    /// was lost (while the database is away, about every half second); it
+    /// never fails.
     ///
     /// # Errors
     /// [`Error::Database`] when it cannot connect again and listen.

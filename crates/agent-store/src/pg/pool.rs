@@ -99,15 +99,19 @@ impl Shared {
 }
 
 /// The right to hold one of the pool's connections: dropping it makes room
-/// for another.
-pub(crate) struct Permit(Arc<Shared>);
+/// for another. Weak: the pool's idle connections hold their permits, and
+/// a strong one would keep a pool nobody uses alive, its connections open.
+pub(crate) struct Permit(Weak<Shared>);
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut state = self.0.state();
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let mut state = shared.state();
         state.permits = state.permits.saturating_sub(1);
         drop(state);
-        self.0.freed.notify_one();
+        shared.freed.notify_one();
     }
 }
 
@@ -250,8 +254,20 @@ impl PgPool {
 
     /// The connections open now (idle, or held by a store during a call),
     /// the listening one left out.
+    ///
+    /// ```no_run
+    /// let pool = agent_store::PgPool::open("postgres://root@127.0.0.1:5432/test", 4)?;
+    /// assert_eq!((pool.connections(), pool.idle()), (1, 1)); // the one `open` made
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
     pub fn connections(&self) -> usize {
         self.shared.state().permits
+    }
+
+    /// The open connections no store holds now: `connections() - idle()`
+    /// are in use.
+    pub fn idle(&self) -> usize {
+        self.shared.state().idle.len()
     }
 
     /// An open connection, or the right to open one; waits for one to be
@@ -265,7 +281,7 @@ impl PgPool {
             }
             if state.permits < self.shared.size {
                 state.permits += 1;
-                return Ok(Lent::Room(Permit(Arc::clone(&self.shared))));
+                return Ok(Lent::Room(Permit(Arc::downgrade(&self.shared))));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

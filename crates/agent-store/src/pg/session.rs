@@ -47,11 +47,23 @@ impl PgStore {
     }
 
     /// Runs `f`, then gives a pool's connection back unless a transaction
-    /// of this store's is open (D114: a pool per process).
+    /// of this store's is open (D114: a pool per process) — also when `f`
+    /// panics, after closing a connection a transaction was left open on.
     pub(crate) fn lent<T>(&mut self, f: impl FnOnce(&mut PgStore) -> T) -> T {
-        let out = f(self);
-        self.give_back();
-        out
+        struct Returning<'a>(&'a mut PgStore);
+        impl Drop for Returning<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() && self.0.in_transaction {
+                    // Closing the connection ends its transaction: the
+                    // server rolls it back.
+                    self.0.client = None;
+                    self.0.in_transaction = false;
+                }
+                self.0.give_back();
+            }
+        }
+        let returning = Returning(self);
+        f(&mut *returning.0)
     }
 
     /// Gives the connection back to the pool, if the store has one and no
@@ -258,6 +270,31 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use test_support::database::{HOW_TO_PROVIDE, direct_url};
+
+    #[test]
+    fn a_panic_inside_a_pools_transaction_closes_its_connection_and_frees_its_place() {
+        let pool = super::super::PgPool::open(&direct_url(), 1).expect(HOW_TO_PROVIDE);
+        let mut store = pool.store("panic-guard").unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.lent(|store| {
+                store.client().unwrap().begin().unwrap();
+                store.in_transaction = true;
+                panic!("inside the transaction");
+            })
+        }));
+        assert!(caught.is_err());
+        assert!(!store.in_transaction && store.client.is_none() && store.permit.is_none());
+        assert_eq!((pool.connections(), pool.idle()), (0, 0));
+        // Outside a transaction a panic gives the connection back as it is.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.lent(|store| {
+                store.client().unwrap().batch_execute("SELECT 1").unwrap();
+                panic!("outside a transaction");
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!((pool.connections(), pool.idle()), (1, 1));
+    }
 
     #[test]
     fn a_transactions_rest_never_goes_to_a_new_connection() {
