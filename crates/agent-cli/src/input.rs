@@ -94,8 +94,36 @@ pub(crate) fn open_stored(
     Ok(stored)
 }
 
-/// The store a CONTEXT argument names.
+/// The connections a long-lived server shares between its calls, once
+/// [`share_connections`] made them.
+static SHARED: std::sync::OnceLock<agent_store::PgPool> = std::sync::OnceLock::new();
+
+/// Connections a server keeps for its context (D114: a pool per process):
+/// enough for the few calls a client makes at once.
+const SHARED_CONNECTIONS: usize = 4;
+
+/// Makes every later open of the PostgreSQL context `url` in this process
+/// take a connection from one pool, kept between calls, instead of
+/// connecting anew: for a server that opens its context at each call
+/// (`mcp`). Connects now; a file context needs nothing.
+pub(crate) fn share_connections(url: &str) -> Result<(), Failure> {
+    if !agent_store::is_postgres_url(url) {
+        return Ok(());
+    }
+    let pool = agent_store::PgPool::open(url, SHARED_CONNECTIONS).map_err(Failure::invalid)?;
+    pool.store_at(url).map_err(Failure::invalid)?;
+    let _ = SHARED.set(pool);
+    Ok(())
+}
+
+/// The store a CONTEXT argument names (on the shared connections when it
+/// is on their server).
 pub(crate) fn open_store(arg: &str) -> Result<AnyStore, Failure> {
+    if let Some(pool) = SHARED.get()
+        && let Ok(store) = pool.store_at(arg)
+    {
+        return Ok(Box::new(store));
+    }
     agent_store::open(arg).map_err(Failure::invalid)
 }
 

@@ -46,6 +46,8 @@ pub(crate) fn mcp(args: McpArgs) -> Result<String, Failure> {
         ));
     }
     // The context must open now: a typo fails here, not at the first call.
+    // Its calls then share a few connections, kept between them.
+    crate::input::share_connections(&args.context)?;
     crate::input::open_store(&args.context)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

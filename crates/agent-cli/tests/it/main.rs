@@ -25,6 +25,7 @@ mod log;
 mod r#loop;
 mod loop_server;
 mod machine;
+mod mcp_pg;
 mod pg_credentials;
 mod postgres;
 mod progress;

@@ -240,6 +240,11 @@ impl Address {
 }
 
 /// A context name is 1 to [`MAX_NAME_BYTES`] bytes of UTF-8 without NUL.
+/// `url` without its `context` parameter (the rest as written).
+pub(crate) fn without_context(url: &str) -> String {
+    shown_for(url, None)
+}
+
 /// `shown` (a URL without its password) with its `context` parameter
 /// replaced by `name`, percent-encoded, or left out.
 fn shown_for(shown: &str, name: Option<&str>) -> String {

@@ -11,7 +11,7 @@
 //! takes its place. Listeners share one listening connection, whose
 //! notifications wake them all.
 
-use super::address::Address;
+use super::address::{Address, without_context};
 use super::client::Client;
 use super::listen::Listener;
 use super::{PgCalls, PgStore};
@@ -78,6 +78,9 @@ struct Shared {
     /// The server's address; its context is empty (each store names its
     /// own).
     address: Address,
+    /// The URL it was opened with, its context left out: a URL naming
+    /// this pool's server and credentials is exactly this and a context.
+    base: String,
     size: usize,
     state: Mutex<State>,
     freed: Condvar,
@@ -142,6 +145,7 @@ impl PgPool {
         let pool = PgPool {
             shared: Arc::new(Shared {
                 address: Address::parse_server(url)?,
+                base: without_context(url),
                 size: size.max(1),
                 state: Mutex::new(State::default()),
                 freed: Condvar::new(),
@@ -177,6 +181,35 @@ impl PgPool {
     /// long, holding a NUL).
     pub fn store(&self, name: &str) -> Result<PgStore> {
         let address = self.shared.address.for_context(name)?;
+        Ok(PgStore::in_pool(self.clone(), address))
+    }
+
+    /// The store of the context a URL names, on this pool's connections:
+    /// `url` must be the pool's own URL with (another) `context`.
+    ///
+    /// ```no_run
+    /// let url = "postgres://root@127.0.0.1:5432/test?context=run-42";
+    /// let pool = agent_store::PgPool::open(url, 4)?;
+    /// let store = pool.store_at(url)?;
+    /// assert_eq!(store.context_name(), "run-42");
+    /// assert!(pool.store_at("postgres://root@127.0.0.1:5433/test?context=run-42").is_err());
+    /// # Ok::<(), agent_store::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Address`] when `url` cannot be used or names another
+    /// server, database, user or options than the pool's.
+    pub fn store_at(&self, url: &str) -> Result<PgStore> {
+        let address = Address::parse(url)?;
+        if without_context(url) != self.shared.base {
+            return Err(Error::Address {
+                address: address.shown,
+                reason: format!(
+                    "not on this pool's server: the pool's URL is {}",
+                    self.shared.address.shown
+                ),
+            });
+        }
         Ok(PgStore::in_pool(self.clone(), address))
     }
 
