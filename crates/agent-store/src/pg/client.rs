@@ -354,6 +354,22 @@ impl Client {
         self.pooled
     }
 
+    /// Reads, without waiting, what the server sent while no call drove the
+    /// connection: a session it ended meanwhile (a restart, an idle
+    /// timeout) is then [`Client::is_closed`]. Pending once, awake: the
+    /// runtime turns its reactor before the second poll.
+    pub(crate) fn look(&mut self) {
+        let mut yielded = false;
+        let _ = self.driver.run(false, |cx, _| {
+            if yielded {
+                return Poll::Ready(Ok(()));
+            }
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        });
+    }
+
     /// True when the connection failed or ended: use another.
     pub(crate) fn is_closed(&self) -> bool {
         self.driver.broken || self.client.is_closed()

@@ -114,7 +114,10 @@ impl PgStore {
             && let Some(pool) = &self.pool
         {
             match pool.take(&self.address.shown)? {
-                Lent::Open(parked) => {
+                Lent::Open(mut parked) => {
+                    // It may have waited long: a session the server ended
+                    // meanwhile is replaced now, not found out by the call.
+                    parked.client.look();
                     self.permit = Some(parked.permit);
                     if !parked.client.is_closed() {
                         self.client = Some(parked.client);

@@ -235,6 +235,42 @@ fn d114_a_pool_dropped_with_its_stores_and_listeners_closes_every_connection() {
 }
 
 #[test]
+fn d114_connections_the_server_ended_while_idle_are_opened_again_in_their_place() {
+    let (pool, application) = direct_pool(2, "pool-ended");
+    let name = fresh_name("pool-ended");
+    let mut store = pool.store(&name).unwrap();
+    let mut context = Context::new();
+    store.commit(&mut context, &push("before".into())).unwrap();
+    let mut watcher = raw();
+    let ended = watcher
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&application],
+        )
+        .unwrap();
+    assert!(!ended.is_empty());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sessions(&mut watcher, &application) > 0 {
+        assert!(Instant::now() < deadline, "the sessions were not ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The pool still counts the dead connections as its own until a call
+    // finds them closed and opens another in their place, before it sends
+    // anything: never more than its size, and no call fails for it.
+    let read = pool.store(&name).unwrap().load().unwrap().context;
+    assert_eq!(read.len(), 1);
+    for n in 0..5 {
+        store
+            .commit(&mut context, &push(format!("after {n}")))
+            .unwrap();
+        assert!(sessions(&mut watcher, &application) <= 2);
+    }
+    assert!(pool.connections() <= 2);
+    let loaded = pool.store(&name).unwrap().load().unwrap().context;
+    assert_eq!(loaded.len(), 6);
+}
+
+#[test]
 fn d114_a_pool_names_its_stores_contexts_and_refuses_a_bad_name() {
     let url = test_support::database::with_context(&test_support::database::url(), "ignored");
     let pool = PgPool::open(&url, 3).unwrap();
