@@ -13,7 +13,7 @@
 //! retry's backoff ends.
 
 use crate::judged::{Judged, KeptRows};
-use crate::listen::listen;
+use crate::listen::{Listening, listen};
 use crate::report::{Counts, Progress};
 use crate::schedule::{TAKEOVERS, next_wake, parse_plan, retry_delay, transient, window};
 use crate::{Error, WorkerOptions, WorkerReport};
@@ -212,6 +212,8 @@ struct Running<'w> {
     counts: Option<Counts>,
     /// What the observer was last told.
     told: Option<Progress>,
+    /// Stops the listening thread when the worker stops.
+    _listening: Listening,
 }
 
 impl<'w> Running<'w> {
@@ -224,8 +226,9 @@ impl<'w> Running<'w> {
             worker.options.lease,
         )?;
         let (sender, events) = mpsc::channel();
-        listen(worker.at.listener()?, &worker.options.name, sender.clone())?;
+        let listening = listen(worker.at.listener()?, &worker.options.name, sender.clone())?;
         Ok(Running {
+            _listening: listening,
             worker,
             stored,
             calls,

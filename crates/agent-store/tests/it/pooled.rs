@@ -143,3 +143,35 @@ fn d109_a_listener_behind_a_pooler_polls_and_wakes_its_worker_within_a_second() 
     let direct = url.replace(&pooler.url(), &test_support::database::direct_url());
     assert!(!Listener::open(&direct).unwrap().polls());
 }
+
+#[test]
+fn d114_a_pool_in_front_of_pgbouncer_serves_eight_writers_and_its_listener_polls() {
+    // A pool per process in front of the pooler: three client connections
+    // to PgBouncer for eight writers, on two server sessions.
+    let pooler = pooler(2);
+    let pool = agent_store::PgPool::open(&pooler.url(), 3).unwrap();
+    let names: Vec<String> = (0..8).map(|i| fresh_name(&format!("pool-{i}"))).collect();
+    std::thread::scope(|scope| {
+        for name in &names {
+            let pool = pool.clone();
+            scope.spawn(move || {
+                let mut store = pool.store(name).unwrap();
+                assert!(store.pooled().unwrap());
+                let mut context = Context::new();
+                for n in 0..10 {
+                    store.commit(&mut context, &push(format!("{n}"))).unwrap();
+                }
+            });
+        }
+    });
+    for name in &names {
+        let mut store = pool.store(name).unwrap();
+        let expected: Vec<String> = (0..10).map(|n| n.to_string()).collect();
+        assert_eq!(log(&mut store), expected);
+    }
+    let mut listener = pool.listener().unwrap();
+    assert!(listener.polls());
+    let asked = Instant::now();
+    assert!(listener.wait(Duration::from_secs(5)).unwrap());
+    assert!(asked.elapsed() < Duration::from_secs(3));
+}

@@ -14,7 +14,8 @@ use std::time::Duration;
 use test_support::database;
 
 #[test]
-fn d114_eight_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions() {
+fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_and_free_the_listening_one()
+ {
     const CALLS: usize = 40;
     let application = database::unique_name("worker", "pool");
     let url = format!("{}?application_name={application}", database::direct_url());
@@ -76,6 +77,35 @@ fn d114_eight_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sess
     assert_eq!(written, CALLS);
     let most = most.load(Ordering::Relaxed);
     assert!((2..=3).contains(&most), "{most} server sessions at once");
+    // A worker started on the finished plan stops at once, with no news
+    // after it to wake its listening thread: it lets its listener go all
+    // the same, and the pool's listening connection closes.
+    let late = Worker::in_pool(
+        pool.clone(),
+        context.clone(),
+        Activities::new(),
+        Box::new(agent_output::SystemClock),
+        WorkerOptions::new("late").with_until_idle(true),
+    );
+    assert_eq!(late.run().unwrap().ran, 0);
+    let mut watcher = postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let row = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&application],
+            )
+            .unwrap();
+        if usize::try_from(row.get::<_, i64>(0)).unwrap() <= pool.connections() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the listening connection stays open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let loaded = pool.store(&context).unwrap().load().unwrap().context;
     let state = loaded.view(&Kind::new("state").unwrap(), None).unwrap();
     for i in 0..CALLS as i64 {
