@@ -45,10 +45,11 @@ pub(crate) fn mcp(args: McpArgs) -> Result<String, Failure> {
             "mcp serves a CONTEXT file or PostgreSQL URL, not stdin (stdin is the protocol)",
         ));
     }
-    // The context must open now: a typo fails here, not at the first call.
-    // Its calls then share a few connections, kept between them.
-    crate::input::share_connections(&args.context)?;
+    // The context must open now: a typo fails here, not at the first call
+    // (and a URL is read whole before anything connects). Its calls then
+    // share a few connections, kept between them.
     crate::input::open_store(&args.context)?;
+    crate::input::share_connections(&args.context)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -239,7 +239,6 @@ impl Address {
     }
 }
 
-/// A context name is 1 to [`MAX_NAME_BYTES`] bytes of UTF-8 without NUL.
 /// `url` without its `context` parameter (the rest as written).
 pub(crate) fn without_context(url: &str) -> String {
     shown_for(url, None)
@@ -272,6 +271,7 @@ fn shown_for(shown: &str, name: Option<&str>) -> String {
     }
 }
 
+/// A context name is 1 to [`MAX_NAME_BYTES`] bytes of UTF-8 without NUL.
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the context name is empty".into());

@@ -185,7 +185,8 @@ impl PgPool {
     }
 
     /// The store of the context a URL names, on this pool's connections:
-    /// `url` must be the pool's own URL with (another) `context`.
+    /// `url` must be the pool's own URL, written the same way, with
+    /// (another) `context`.
     ///
     /// ```no_run
     /// let url = "postgres://root@127.0.0.1:5432/test?context=run-42";

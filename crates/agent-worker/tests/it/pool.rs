@@ -89,7 +89,8 @@ fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_a
     );
     assert_eq!(late.run().unwrap().ran, 0);
     let mut watcher = postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // A second for the listening thread to look, one for the pool's.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let row = watcher
             .query_one(
