@@ -207,11 +207,10 @@ fn work(job: &Job<'_>, connect: &Connect, counts: &Counts, start: &Barrier) -> O
     // Connected and caught up before the clock starts.
     let opened = match connect {
         Connect::Own => PgStore::open(url).and_then(|store| Ok((store, PgCalls::open(url)?))),
-        Connect::Shared(pool) => {
-            let name = context_of(url);
-            pool.store(&name)
-                .and_then(|store| Ok((store, pool.calls(&name)?)))
-        }
+        Connect::Shared(pool) => pool.store_at(url).and_then(|store| {
+            let table = pool.calls(store.context_name())?;
+            Ok((store, table))
+        }),
     }
     .and_then(|(mut store, table)| {
         let context = store.load()?.context;
@@ -288,12 +287,6 @@ fn check(url: &str, row: u64, calls: usize) -> Outcome<(u64, u64)> {
     let mut store = PgStore::open(url).map_err(|e| e.to_string())?;
     let length = store.load().map_err(|e| e.to_string())?.context.len() as u64;
     Ok((done, length.saturating_sub(row + 1)))
-}
-
-/// The context a URL names (its last parameter, as [`plan`] writes it).
-fn context_of(url: &str) -> String {
-    url.rsplit_once("context=")
-        .map_or_else(String::new, |(_, name)| name.to_owned())
 }
 
 /// Counts the server sessions of a shared pool's application name while

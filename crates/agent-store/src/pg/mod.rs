@@ -171,11 +171,8 @@ impl PgStore {
         Ok(store)
     }
 
-    /// A store of `pool` at `address`, not yet holding a connection.
-    fn in_pool(pool: PgPool, address: Address) -> PgStore {
-        PgStore::at(address, Some(pool))
-    }
-
+    /// A store at `address`, not yet holding a connection: its own, or
+    /// one of `pool`'s for each call.
     fn at(address: Address, pool: Option<PgPool>) -> PgStore {
         PgStore {
             address,

@@ -153,7 +153,7 @@ impl PgPool {
             }),
             wait: WAIT,
         };
-        let mut first = PgStore::in_pool(pool.clone(), pool.shared.address.clone());
+        let mut first = PgStore::at(pool.shared.address.clone(), Some(pool.clone()));
         first.lent(|store| store.client().map(|_| ()))?;
         Ok(pool)
     }
@@ -181,7 +181,7 @@ impl PgPool {
     /// long, holding a NUL).
     pub fn store(&self, name: &str) -> Result<PgStore> {
         let address = self.shared.address.for_context(name)?;
-        Ok(PgStore::in_pool(self.clone(), address))
+        Ok(PgStore::at(address, Some(self.clone())))
     }
 
     /// The store of the context a URL names, on this pool's connections:
@@ -211,7 +211,7 @@ impl PgPool {
                 ),
             });
         }
-        Ok(PgStore::in_pool(self.clone(), address))
+        Ok(PgStore::at(address, Some(self.clone())))
     }
 
     /// The plan calls of the context `name` ([`PgCalls::open`]), using the

@@ -69,7 +69,7 @@ impl PgStore {
     /// Gives the connection back to the pool, if the store has one and no
     /// transaction of its own is open; one the server closed makes room
     /// for another.
-    pub(crate) fn give_back(&mut self) {
+    fn give_back(&mut self) {
         if self.in_transaction {
             return;
         }

@@ -2,9 +2,8 @@
 //! connections (D114: a pool per process), never more than its size (and
 //! one to listen), each store holding one only during a call.
 
-use super::support::pg::{fresh_name, raw};
-use agent_core::json;
-use agent_data::{Context, Message};
+use super::support::pg::{fresh_name, push, raw};
+use agent_data::Context;
 use agent_store::{PgPool, Store};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -43,12 +42,6 @@ fn sessions_waiting_for_a_lock(client: &mut postgres::Client, application: &str)
         )
         .unwrap();
     usize::try_from(row.get::<_, i64>(0)).unwrap()
-}
-
-fn push(tag: String) -> Vec<Message> {
-    Message::from_value(json!({"type": "state", "data": {"log": tag},
-        "_outputPath": "†state.log", "_outputMethod": "push"}))
-    .unwrap()
 }
 
 #[test]

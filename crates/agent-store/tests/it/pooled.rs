@@ -3,9 +3,8 @@
 //! server, with fewer server sessions than clients, so consecutive
 //! transactions of one client run in different sessions.
 
-use super::support::pg::{fresh_name, open, pushed_log as log};
-use agent_core::json;
-use agent_data::{Context, Message};
+use super::support::pg::{fresh_name, open, push, pushed_log as log};
+use agent_data::Context;
 use agent_store::{AppendKey, Listener, PgStore, SnapshotWhen, Store};
 use std::time::{Duration, Instant};
 use test_support::pooler::PgBouncer;
@@ -17,12 +16,6 @@ fn pooler(pool_size: u32) -> PgBouncer {
 
 fn through(pooler: &PgBouncer, name: &str) -> String {
     test_support::database::with_context(&pooler.url(), &fresh_name(name))
-}
-
-fn push(tag: String) -> Vec<Message> {
-    Message::from_value(json!({"type": "state", "data": {"log": tag},
-        "_outputPath": "†state.log", "_outputMethod": "push"}))
-    .unwrap()
 }
 
 #[test]

@@ -13,6 +13,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use test_support::database;
 
+/// The server sessions whose application name is `application`.
+fn sessions(client: &mut postgres::Client, application: &str) -> usize {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&application],
+        )
+        .unwrap();
+    usize::try_from(row.get::<_, i64>(0)).unwrap()
+}
+
 #[test]
 fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_and_free_the_listening_one()
  {
@@ -35,14 +46,7 @@ fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_a
             let mut watcher =
                 postgres::Client::connect(&database::direct_url(), postgres::NoTls).unwrap();
             while !done.load(Ordering::Relaxed) {
-                let row = watcher
-                    .query_one(
-                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                        &[&application],
-                    )
-                    .unwrap();
-                let now = usize::try_from(row.get::<_, i64>(0)).unwrap();
-                most.fetch_max(now, Ordering::Relaxed);
+                most.fetch_max(sessions(&mut watcher, &application), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(2));
             }
         });
@@ -50,13 +54,7 @@ fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_a
             .map(|w| {
                 let (pool, context, ran) = (pool.clone(), context.clone(), ran.clone());
                 scope.spawn(move || {
-                    let mut activities = Activities::new();
-                    activities.register("square", move |call: &Value| {
-                        let n = call["n"].as_i64().unwrap();
-                        *ran.lock().unwrap().entry(n).or_default() += 1;
-                        std::thread::sleep(Duration::from_millis(5));
-                        Ok(json!(n * n))
-                    });
+                    let activities = super::workers::squaring(ran);
                     let options = WorkerOptions::new(format!("w{w}"))
                         .with_concurrency(2)
                         .with_until_idle(true);
@@ -92,13 +90,7 @@ fn d114_workers_sharing_a_pool_of_two_run_each_call_once_within_three_sessions_a
     // A second for the listening thread to look, one for the pool's.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let row = watcher
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                &[&application],
-            )
-            .unwrap();
-        if usize::try_from(row.get::<_, i64>(0)).unwrap() <= pool.connections() {
+        if sessions(&mut watcher, &application) <= pool.connections() {
             break;
         }
         assert!(

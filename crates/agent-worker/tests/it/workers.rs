@@ -39,6 +39,19 @@ fn worker(url: &str, activities: Activities, name: &str) -> Worker {
     )
 }
 
+/// `square`: `n * n` of a call's `n`, counting in `ran` how often each
+/// `n` ran.
+pub(crate) fn squaring(ran: Arc<Mutex<BTreeMap<i64, usize>>>) -> Activities {
+    let mut activities = Activities::new();
+    activities.register("square", move |call: &Value| {
+        let n = call["n"].as_i64().unwrap();
+        *ran.lock().unwrap().entry(n).or_default() += 1;
+        std::thread::sleep(Duration::from_millis(5));
+        Ok(json!(n * n))
+    });
+    activities
+}
+
 /// The view of `state` the stored log folds to.
 fn state(url: &str) -> Value {
     let context = PgStore::open(url).unwrap().load().unwrap().context;
@@ -58,16 +71,7 @@ fn r34d_three_workers_on_one_plan_run_each_call_once_and_write_every_result() {
         let handles: Vec<_> = (0..3)
             .map(|w| {
                 let (ran, url) = (ran.clone(), url.clone());
-                scope.spawn(move || {
-                    let mut activities = Activities::new();
-                    activities.register("square", move |call: &Value| {
-                        let n = call["n"].as_i64().unwrap();
-                        *ran.lock().unwrap().entry(n).or_default() += 1;
-                        std::thread::sleep(Duration::from_millis(5));
-                        Ok(json!(n * n))
-                    });
-                    worker(&url, activities, &format!("w{w}")).run().unwrap()
-                })
+                scope.spawn(move || worker(&url, squaring(ran), &format!("w{w}")).run().unwrap())
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()

@@ -58,3 +58,10 @@ pub fn pushed_log(store: &mut PgStore) -> Vec<String> {
         other => panic!("no log: {other:?}"),
     }
 }
+
+/// A message pushing `tag` onto `†state.log` (read back by [`pushed_log`]).
+pub fn push(tag: String) -> Vec<agent_data::Message> {
+    agent_data::Message::from_value(agent_core::json!({"type": "state", "data": {"log": tag},
+        "_outputPath": "†state.log", "_outputMethod": "push"}))
+    .unwrap()
+}
